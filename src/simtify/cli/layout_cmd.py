@@ -1,0 +1,253 @@
+"""`simtify layout`: paste a layout, see who owns what.
+
+LAYOUT is attribute text (``#iree_vector_ext.nested_layout<...>``, its bare ``<...>``
+body, ``#xegpu.layout<...>``, ``#xegpu.slice<...>``), ``@FILE`` holding it, or a built-in
+example ``example:seed-64x64``, ``example:seed-subgroup-order``, ``example:xegpu-128x128``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from simtify.errors import SimtifyError
+
+
+def _read_layout_text(arg: str) -> tuple[str, str]:
+    """(text, where) for a LAYOUT argument: text, @FILE or example:NAME."""
+    if arg.startswith("example:"):
+        from simtify.examples import example_layout
+
+        return example_layout(arg[len("example:"):]), arg
+    if arg.startswith("@"):
+        path = arg[1:]
+        try:
+            return Path(path).read_text().strip(), path
+        except OSError as e:
+            raise SimtifyError(f"cannot read layout file: {e.strerror}", path) from None
+    return arg, "layout"
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be positive")
+    return v
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(p) for p in text.replace("[", "").replace("]", "").split(",") if p.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of integers") from None
+
+
+def _load(args):
+    """Parse LAYOUT, pick the shape and launch sizes, and compute the ownership map."""
+    from simtify.layout import NestedLayout, ownership_map, parse_layout, parse_shape
+
+    text, where = _read_layout_text(args.layout)
+    layout = parse_layout(text, where)
+    if args.shape is None and args.layout.startswith("example:"):
+        from simtify.examples import SHAPES
+
+        args.shape = SHAPES.get(args.layout[len("example:"):])
+    if args.shape is not None:
+        shape = parse_shape(args.shape)
+    elif isinstance(layout, NestedLayout):
+        shape = layout.undistributed_shape
+    else:
+        raise SimtifyError("an XeGPU layout needs --shape", "--shape")
+    try:
+        omap = ownership_map(layout, shape, args.subgroup_size, args.threads)
+    except SimtifyError as e:
+        raise e.at(where)
+    return layout, omap
+
+
+def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    p.add_argument("layout", metavar="LAYOUT", help="layout attribute text, @FILE, or example:NAME")
+    p.add_argument("--shape", help="vector shape, e.g. 64x64 (nested layouts default to their own)")
+    p.add_argument("--subgroup-size", type=_positive, help="lanes per subgroup (nested: 64; XeGPU: prod(lane_layout))")
+    p.add_argument("--threads", type=_positive, help="threads per workgroup (default: subgroups × subgroup size)")
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True, parser_class=type(p))
+
+    show = verbs.add_parser("show", help="text picture of the tensor or of each thread; SVG/HTML pictures")
+    _add_common(show, json_flag=False)
+    show.add_argument("--view", choices=("tensor", "threads"), default="tensor")
+    show.add_argument("--color-by", choices=("subgroup", "lane"), default="subgroup", help="SVG/HTML colouring")
+    show.add_argument("--svg", metavar="FILE", help="write an SVG picture")
+    show.add_argument("--html", metavar="FILE", help="write a self-contained HTML page (hover shows owners)")
+    show.set_defaults(run=run_show)
+
+    owners = verbs.add_parser("owners", help="every thread's elements, in register order")
+    _add_common(owners)
+    owners.set_defaults(run=run_owners)
+
+    check = verbs.add_parser("check", help="validity, coverage and replication")
+    _add_common(check)
+    check.set_defaults(run=run_check)
+
+    convert = verbs.add_parser("convert", help="the equal layout of another family")
+    _add_common(convert)
+    convert.add_argument("--to", choices=("nested",), required=True)
+    convert.set_defaults(run=run_convert)
+
+    basis = verbs.add_parser("basis", help="where a lowering-config basis puts an id")
+    basis.add_argument("--counts", type=_int_list, help="basis counts, e.g. 16,4")
+    basis.add_argument("--mapping", type=_int_list, help="basis mapping, e.g. 1,0")
+    basis.add_argument("--basis", dest="basis_text", help="the whole basis, e.g. '[[16, 4], [1, 0]]'")
+    basis.add_argument("--id", type=int, required=True, help="lane or subgroup id")
+    basis.add_argument("--json", action="store_true")
+    basis.set_defaults(run=run_basis)
+
+
+def run_show(args) -> int:
+    from simtify.layout import picture
+
+    layout, omap = _load(args)
+    title = str(layout)
+    if args.svg:
+        _write(args.svg, picture.svg(omap, color_by=args.color_by, title=title))
+    if args.html:
+        _write(args.html, picture.html(omap, color_by=args.color_by, title=title))
+    text = picture.tensor_text(omap) if args.view == "tensor" else picture.threads_text(omap)
+    sys.stdout.write(text)
+    return 0
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text)
+    except OSError as e:
+        raise SimtifyError(f"cannot write: {e.strerror}", path) from None
+
+
+def run_owners(args) -> int:
+    _layout, omap = _load(args)
+    coords = omap.coords.tolist()
+    if args.json:
+        sg = omap.subgroup_size
+        threads = [
+            {"tid": t, "subgroup": t // sg, "lane": t % sg, "elements": coords[t]} for t in range(omap.num_threads)
+        ]
+        json.dump(
+            {"shape": list(omap.shape), "subgroup_size": sg, "num_threads": omap.num_threads, "threads": threads},
+            sys.stdout,
+            separators=(", ", ": "),
+        )
+        sys.stdout.write("\n")
+        return 0
+    out = [f"shape {'x'.join(map(str, omap.shape))}, {omap.num_threads} threads "
+           f"({omap.num_subgroups} subgroups of {omap.subgroup_size}), {omap.num_registers} registers each"]
+    for t in range(omap.num_threads):
+        elems = " ".join("[" + ",".join(map(str, c)) + "]" for c in coords[t])
+        out.append(f"tid {t} (s{t // omap.subgroup_size} l{t % omap.subgroup_size}): {elems}")
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def check_report(layout, omap) -> dict:
+    """Coverage, replication and validity of a layout's ownership map, as a JSON-ready dict."""
+    rep = omap.replication
+    unowned = omap.unowned()
+    return {
+        "layout": str(layout),
+        "shape": list(omap.shape),
+        "subgroup_size": omap.subgroup_size,
+        "num_threads": omap.num_threads,
+        "num_subgroups": omap.num_subgroups,
+        "registers_per_thread": omap.num_registers,
+        "valid": True,
+        "covers": omap.covers,
+        "unowned_count": int(len(unowned)),
+        "unowned_first": unowned[:8].tolist(),
+        "max_replication": omap.max_replication,
+        "min_replication": int(rep.min()),
+        "replicated_elements": int((rep > 1).sum()),
+        "repeats_within_thread": omap.repeats_within_thread,
+    }
+
+
+def run_check(args) -> int:
+    layout, omap = _load(args)
+    r = check_report(layout, omap)
+    if args.json:
+        print(json.dumps(r))
+    else:
+        print(f"valid: {r['layout']}")
+        print(f"shape {'x'.join(map(str, r['shape']))}: {r['num_threads']} threads in {r['num_subgroups']} "
+              f"subgroup(s) of {r['subgroup_size']}, {r['registers_per_thread']} registers per thread")
+        if r["covers"]:
+            print("coverage: every element is owned")
+        else:
+            print(f"coverage: {r['unowned_count']} elements unowned, first {r['unowned_first']}")
+        if r["max_replication"] > 1:
+            print(f"replication: {r['replicated_elements']} elements held by several threads "
+                  f"({r['min_replication']} to {r['max_replication']} threads each)")
+        else:
+            print("replication: none (each element has exactly one owner)")
+        if r["repeats_within_thread"]:
+            print("warning: some thread holds one element in two registers")
+    return 0 if r["covers"] else 1
+
+
+def run_convert(args) -> int:
+    from simtify.layout import NestedLayout, xegpu_to_nested
+
+    layout, omap = _load(args)
+    if isinstance(layout, NestedLayout):
+        conv_layout, note, ok = layout, "already a nested layout", True
+    else:
+        conv = xegpu_to_nested(layout, omap.shape, omap.subgroup_size, omap.num_threads)
+        conv_layout, note, ok = conv.layout, conv.reason, conv.exists
+    if args.json:
+        print(json.dumps({"nested": str(conv_layout) if ok else None, "note": note}))
+    elif ok:
+        print(conv_layout)
+        print(f"// {note}")
+    else:
+        print(f"no equal nested layout: {note}")
+    return 0 if ok else 1
+
+
+def run_basis(args) -> int:
+    import numpy as np
+
+    from simtify.layout import Basis
+
+    if args.basis_text is not None:
+        if args.counts is not None or args.mapping is not None:
+            raise SimtifyError("give either --basis or --counts/--mapping", "--basis")
+        basis = Basis.parse(args.basis_text, "--basis")
+    else:
+        if args.counts is None:
+            raise SimtifyError("give --counts (and --mapping) or --basis", "--counts")
+        mapping = args.mapping if args.mapping is not None else list(range(len(args.counts)))
+        try:
+            basis = Basis(tuple(args.counts), tuple(mapping))
+        except SimtifyError as e:
+            raise e.at("--counts/--mapping")
+    if args.id < 0:
+        raise SimtifyError(f"id {args.id} must not be negative", "--id")
+    if args.id >= basis.size:
+        raise SimtifyError(f"id {args.id} is outside the basis of {basis.size} ids", "--id")
+    ids = np.array([args.id])
+    digits = basis.digits(ids)[0].tolist()
+    coords = basis.coords(ids)[0].tolist()
+    if args.json:
+        print(json.dumps({"digits": digits, "coords": coords}))
+    else:
+        print(f"basis {basis}: id {args.id} -> digits {digits} -> coords {coords}")
+    return 0

@@ -1,0 +1,64 @@
+"""Entry point: parse the command line, run one subcommand, turn errors into
+``error: <where>: <what>`` and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help). Modules are imported lazily.
+SUBCOMMANDS = {
+    "layout": ("simtify.cli.layout_cmd", "show, query and convert layouts: who owns what"),
+}
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports misuse as one `error:` line instead of usage + message."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser(argv: list[str]) -> tuple[Parser, str | None]:
+    parser = Parser(prog="simtify", description="Distribute workgroup vector programs by layouts; check them by simulation.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        if name == chosen:
+            importlib.import_module(module).add_parser(sub, name, help_text)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
+    return parser, chosen if chosen in SUBCOMMANDS else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    from simtify.errors import SimtifyError
+
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        parser, chosen = build_parser(argv)
+        args = parser.parse_args(argv)
+        if chosen is None:
+            parser.print_help()
+            return 0 if not argv or argv[0] in ("-h", "--help") else 2
+        return int(args.run(args) or 0)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except SimtifyError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""IREE's nested layout: subgroup, batch, outer, thread and element tiles per dim.
+
+Per dim i the extent is ``S·B·O·T·E`` and an element's coordinate is the mixed-radix
+number ``x = ((((s·B + b)·O + o)·T + t)·E + e)`` (subgroup digit outermost, element
+digit innermost). The thread digit comes from the workgroup-linear thread id,
+``t = (tid // thread_strides[i]) % T``, and the subgroup digit from the subgroup id,
+``s = ((tid // subgroup_size) // subgroup_strides[i]) % S``; each thread's registers
+are the distributed shape ``[B.., O.., E..]`` in row-major order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from math import prod
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from simtify.errors import SimtifyError
+from simtify.layout.ownership import OwnershipMap
+from simtify.layout.syntax import AttributeText, format_ints, int_list, parse_attribute, parse_dim_map
+
+ATTRIBUTE_NAME = "#iree_vector_ext.nested_layout"
+FIELDS = (
+    "subgroup_tile",
+    "batch_tile",
+    "outer_tile",
+    "thread_tile",
+    "element_tile",
+    "subgroup_strides",
+    "thread_strides",
+)
+
+
+def _check_strides(tiles: Sequence[int], strides: Sequence[int], level: str) -> tuple[int, ...]:
+    """Normalise stride 0 where the tile is 1; refuse a 0 stride on a real tile and overlaps."""
+    out = []
+    for i, (n, s) in enumerate(zip(tiles, strides)):
+        if s < 0:
+            raise SimtifyError(f"{level}_strides[{i}] = {s} is negative")
+        if n == 1:
+            s = 0
+        elif s == 0:
+            raise SimtifyError(
+                f"{level}_strides[{i}] is 0 but {level}_tile[{i}] = {n} > 1: a distributed dim needs a stride"
+            )
+        out.append(s)
+    used = sorted((s, n, i) for i, (n, s) in enumerate(zip(tiles, out)) if n > 1)
+    for (s0, n0, i0), (s1, _n1, i1) in zip(used, used[1:]):
+        if s1 < s0 * n0:
+            raise SimtifyError(
+                f"{level} strides overlap: dim {i0} uses ids [{s0}, {s0 * n0}) in steps of {s0} "
+                f"and dim {i1} starts at stride {s1}"
+            )
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class NestedLayout:
+    subgroup_tile: tuple[int, ...]
+    batch_tile: tuple[int, ...]
+    outer_tile: tuple[int, ...]
+    thread_tile: tuple[int, ...]
+    element_tile: tuple[int, ...]
+    subgroup_strides: tuple[int, ...]
+    thread_strides: tuple[int, ...]
+
+    def __post_init__(self):
+        values = {f: tuple(int(v) for v in getattr(self, f)) for f in FIELDS}
+        ranks = {f: len(v) for f, v in values.items()}
+        rank = ranks["subgroup_tile"]
+        for f, r in ranks.items():
+            if r != rank:
+                raise SimtifyError(f"'{f}' has rank {r} but 'subgroup_tile' has rank {rank}")
+        if rank == 0:
+            raise SimtifyError("a nested layout needs at least one dim")
+        for f in FIELDS[:5]:
+            for i, v in enumerate(values[f]):
+                if v < 1:
+                    raise SimtifyError(f"{f}[{i}] = {v}: tile sizes must be positive")
+        values["subgroup_strides"] = _check_strides(values["subgroup_tile"], values["subgroup_strides"], "subgroup")
+        values["thread_strides"] = _check_strides(values["thread_tile"], values["thread_strides"], "thread")
+        for f, v in values.items():
+            object.__setattr__(self, f, v)
+
+    # --- text ---------------------------------------------------------------------
+
+    @classmethod
+    def parse(cls, text: str, where: str = "layout") -> "NestedLayout":
+        return cls.from_attribute(parse_attribute(text, where), where)
+
+    @classmethod
+    def from_attribute(cls, attr: AttributeText, where: str = "layout") -> "NestedLayout":
+        if attr.name not in (None, ATTRIBUTE_NAME):
+            raise SimtifyError(f"expected {ATTRIBUTE_NAME}<...>, found {attr.name}", where)
+        values: dict[str, tuple[int, ...]] = {}
+        for key, value in attr.params:
+            if key is None:
+                raise SimtifyError("nested_layout parameters are 'key = [..]' pairs", where)
+            if key not in FIELDS:
+                raise SimtifyError(f"unknown nested_layout parameter '{key}' (expected {', '.join(FIELDS)})", where)
+            if key in values:
+                raise SimtifyError(f"'{key}' is given twice", where)
+            values[key] = int_list(value, key, where)
+        missing = [f for f in FIELDS if f not in values]
+        if missing:
+            raise SimtifyError(f"nested_layout is missing {', '.join(repr(m) for m in missing)}", where)
+        try:
+            return cls(**values)
+        except SimtifyError as e:
+            raise e.at(where)
+
+    def __str__(self) -> str:
+        body = ", ".join(f"{f} = {format_ints(getattr(self, f))}" for f in FIELDS)
+        return f"{ATTRIBUTE_NAME}<{body}>"
+
+    # --- shapes -------------------------------------------------------------------
+
+    @property
+    def rank(self) -> int:
+        return len(self.subgroup_tile)
+
+    @property
+    def undistributed_shape(self) -> tuple[int, ...]:
+        return tuple(
+            s * b * o * t * e
+            for s, b, o, t, e in zip(
+                self.subgroup_tile, self.batch_tile, self.outer_tile, self.thread_tile, self.element_tile
+            )
+        )
+
+    @property
+    def distributed_shape(self) -> tuple[int, ...]:
+        """The per-thread vector shape ``[B.., O.., E..]`` (rank 3r), as IREE's to_simt gives."""
+        return self.batch_tile + self.outer_tile + self.element_tile
+
+    @property
+    def elements_per_thread(self) -> tuple[int, ...]:
+        """Per dim, ``B·O·E``: the seed's "actual shape" of a thread's vector."""
+        return tuple(b * o * e for b, o, e in zip(self.batch_tile, self.outer_tile, self.element_tile))
+
+    @property
+    def thread_span(self) -> int:
+        """Threads one subgroup's pattern spans: max of stride × tile (1 if none)."""
+        return max([s * n for s, n in zip(self.thread_strides, self.thread_tile) if n > 1], default=1)
+
+    @property
+    def subgroup_span(self) -> int:
+        """Subgroups the layout spans: max of stride × tile (1 if none)."""
+        return max([s * n for s, n in zip(self.subgroup_strides, self.subgroup_tile) if n > 1], default=1)
+
+    @property
+    def num_subgroups(self) -> int:
+        return self.subgroup_span
+
+    def check_shape(self, shape: Sequence[int]) -> None:
+        shape = tuple(shape)
+        if shape != self.undistributed_shape:
+            if len(shape) != self.rank:
+                raise SimtifyError(f"the layout has rank {self.rank} but the shape {list(shape)} has rank {len(shape)}")
+            raise SimtifyError(
+                f"the layout covers {'x'.join(map(str, self.undistributed_shape))}, "
+                f"not the shape {'x'.join(map(str, shape))} (per dim, S·B·O·T·E must equal the size)"
+            )
+
+    def check_launch(self, subgroup_size: int, num_threads: int | None) -> int:
+        """Validate the layout for a workgroup; returns the thread count to use."""
+        if subgroup_size < 1:
+            raise SimtifyError(f"subgroup size {subgroup_size} must be positive")
+        if self.thread_span > subgroup_size:
+            i = max(range(self.rank), key=lambda d: self.thread_strides[d] * self.thread_tile[d])
+            raise SimtifyError(
+                f"thread span {self.thread_span} (thread_strides[{i}] × thread_tile[{i}]) "
+                f"exceeds the subgroup size {subgroup_size}"
+            )
+        if num_threads is None:
+            num_threads = self.num_subgroups * subgroup_size
+        if num_threads < 1 or num_threads % subgroup_size:
+            raise SimtifyError(f"{num_threads} threads is not a whole number of {subgroup_size}-lane subgroups")
+        if num_threads // subgroup_size < self.subgroup_span:
+            raise SimtifyError(
+                f"the layout spans {self.subgroup_span} subgroups but {num_threads} threads "
+                f"make only {num_threads // subgroup_size} subgroups of {subgroup_size}"
+            )
+        return num_threads
+
+    # --- ownership ----------------------------------------------------------------
+
+    def thread_digits(self, tids: np.ndarray, subgroup_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(s, t)``: per thread id (array), the subgroup and thread digits, ``[len, rank]``."""
+        tids = np.asarray(tids, dtype=np.int64)
+        sg = tids // subgroup_size
+        s = np.stack(
+            [(sg // max(st, 1)) % n for n, st in zip(self.subgroup_tile, self.subgroup_strides)], axis=-1
+        )
+        t = np.stack([(tids // max(st, 1)) % n for n, st in zip(self.thread_tile, self.thread_strides)], axis=-1)
+        return s, t
+
+    def register_offsets(self) -> np.ndarray:
+        """``[registers, rank]``: the coordinate each register adds to its thread's base."""
+        r = self.rank
+        idx = np.indices(self.distributed_shape).reshape(3 * r, -1).T
+        b, o, e = idx[:, :r], idx[:, r : 2 * r], idx[:, 2 * r :]
+        O = np.array(self.outer_tile)
+        T = np.array(self.thread_tile)
+        E = np.array(self.element_tile)
+        return (b * O + o) * T * E + e
+
+    def ownership(self, subgroup_size: int = 64, num_threads: int | None = None) -> OwnershipMap:
+        num_threads = self.check_launch(subgroup_size, num_threads)
+        shape = self.undistributed_shape
+        s, t = self.thread_digits(np.arange(num_threads), subgroup_size)
+        B, O, T, E = (np.array(x, dtype=np.int64) for x in (self.batch_tile, self.outer_tile, self.thread_tile, self.element_tile))
+        base = s * (B * O * T * E) + t * E  # [threads, rank]
+        row_strides = np.array([prod(shape[i + 1 :]) for i in range(self.rank)], dtype=np.int64)
+        flat = (base @ row_strides)[:, None] + (self.register_offsets() @ row_strides)[None, :]
+        return OwnershipMap(shape, subgroup_size, flat, rows_distinct=True)
+
+    # --- algebra ------------------------------------------------------------------
+
+    def _select(self, dims: Sequence[int]) -> "NestedLayout":
+        return NestedLayout(**{f: tuple(getattr(self, f)[d] for d in dims) for f in FIELDS})
+
+    def permute(self, perm: Sequence[int]) -> "NestedLayout":
+        """Result dim i is this layout's dim ``perm[i]`` (vector.transpose's permutation)."""
+        perm = tuple(perm)
+        if sorted(perm) != list(range(self.rank)):
+            raise SimtifyError(f"{list(perm)} is not a permutation of {self.rank} dims")
+        return self._select(perm)
+
+    def project(self, dropped: Iterable[int] | Sequence[bool]) -> "NestedLayout":
+        """Drop dims (a list of dim indices, or one bool per dim as IREE takes): the
+        threads and subgroups that told the dropped dims apart now replicate."""
+        dropped = list(dropped)
+        if dropped and all(isinstance(d, (bool, np.bool_)) for d in dropped):
+            if len(dropped) != self.rank:
+                raise SimtifyError(f"project needs {self.rank} flags, got {len(dropped)}")
+            drop = {i for i, d in enumerate(dropped) if d}
+        else:
+            drop = set(int(d) for d in dropped)
+            if any(not 0 <= d < self.rank for d in drop):
+                raise SimtifyError(f"project: dims {sorted(drop)} out of range for rank {self.rank}")
+        kept = [i for i in range(self.rank) if i not in drop]
+        if not kept:
+            raise SimtifyError("project would drop every dim")
+        return self._select(kept)
+
+    def apply(self, dim_map: str | Sequence[int]) -> "NestedLayout":
+        """Apply a permutation or projection map: result dim k is the map's k-th result dim.
+        Takes ``affine_map<(d0, d1, d2) -> (d2, d0)>`` text or the result dims ``[2, 0]``."""
+        if isinstance(dim_map, str):
+            num_dims, results = parse_dim_map(dim_map)
+            if num_dims != self.rank:
+                raise SimtifyError(f"the map has {num_dims} dims but the layout has rank {self.rank}")
+        else:
+            results = tuple(dim_map)
+            if any(not 0 <= d < self.rank for d in results) or len(set(results)) != len(results):
+                raise SimtifyError(f"{list(results)} is not a permutation or projection of {self.rank} dims")
+        if not results:
+            raise SimtifyError("the map has no results")
+        return self._select(results)
+
+    def reshape(self, shape: Sequence[int]) -> "NestedLayout":
+        """The layout of ``vector.shape_cast`` to `shape` that keeps every element with the
+        same owner and register, or an error saying why none exists."""
+        from simtify.layout.reshape import reshape_nested
+
+        return reshape_nested(self, tuple(shape))
+
+
+def field_dict(layout: NestedLayout) -> dict[str, tuple[int, ...]]:
+    return {f.name: getattr(layout, f.name) for f in fields(layout)}

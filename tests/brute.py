@@ -1,0 +1,110 @@
+"""Brute-force, per-element definitions of who owns what, written from the seeds' and
+DESIGN.md's prose independently of `simtify.layout`, for property tests to compare with.
+Slow on purpose: plain Python loops, no numpy."""
+
+from __future__ import annotations
+
+import itertools
+from math import prod
+
+
+def _digits(x: int, radices):
+    """Mixed-radix digits of x, most significant first."""
+    out = []
+    for r in reversed(radices):
+        out.append(x % r)
+        x //= r
+    return list(reversed(out))
+
+
+def nested_map(L, subgroup_size: int, num_threads: int) -> list[list[tuple[int, ...]]]:
+    """Element-major: for every element, unpack its per-dim (s, b, o, t, e) digits and find
+    every thread whose virtual subgroup and thread ids match; its register is the
+    row-major position of (b.., o.., e..)."""
+    r = len(L.batch_tile)
+    shape = [L.subgroup_tile[i] * L.batch_tile[i] * L.outer_tile[i] * L.thread_tile[i] * L.element_tile[i] for i in range(r)]
+    reg_shape = list(L.batch_tile) + list(L.outer_tile) + list(L.element_tile)
+    nregs = prod(reg_shape)
+    table = [[None] * nregs for _ in range(num_threads)]
+    for x in itertools.product(*[range(n) for n in shape]):
+        digs = [
+            _digits(x[i], [L.subgroup_tile[i], L.batch_tile[i], L.outer_tile[i], L.thread_tile[i], L.element_tile[i]])
+            for i in range(r)
+        ]
+        reg_digits = [d[1] for d in digs] + [d[2] for d in digs] + [d[4] for d in digs]
+        reg = 0
+        for d, n in zip(reg_digits, reg_shape):
+            reg = reg * n + d
+        for tid in range(num_threads):
+            sg = tid // subgroup_size
+            ok = True
+            for i in range(r):
+                vs = (sg // L.subgroup_strides[i]) % L.subgroup_tile[i] if L.subgroup_tile[i] > 1 else 0
+                vt = (tid // L.thread_strides[i]) % L.thread_tile[i] if L.thread_tile[i] > 1 else 0
+                if vs != digs[i][0] or vt != digs[i][3]:
+                    ok = False
+                    break
+            if ok:
+                assert table[tid][reg] is None
+                table[tid][reg] = tuple(x)
+    return table
+
+
+def _delin(i: int, layout, order):
+    order = order if order is not None else list(range(len(layout) - 1, -1, -1))
+    out = [0] * len(layout)
+    for d in order:
+        out[d] = i % layout[d]
+        i //= layout[d]
+    return out
+
+
+def xegpu_map(base, removed, shape, subgroup_size: int, num_threads: int) -> list[list[tuple[int, ...]]]:
+    """Upstream's generation of coordinates, then lane membership, then a sort key.
+
+    Subgroup: for every distribution unit offset u (row-major over the shape in steps of
+    ``min(n, layout·data)``) the subgroup tile is ``(u + id·data + p) % n``. A tile-local
+    position p belongs to the lane whose digit is ``((p % inst) // lane_data) % lane_layout``.
+    Register order: unit, then instruction block, then the lane's local index
+    ``(pi // (LL·LD))·LD + pi % LD`` per dim, each row-major."""
+    rank = base.rank if base.rank is not None else len(shape) + len(removed)
+    kept = [d for d in range(rank) if d not in removed]
+    f = lambda name, d, default: (getattr(base, name)[d] if getattr(base, name) is not None else default)  # noqa: E731
+    sg_layout = [f("sg_layout", d, 1) for d in range(rank)]
+    lane_layout = [f("lane_layout", d, 1) for d in range(rank)]
+    sg_order = base.order if base.sg_layout is not None else None
+    lane_order = base.order if base.lane_layout is not None else None
+    dims = []
+    for d, n in zip(kept, shape):
+        L = sg_layout[d]
+        D = f("sg_data", d, n // L if n % L == 0 else n)
+        I = f("inst_data", d, D)
+        LL = lane_layout[d]
+        LD = f("lane_data", d, I // LL)
+        dims.append((n, L, D, I, LL, LD))
+    table = []
+    for tid in range(num_threads):
+        sid = _delin(tid // subgroup_size, sg_layout, sg_order)
+        lid = _delin(tid % subgroup_size, lane_layout, lane_order)
+        units = [range(0, n, min(n, L * D)) for (n, L, D, I, LL, LD) in dims]
+        found = []
+        for ui, u in enumerate(itertools.product(*units)):
+            for p in itertools.product(*[range(D) for (n, L, D, I, LL, LD) in dims]):
+                mine = all(((pk % I) // LD) % LL == lid[d] for pk, d, (n, L, D, I, LL, LD) in zip(p, kept, dims))
+                if not mine:
+                    continue
+                coord = tuple((uk + sid[d] * D + pk) % n for uk, pk, d, (n, L, D, I, LL, LD) in zip(u, p, kept, dims))
+                block = tuple(pk // I for pk, (n, L, D, I, LL, LD) in zip(p, dims))
+                local = tuple(((pk % I) // (LL * LD)) * LD + (pk % I) % LD for pk, (n, L, D, I, LL, LD) in zip(p, dims))
+                found.append(((ui, block, local), coord))
+        found.sort()
+        table.append([c for _, c in found])
+    return table
+
+
+def replication(table, shape) -> dict[tuple[int, ...], int]:
+    count = {x: 0 for x in itertools.product(*[range(n) for n in shape])}
+    for regs in table:
+        for x in set(regs):
+            count[x] += 1
+    return count
