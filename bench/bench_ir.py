@@ -1,0 +1,115 @@
+"""How fast the IR layer reads and writes MLIR (not a test).
+
+1. Parse and print throughput, in ops/s, on one generated function of 10,000 ops that
+   cycles through the ops a distributed kernel is made of (vector transfers, strided
+   slices, multi-reductions, shuffles, subgroup reductions, index arithmetic, splat
+   constants).
+2. The wall time of ``simtify opt`` as a whole process on a 100-op file (interpreter
+   start, imports, parse, verify, print), next to ``iree-opt``'s on the same file when
+   iree-opt is installed.
+
+Prints the measurements and their ratios; every number comes from this one run.
+
+    python bench/bench_ir.py [--ops 10000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# One line per op; {n} makes names unique. Every op reads only the function's
+# arguments, so any prefix of the cycle is a valid function.
+CYCLE = [
+    "%c{n} = arith.constant dense<0xFF800000> : vector<4xf32>",
+    "%r{n} = vector.transfer_read %m[%i, %i], %s {{in_bounds = [true, true]}} : memref<64x64xf32>, vector<4x8xf32>",
+    "%t{n} = vector.transpose %v, [1, 0] : vector<4x8xf32> to vector<8x4xf32>",
+    "%x{n} = vector.extract_strided_slice %v offsets = [0, 4], sizes = [2, 4], strides = [1, 1] : vector<4x8xf32> to vector<2x4xf32>",
+    "%y{n} = vector.multi_reduction <maximumf>, %v, %v4 [1] : vector<4x8xf32> to vector<4xf32>",
+    "%e{n} = vector.extract %v[1, %i] : f32 from vector<4x8xf32>",
+    "%b{n} = vector.broadcast %s : f32 to vector<4x8xf32>",
+    "%a{n} = arith.addf %v, %v : vector<4x8xf32>",
+    "%l{n} = affine.linearize_index disjoint [%i, %i] by (4, 16) : index",
+    "%d{n}:2 = affine.delinearize_index %i into (8, 8) : index, index",
+    "%h{n}, %k{n} = gpu.shuffle xor %s, %o, %w : f32",
+    "%g{n} = gpu.subgroup_reduce add %s cluster(size = 16) : (f32) -> f32",
+    "vector.transfer_write %v, %m[%i, %i] {{in_bounds = [true, true]}} : vector<4x8xf32>, memref<64x64xf32>",
+]
+
+SIGNATURE = "%v: vector<4x8xf32>, %v4: vector<4xf32>, %s: f32, %i: index, %m: memref<64x64xf32>, %o: i32, %w: i32"
+
+
+def generate(ops: int) -> str:
+    """A module with one function of `ops` ops (its `return` included)."""
+    body = [f"  {CYCLE[n % len(CYCLE)].format(n=n)}" for n in range(ops - 1)]
+    return f"func.func @bench({SIGNATURE}) {{\n" + "\n".join(body) + "\n  return\n}\n"
+
+
+def best_of(repeat: int, action) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def process_time(command: list[str], repeat: int) -> float:
+    """Median wall time of a whole process (start-up included)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> int:
+    options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    options.add_argument("--ops", type=int, default=10_000)
+    options.add_argument("--small", type=int, default=100, help="ops in the file for the whole-process timing")
+    options.add_argument("--repeat", type=int, default=3)
+    args = options.parse_args()
+
+    from simtify.ir import parse, print_module
+
+    text = generate(args.ops)
+    parse(generate(len(CYCLE) + 1))  # load every dialect once, outside the timings
+    module = None
+
+    def do_parse():
+        nonlocal module
+        module = parse(text, "bench.mlir")
+
+    parse_s = best_of(args.repeat, do_parse)
+    printed = print_module(module)
+    print_s = best_of(args.repeat, lambda: print_module(module))
+    assert print_module(parse(printed)) == printed, "printing is not a fixed point"
+    count = sum(1 for _ in module.walk()) - 2  # without builtin.module and func.func
+    print(f"{count} ops: parse+verify {count / parse_s:,.0f} ops/s ({parse_s:.2f} s), print {count / print_s:,.0f} ops/s ({print_s:.3f} s)")
+    print(f"  print is {parse_s / print_s:.1f}x faster than parse; round trip {count / (parse_s + print_s):,.0f} ops/s")
+
+    with tempfile.TemporaryDirectory() as directory:
+        small = Path(directory) / "small.mlir"
+        small.write_text(generate(args.small))
+        ours = process_time([sys.executable, "-m", "simtify.cli.main", "opt", str(small)], args.repeat)
+        print(f"simtify opt, {args.small}-op file, whole process: {ours:.2f} s")
+        iree_opt = shutil.which("iree-opt")
+        if iree_opt is None:
+            print("iree-opt not installed (pip install iree-base-compiler==3.12.0): no comparison")
+        else:
+            theirs = process_time([iree_opt, str(small)], args.repeat)
+            print(f"iree-opt,    {args.small}-op file, whole process: {theirs:.2f} s  (simtify opt / iree-opt = {ours / theirs:.1f}x)")
+        idle = process_time([sys.executable, "-c", "import simtify.ir; simtify.ir.make_context()"], args.repeat)
+        print(f"  of which interpreter start + imports + context: {idle:.2f} s ({idle / ours:.0%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""`simtify opt FILE.mlir [-o OUT]`: read MLIR, verify it, print it back.
+
+With no pass named, ``opt`` is the IR layer's round trip: the module is parsed (custom
+or generic syntax, IREE aliases such as ``#nested = ...``), every op is verified, and
+the module is printed in today's upstream syntax. ``-`` reads standard input. Errors
+are ``error: FILE:LINE:COL: ...`` with exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from simtify.errors import SimtifyError
+
+
+def add_parser(subparsers, name: str, help_text: str):
+    parser = subparsers.add_parser(
+        name,
+        help=help_text,
+        description="Parse, verify and print an MLIR file in today's upstream / IREE 3.12 syntax.",
+    )
+    parser.add_argument("file", metavar="FILE.mlir", nargs="?", help="MLIR input; '-' reads standard input")
+    parser.add_argument("-o", "--output", metavar="OUT", default="-", help="where to write the module (default: standard output)")
+    parser.add_argument("--pipeline", help="run a named pipeline (see --list-pipelines)")
+    parser.add_argument("--pass", dest="pass_name", metavar="PASS", help="run one named pass (see --list-pipelines)")
+    parser.add_argument("--list-pipelines", action="store_true", help="list the pipelines and passes")
+    parser.add_argument("--target", default="gfx942", help="gfx942, gfx950, sm_90 or xe (default gfx942)")
+    parser.add_argument("--subgroup-size", type=int, help="lanes per subgroup (default: the target's)")
+    parser.add_argument("--workgroup-size", type=int,
+                        help="threads per workgroup (default: subgroups the layouts use × subgroup size)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def read_source(path: str) -> tuple[str, str]:
+    """(text, name used in error locations) for a FILE argument; '-' is stdin."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        return Path(path).read_text(encoding="utf-8"), path
+    except OSError as e:
+        raise SimtifyError(f"cannot read input: {e.strerror or e}", path) from None
+    except UnicodeDecodeError as e:
+        raise SimtifyError(f"input is not UTF-8 text (byte {e.start})", path) from None
+
+
+def write_output(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise SimtifyError(f"cannot write output: {e.strerror or e}", path) from None
+
+
+def run(args) -> int:
+    from simtify.ir import parse, print_module, verify
+
+    if args.list_pipelines:
+        from simtify.transforms.pipelines import PASSES, PIPELINES
+
+        lines = ["pipelines:"] + [f"  {n}: {h}" for n, (_, h) in PIPELINES.items()]
+        lines += ["passes:"] + [f"  {n}: {h}" for n, (_, h) in PASSES.items()]
+        sys.stdout.write("\n".join(lines) + "\n")
+        return 0
+    if args.file is None:
+        raise SimtifyError("give an MLIR file (or - for standard input)", "opt")
+    text, name = read_source(args.file)
+    module = parse(text, name)
+    if args.pipeline or args.pass_name:
+        from simtify.target import get_target
+        from simtify.transforms.pipelines import Options, run_pass, run_pipeline
+
+        get_target(args.target)
+        if args.subgroup_size is not None and args.subgroup_size < 1:
+            raise SimtifyError(f"subgroup size {args.subgroup_size} must be positive", "--subgroup-size")
+        if args.workgroup_size is not None and args.workgroup_size < 1:
+            raise SimtifyError(f"workgroup size {args.workgroup_size} must be positive", "--workgroup-size")
+        opts = Options(args.target, args.subgroup_size, args.workgroup_size)
+        if args.pipeline:
+            run_pipeline(module, args.pipeline, opts)
+        if args.pass_name:
+            run_pass(module, args.pass_name, opts)
+        verify(module)
+    write_output(args.output, print_module(module))
+    return 0

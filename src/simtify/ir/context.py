@@ -1,0 +1,80 @@
+"""The one xDSL `Context` that knows every dialect simtify reads and writes.
+
+Where xDSL's own dialect parses and prints today's upstream syntax it is used as is
+(builtin, func, math, linalg, ub, cf). Where it lacks ops, rejects vectors, or prints an
+outdated syntax, the dialect is declared (vector, gpu) or completed (arith, affine,
+memref, scf, tensor) in this package instead. The IREE, XeGPU and AMDGPU dialects live in their own modules
+(`EXTRA_DIALECT_MODULES`), each exposing ``DIALECTS: list[Dialect]``.
+
+Dialects are registered, not loaded: xDSL imports and loads a dialect the first time the
+text names one of its ops or attributes, which keeps `simtify opt` quick to start.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.ir import Dialect
+
+__all__ = ["EXTRA_DIALECT_MODULES", "make_context"]
+
+# Modules of the IREE / XeGPU / AMDGPU dialects. A module that does not exist (yet) is
+# skipped; one that exists but fails to import is an error, reported as such.
+EXTRA_DIALECT_MODULES = [
+    "simtify.ir.iree_vector_ext",
+    "simtify.ir.xegpu",
+    "simtify.ir.iree_gpu",
+    "simtify.ir.iree_codegen",
+    "simtify.ir.amdgpu",
+]
+
+
+def _from(module: str, attribute: str) -> Callable[[], Dialect]:
+    """A factory importing `module` only when the dialect is first needed."""
+
+    def load() -> Dialect:
+        return getattr(importlib.import_module(module), attribute)
+
+    return load
+
+
+# name -> factory. xDSL's dialects where they match upstream; ours where they do not.
+_DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "builtin": _from("xdsl.dialects.builtin", "Builtin"),
+    "func": _from("xdsl.dialects.func", "Func"),
+    "arith": _from("simtify.ir.arith", "Arith"),
+    "math": _from("xdsl.dialects.math", "Math"),
+    "scf": _from("simtify.ir.scf", "Scf"),
+    "cf": _from("xdsl.dialects.cf", "Cf"),
+    "memref": _from("simtify.ir.memref", "MemRef"),
+    "tensor": _from("simtify.ir.tensor", "Tensor"),
+    "linalg": _from("xdsl.dialects.linalg", "Linalg"),
+    "ub": _from("xdsl.dialects.ub", "UB"),
+    "vector": _from("simtify.ir.vector", "Vector"),
+    "gpu": _from("simtify.ir.gpu", "GPU"),
+    "affine": _from("simtify.ir.affine", "Affine"),
+}
+
+
+def extra_dialects() -> list[Dialect]:
+    """The dialects of every module in `EXTRA_DIALECT_MODULES` that exists."""
+    dialects: list[Dialect] = []
+    for module_name in EXTRA_DIALECT_MODULES:
+        if importlib.util.find_spec(module_name) is None:
+            continue
+        module = importlib.import_module(module_name)
+        dialects.extend(module.DIALECTS)
+    return dialects
+
+
+def make_context() -> Context:
+    """A fresh context in which every dialect simtify knows is registered."""
+    ctx = Context()
+    for name, factory in _DIALECTS.items():
+        ctx.register_dialect(name, factory)
+    for dialect in extra_dialects():
+        ctx.register_dialect(dialect.name, lambda dialect=dialect: dialect)
+    return ctx

@@ -1,0 +1,1021 @@
+"""The upstream ``gpu`` dialect ops a SIMT program needs, in today's MLIR syntax.
+
+xDSL 0.74's ``gpu`` dialect has no ``shuffle``, ``subgroup_reduce`` or
+``warp_execute_on_lane_0``, gives ``thread_id``, ``lane_id``, ``barrier``, ``module`` and
+``func`` no custom syntax, and prints enums in the outdated ``#gpu<dim x>`` form
+(upstream: ``#gpu.dim<x>``). So the dialect is declared here: the ids
+(``thread_id x``, ``lane_id``, ``subgroup_id : index``...), ``barrier`` with its
+``memfence`` and ``scope``, the subgroup collectives, the warp region of MLIR's vector
+distribution (moved from ``vector`` to ``gpu`` upstream), and the module/function
+structure, plus the attributes they use (``#gpu.address_space<workgroup>`` for memrefs
+in workgroup memory, and the ``#gpu.thread<x>``-style mappings of ``scf.forall``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import auto
+from math import prod
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    SymbolNameConstraint,
+    UnitAttr,
+    VectorType,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    NoTerminator,
+    Pure,
+    RecursiveMemoryEffect,
+    SymbolOpInterface,
+    SymbolTable,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from simtify.ir.assembly import AngleBracketEnum, parse_enum_keyword, split_properties
+
+# ------------------------------------------------------------------------ attributes
+
+
+class Dimension(StrEnum):
+    X = auto()
+    Y = auto()
+    Z = auto()
+
+
+@irdl_attr_definition
+class DimensionAttr(AngleBracketEnum, EnumAttribute[Dimension]):
+    """``#gpu.dim<x>``: one of the three launch dimensions."""
+
+    name = "gpu.dim"
+
+
+class AddressSpace(StrEnum):
+    GLOBAL = auto()
+    WORKGROUP = auto()
+    PRIVATE = auto()
+
+
+@irdl_attr_definition
+class AddressSpaceAttr(AngleBracketEnum, EnumAttribute[AddressSpace]):
+    """``#gpu.address_space<workgroup>``: the memory space of a memref (workgroup =
+    shared memory / LDS, private = registers or scratch)."""
+
+    name = "gpu.address_space"
+
+
+class ReduceOperation(StrEnum):
+    ADD = auto()
+    MUL = auto()
+    MINUI = auto()
+    MINSI = auto()
+    MINNUMF = auto()
+    MAXUI = auto()
+    MAXSI = auto()
+    MAXNUMF = auto()
+    AND = auto()
+    OR = auto()
+    XOR = auto()
+    MINIMUMF = auto()
+    MAXIMUMF = auto()
+
+
+FLOAT_REDUCTIONS = frozenset({"add", "mul", "minnumf", "maxnumf", "minimumf", "maximumf"})
+INTEGER_REDUCTIONS = frozenset({"add", "mul", "minui", "minsi", "maxui", "maxsi", "and", "or", "xor"})
+
+
+@irdl_attr_definition
+class ReduceOperationAttr(AngleBracketEnum, EnumAttribute[ReduceOperation]):
+    """``#gpu.all_reduce_op<add>``: how a subgroup or workgroup reduction combines."""
+
+    name = "gpu.all_reduce_op"
+
+
+class ShuffleMode(StrEnum):
+    XOR = auto()
+    UP = auto()
+    DOWN = auto()
+    IDX = auto()
+
+
+@irdl_attr_definition
+class ShuffleModeAttr(AngleBracketEnum, EnumAttribute[ShuffleMode]):
+    """``#gpu.shuffle_mode<xor>``: which lane a shuffle reads from."""
+
+    name = "gpu.shuffle_mode"
+
+
+class BarrierScope(StrEnum):
+    SUBGROUP = auto()
+    WORKGROUP = auto()
+    CLUSTER = auto()
+
+
+@irdl_attr_definition
+class BarrierScopeAttr(AngleBracketEnum, EnumAttribute[BarrierScope]):
+    """``#gpu.barrier_scope<workgroup>``: which threads a barrier synchronises."""
+
+    name = "gpu.barrier_scope"
+
+
+class MappingId(StrEnum):
+    """Processor ids an ``scf.forall`` loop can be mapped to."""
+
+    X = auto()
+    Y = auto()
+    Z = auto()
+    LINEAR_DIM_0 = auto()
+    LINEAR_DIM_1 = auto()
+    LINEAR_DIM_2 = auto()
+    LINEAR_DIM_3 = auto()
+    LINEAR_DIM_4 = auto()
+    LINEAR_DIM_5 = auto()
+    LINEAR_DIM_6 = auto()
+    LINEAR_DIM_7 = auto()
+    LINEAR_DIM_8 = auto()
+    LINEAR_DIM_9 = auto()
+
+
+@irdl_attr_definition
+class ThreadMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
+    """``#gpu.thread<x>``: an ``scf.forall`` dim distributed over threads."""
+
+    name = "gpu.thread"
+
+
+@irdl_attr_definition
+class WarpMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
+    """``#gpu.warp<x>``: an ``scf.forall`` dim distributed over subgroups."""
+
+    name = "gpu.warp"
+
+
+@irdl_attr_definition
+class WarpgroupMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
+    """``#gpu.warpgroup<x>``: an ``scf.forall`` dim distributed over warpgroups."""
+
+    name = "gpu.warpgroup"
+
+
+@irdl_attr_definition
+class BlockMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
+    """``#gpu.block<x>``: an ``scf.forall`` dim distributed over workgroups."""
+
+    name = "gpu.block"
+
+
+@irdl_attr_definition
+class LaneMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
+    """``#gpu.lane<x>``: an ``scf.forall`` dim distributed over lanes of a subgroup."""
+
+    name = "gpu.lane"
+
+
+# ---------------------------------------------------------------- id and size ops
+
+
+def _parse_upper_bound(parser: Parser) -> dict[str, Attribute]:
+    if parser.parse_optional_keyword("upper_bound") is None:
+        return {}
+    return {"upper_bound": IntegerAttr(parser.parse_integer(allow_boolean=False, allow_negative=False), IndexType())}
+
+
+def _print_upper_bound(printer: Printer, op: IRDLOperation) -> None:
+    bound = op.properties.get("upper_bound")
+    if isinstance(bound, IntegerAttr):
+        printer.print_string(f" upper_bound {bound.value.data}")
+
+
+class _DimensionIdOp(IRDLOperation):
+    """``%t = gpu.thread_id x (upper_bound 64)?``: an index along a launch dimension."""
+
+    dimension = prop_def(DimensionAttr)
+    upper_bound = opt_prop_def(IntegerAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, dimension: Dimension | str, upper_bound: int | None = None):
+        properties: dict[str, Attribute] = {"dimension": DimensionAttr(Dimension(dimension))}
+        if upper_bound is not None:
+            properties["upper_bound"] = IntegerAttr(upper_bound, IndexType())
+        super().__init__(result_types=[IndexType()], properties=properties)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        dimension = parse_enum_keyword(parser, Dimension, "a launch dimension")
+        properties: dict[str, Attribute] = {"dimension": DimensionAttr(dimension)} | _parse_upper_bound(parser)
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        return cls.build(result_types=[IndexType()], properties=properties | extra, attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.dimension.data.value}")
+        _print_upper_bound(printer, self)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        _check_upper_bound(self)
+
+
+def _check_upper_bound(op: IRDLOperation) -> None:
+    bound = op.properties.get("upper_bound")
+    if bound is not None and (not isinstance(bound, IntegerAttr) or bound.value.data < 1):
+        raise VerifyException(f"upper_bound must be a positive index, got {bound}")
+
+
+@irdl_op_definition
+class ThreadIdOp(_DimensionIdOp):
+    """``gpu.thread_id x``: the thread's index within its workgroup along x."""
+
+    name = "gpu.thread_id"
+
+
+@irdl_op_definition
+class BlockIdOp(_DimensionIdOp):
+    """``gpu.block_id x``: the workgroup's index within the grid along x."""
+
+    name = "gpu.block_id"
+
+
+@irdl_op_definition
+class BlockDimOp(_DimensionIdOp):
+    """``gpu.block_dim x``: the number of threads of a workgroup along x."""
+
+    name = "gpu.block_dim"
+
+
+@irdl_op_definition
+class GridDimOp(_DimensionIdOp):
+    """``gpu.grid_dim x``: the number of workgroups along x."""
+
+    name = "gpu.grid_dim"
+
+
+@irdl_op_definition
+class GlobalIdOp(_DimensionIdOp):
+    """``gpu.global_id x``: block_id * block_dim + thread_id along x."""
+
+    name = "gpu.global_id"
+
+
+@irdl_op_definition
+class ClusterIdOp(_DimensionIdOp):
+    """``gpu.cluster_id x``: the cluster's index within the grid along x."""
+
+    name = "gpu.cluster_id"
+
+
+@irdl_op_definition
+class LaneIdOp(IRDLOperation):
+    """``%l = gpu.lane_id (upper_bound 64)?``: the thread's lane within its subgroup."""
+
+    name = "gpu.lane_id"
+    upper_bound = opt_prop_def(IntegerAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, upper_bound: int | None = None):
+        properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
+        super().__init__(result_types=[IndexType()], properties=properties)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LaneIdOp:
+        properties = _parse_upper_bound(parser)
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        return cls.build(result_types=[IndexType()], properties=properties | extra, attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        _print_upper_bound(printer, self)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        _check_upper_bound(self)
+
+
+class _SubgroupQueryOp(IRDLOperation):
+    """``%s = gpu.subgroup_size (upper_bound 64)? : index``."""
+
+    upper_bound = opt_prop_def(IntegerAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, upper_bound: int | None = None):
+        properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
+        super().__init__(result_types=[IndexType()], properties=properties)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        properties = _parse_upper_bound(parser)
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        result_type = parser.parse_type()
+        return cls.build(result_types=[result_type], properties=properties | extra, attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        _print_upper_bound(printer, self)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        _check_upper_bound(self)
+
+
+@irdl_op_definition
+class SubgroupIdOp(_SubgroupQueryOp):
+    """``gpu.subgroup_id : index``: the subgroup's index within its workgroup."""
+
+    name = "gpu.subgroup_id"
+
+
+@irdl_op_definition
+class SubgroupSizeOp(_SubgroupQueryOp):
+    """``gpu.subgroup_size : index``: lanes per subgroup (32 or 64)."""
+
+    name = "gpu.subgroup_size"
+
+
+@irdl_op_definition
+class NumSubgroupsOp(_SubgroupQueryOp):
+    """``gpu.num_subgroups : index``: subgroups per workgroup."""
+
+    name = "gpu.num_subgroups"
+
+
+# ------------------------------------------------------------------ synchronisation
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """``gpu.barrier (memfence [#gpu.address_space<workgroup>])? (scope <subgroup>)?``:
+    every thread of the scope waits here. Without ``memfence`` all memory is fenced;
+    ``memfence []`` fences none; the default scope (workgroup) is not printed."""
+
+    name = "gpu.barrier"
+    address_spaces = opt_prop_def(ArrayAttr[AddressSpaceAttr])
+    scope = prop_def(BarrierScopeAttr, default_value=BarrierScopeAttr(BarrierScope.WORKGROUP))
+
+    def __init__(self, address_spaces: Sequence[AddressSpace | str] | None = None, scope: BarrierScope | str = BarrierScope.WORKGROUP):
+        properties: dict[str, Attribute] = {"scope": BarrierScopeAttr(BarrierScope(scope))}
+        if address_spaces is not None:
+            properties["address_spaces"] = ArrayAttr(AddressSpaceAttr(AddressSpace(s)) for s in address_spaces)
+        super().__init__(properties=properties)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BarrierOp:
+        properties: dict[str, Attribute] = {"scope": BarrierScopeAttr(BarrierScope.WORKGROUP)}
+        while True:
+            if parser.parse_optional_keyword("memfence") is not None:
+                spaces = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_attribute)
+                properties["address_spaces"] = ArrayAttr(spaces)
+            elif parser.parse_optional_keyword("scope") is not None:
+                properties["scope"] = BarrierScopeAttr(BarrierScopeAttr.parse_parameter(parser))
+            else:
+                break
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        return cls.build(properties=properties | extra, attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        if self.address_spaces is not None:
+            printer.print_string(" memfence [")
+            printer.print_list(self.address_spaces.data, printer.print_attribute)
+            printer.print_string("]")
+        if self.scope.data != BarrierScope.WORKGROUP:
+            printer.print_string(f" scope <{self.scope.data.value}>")
+        printer.print_op_attributes(self.attributes)
+
+    def fenced_spaces(self) -> tuple[AddressSpace, ...]:
+        """The address spaces whose memory the barrier makes visible."""
+        if self.address_spaces is None:
+            return tuple(AddressSpace)
+        return tuple(s.data for s in self.address_spaces.data)
+
+
+def _is_int_or_float_or_1d_vector(type_: Attribute) -> bool:
+    element = type_.element_type if isinstance(type_, VectorType) else type_
+    if isinstance(type_, VectorType) and type_.get_num_dims() != 1:
+        return False
+    return isinstance(element, IntegerType | AnyFloat | IndexType)
+
+
+@irdl_op_definition
+class ShuffleOp(IRDLOperation):
+    """``%r, %valid = gpu.shuffle xor %v, %offset, %width : f32``: read %v from
+    another lane of the subgroup (xor: lane ^ offset; up/down: lane -/+ offset; idx:
+    lane offset); %valid is false where that lane is at or beyond %width."""
+
+    name = "gpu.shuffle"
+    value = operand_def()
+    offset = operand_def(i32)
+    width = operand_def(i32)
+    mode = prop_def(ShuffleModeAttr)
+    shuffle_result = result_def()
+    valid = result_def(i1)
+    traits = traits_def(Pure())
+
+    def __init__(self, mode: ShuffleMode | str, value: SSAValue | Operation, offset: SSAValue | Operation, width: SSAValue | Operation):
+        value = SSAValue.get(value)
+        super().__init__(
+            operands=[value, offset, width],
+            result_types=[value.type, i1],
+            properties={"mode": ShuffleModeAttr(ShuffleMode(mode))},
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ShuffleOp:
+        mode = parse_enum_keyword(parser, ShuffleMode, "a shuffle mode")
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        offset = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        width = parser.parse_unresolved_operand()
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        value_type = parser.parse_type()
+        return cls.build(
+            operands=[parser.resolve_operand(value, value_type), parser.resolve_operand(offset, i32), parser.resolve_operand(width, i32)],
+            result_types=[value_type, i1],
+            properties={"mode": ShuffleModeAttr(mode)} | extra,
+            attributes=attributes,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.mode.data.value} ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+    def verify_(self) -> None:
+        if not _is_int_or_float_or_1d_vector(self.value.type):
+            raise VerifyException(f"can only shuffle an integer, a float or a 1-D vector of them, got {self.value.type}")
+        if self.shuffle_result.type != self.value.type:
+            raise VerifyException(f"result type {self.shuffle_result.type} must be the shuffled type {self.value.type}")
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+@irdl_op_definition
+class SubgroupReduceOp(IRDLOperation):
+    """``gpu.subgroup_reduce add %v (uniform)? (cluster(size = 4, stride = 2))? :
+    (f32) -> f32``: every lane gets the reduction over its cluster — the `size` lanes
+    ``l0 + k*stride`` (k < size) that share its lane id modulo ``stride`` within a
+    block of ``size*stride`` lanes; without a cluster, the whole subgroup."""
+
+    name = "gpu.subgroup_reduce"
+    value = operand_def()
+    result = result_def()
+    op = prop_def(ReduceOperationAttr)
+    uniform = opt_prop_def(UnitAttr)
+    cluster_size = opt_prop_def(IntegerAttr)
+    cluster_stride = prop_def(IntegerAttr, default_value=IntegerAttr(1, i32))
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        op: ReduceOperation | str,
+        value: SSAValue | Operation,
+        cluster_size: int | None = None,
+        cluster_stride: int = 1,
+        uniform: bool = False,
+    ):
+        value = SSAValue.get(value)
+        properties: dict[str, Attribute] = {
+            "op": ReduceOperationAttr(ReduceOperation(op)),
+            "cluster_stride": IntegerAttr(cluster_stride, i32),
+        }
+        if cluster_size is not None:
+            properties["cluster_size"] = IntegerAttr(cluster_size, i32)
+        if uniform:
+            properties["uniform"] = UnitAttr()
+        super().__init__(operands=[value], result_types=[value.type], properties=properties)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SubgroupReduceOp:
+        operation = parse_enum_keyword(parser, ReduceOperation, "a reduction")
+        value = parser.parse_unresolved_operand()
+        properties: dict[str, Attribute] = {"op": ReduceOperationAttr(operation), "cluster_stride": IntegerAttr(1, i32)}
+        if parser.parse_optional_keyword("uniform") is not None:
+            properties["uniform"] = UnitAttr()
+        if parser.parse_optional_keyword("cluster") is not None:
+            parser.parse_punctuation("(")
+            parser.parse_keyword("size")
+            parser.parse_punctuation("=")
+            properties["cluster_size"] = IntegerAttr(parser.parse_integer(allow_boolean=False), i32)
+            if parser.parse_optional_punctuation(",") is not None:
+                parser.parse_keyword("stride")
+                parser.parse_punctuation("=")
+                properties["cluster_stride"] = IntegerAttr(parser.parse_integer(allow_boolean=False), i32)
+            parser.parse_punctuation(")")
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        function_type = parser.parse_function_type()
+        if len(function_type.inputs) != 1 or len(function_type.outputs) != 1:
+            parser.raise_error(f"expected a type (T) -> T, got {function_type}")
+        return cls.build(
+            operands=[parser.resolve_operand(value, function_type.inputs.data[0])],
+            result_types=[function_type.outputs.data[0]],
+            properties=properties | extra,
+            attributes=attributes,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.op.data.value} ")
+        printer.print_operand(self.value)
+        if self.uniform is not None:
+            printer.print_string(" uniform")
+        if self.cluster_size is not None:
+            printer.print_string(f" cluster(size = {self.cluster_size.value.data}")
+            if self.cluster_stride.value.data != 1:
+                printer.print_string(f", stride = {self.cluster_stride.value.data}")
+            printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_attribute(self.value.type)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        value_type = self.value.type
+        if not _is_int_or_float_or_1d_vector(value_type):
+            raise VerifyException(f"can only reduce an integer, a float or a 1-D vector of them, got {value_type}")
+        if self.result.type != value_type:
+            raise VerifyException(f"result type {self.result.type} must be the reduced type {value_type}")
+        element = value_type.element_type if isinstance(value_type, VectorType) else value_type
+        name = self.op.data.value
+        if isinstance(element, AnyFloat) and name not in FLOAT_REDUCTIONS:
+            raise VerifyException(f"reduction {name} cannot combine floats ({value_type})")
+        if isinstance(element, IntegerType | IndexType) and name not in INTEGER_REDUCTIONS:
+            raise VerifyException(f"reduction {name} cannot combine integers ({value_type})")
+        if self.cluster_size is not None and not _is_power_of_two(self.cluster_size.value.data):
+            raise VerifyException(f"cluster size {self.cluster_size.value.data} is not a power of two")
+        if not _is_power_of_two(self.cluster_stride.value.data):
+            raise VerifyException(f"cluster stride {self.cluster_stride.value.data} is not a power of two")
+        if self.cluster_size is None and self.cluster_stride.value.data != 1:
+            raise VerifyException("a cluster stride needs a cluster size")
+
+
+# ---------------------------------------------------------------------- warp region
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """``gpu.yield %v : vector<128xf32>``: the values a ``gpu`` region hands out."""
+
+    name = "gpu.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator(), Pure())
+
+    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
+        super().__init__(operands=[values])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> YieldOp:
+        return _parse_terminator(cls, parser)
+
+    def print(self, printer: Printer) -> None:
+        _print_terminator(printer, self)
+
+
+def _parse_terminator(cls: type[IRDLOperation], parser: Parser):
+    """``attr-dict ($values : types)?``, the syntax of gpu.yield and gpu.return."""
+    extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+    operands = parser.parse_optional_undelimited_comma_separated_list(
+        parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
+    ) or []
+    values: list[SSAValue] = []
+    if operands:
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != len(operands):
+            parser.raise_error(f"{len(operands)} values given with {len(types)} types")
+        values = [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
+    return cls.build(operands=[values], properties=extra, attributes=attributes)
+
+
+def _print_terminator(printer: Printer, op: IRDLOperation) -> None:
+    printer.print_op_attributes(op.attributes)
+    if op.operands:
+        printer.print_string(" ")
+        printer.print_list(op.operands, printer.print_operand)
+        printer.print_string(" : ")
+        printer.print_list([v.type for v in op.operands], printer.print_attribute)
+
+
+def distribution_ratios(expanded: Attribute, distributed: Attribute) -> tuple[int, ...] | str:
+    """How a value crossing a ``warp_execute_on_lane_0`` boundary is split over lanes:
+    per dim, expanded size / distributed size. Returns the ratios, or why the two types
+    cannot be an expanded/distributed pair. Equal types are uniform (all ratios 1)."""
+    if expanded == distributed:
+        return (1,) * (expanded.get_num_dims() if isinstance(expanded, VectorType) else 0)
+    if not isinstance(expanded, VectorType) or not isinstance(distributed, VectorType):
+        return f"{expanded} and {distributed} differ, and only vectors can be distributed"
+    if expanded.get_num_dims() != distributed.get_num_dims() or expanded.element_type != distributed.element_type:
+        return f"{expanded} and {distributed} must have the same rank and element type"
+    ratios: list[int] = []
+    for dim, (big, small) in enumerate(zip(expanded.get_shape(), distributed.get_shape())):
+        if small == 0 or big % small:
+            return f"dim {dim} of {expanded} ({big}) is not a multiple of dim {dim} of {distributed} ({small})"
+        ratios.append(big // small)
+    return tuple(ratios)
+
+
+@irdl_op_definition
+class WarpExecuteOnLane0Op(IRDLOperation):
+    """``%r = gpu.warp_execute_on_lane_0(%laneid)[32] args(%v : vector<4xf32>) ->
+    (vector<1xf32>) { ^bb0(%a: vector<128xf32>): ... gpu.yield %x : vector<32xf32> }``.
+
+    The region runs on lane 0 only, on whole-subgroup values; each value crossing the
+    boundary is split over the lanes per dim by the ratio of its sizes inside and
+    outside (the product of the ratios is the warp size), or is uniform if its type is
+    the same on both sides."""
+
+    name = "gpu.warp_execute_on_lane_0"
+    laneid = operand_def(IndexType)
+    args = var_operand_def()
+    warp_results = var_result_def()
+    warp_size = prop_def(IntegerAttr)
+    warp_region = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
+
+    def __init__(self, laneid: SSAValue | Operation, warp_size: int, args: Sequence[SSAValue | Operation], result_types: Sequence[Attribute], region: Region):
+        super().__init__(
+            operands=[laneid, args],
+            result_types=[result_types],
+            properties={"warp_size": IntegerAttr(warp_size, i64)},
+            regions=[region],
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WarpExecuteOnLane0Op:
+        parser.parse_punctuation("(")
+        laneid = parser.parse_operand(IndexType())
+        parser.parse_punctuation(")")
+        parser.parse_punctuation("[")
+        warp_size = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation("]")
+        args: list[SSAValue] = []
+        if parser.parse_optional_keyword("args") is not None:
+            def parse_arg() -> SSAValue:
+                operand = parser.parse_unresolved_operand()
+                parser.parse_punctuation(":")
+                return parser.resolve_operand(operand, parser.parse_type())
+
+            args = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parse_arg)
+        result_types: list[Attribute] = []
+        if parser.parse_optional_punctuation("->") is not None:
+            result_types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
+        region = parser.parse_region()
+        _ensure_yield(region)
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        return cls.build(
+            operands=[laneid, args],
+            result_types=[result_types],
+            properties={"warp_size": IntegerAttr(warp_size, i64)} | extra,
+            attributes=attributes,
+            regions=[region],
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string("(")
+        printer.print_operand(self.laneid)
+        printer.print_string(f")[{self.warp_size.value.data}]")
+        if self.args:
+            printer.print_string(" args(")
+            printer.print_list(self.args, lambda a: (printer.print_operand(a), printer.print_string(" : "), printer.print_attribute(a.type)))
+            printer.print_string(")")
+        if self.warp_results:
+            printer.print_string(" -> (")
+            printer.print_list(self.warp_results.types, printer.print_attribute)
+            printer.print_string(")")
+        printer.print_string(" ")
+        yield_op = self.warp_region.block.last_op
+        printer.print_region(self.warp_region, print_entry_block_args=True, print_block_terminators=not (isinstance(yield_op, YieldOp) and not yield_op.values))
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        warp_size = self.warp_size.value.data
+        if warp_size < 1:
+            raise VerifyException(f"warp size must be positive, got {warp_size}")
+        block = self.warp_region.block
+        if len(block.args) != len(self.args):
+            raise VerifyException(f"region takes {len(block.args)} arguments for {len(self.args)} args")
+        for index, (outside, inside) in enumerate(zip(self.args, block.args)):
+            self._check_pair(inside.type, outside.type, f"arg {index}")
+        yield_op = block.last_op
+        if not isinstance(yield_op, YieldOp):
+            raise VerifyException("region must end with gpu.yield")
+        if len(yield_op.values) != len(self.warp_results):
+            raise VerifyException(f"region yields {len(yield_op.values)} values for {len(self.warp_results)} results")
+        for index, (inside, outside) in enumerate(zip(yield_op.values, self.warp_results)):
+            self._check_pair(inside.type, outside.type, f"result {index}")
+
+    def _check_pair(self, expanded: Attribute, distributed: Attribute, what: str) -> None:
+        ratios = distribution_ratios(expanded, distributed)
+        if isinstance(ratios, str):
+            raise VerifyException(f"{what}: {ratios}")
+        if expanded != distributed and prod(ratios) != self.warp_size.value.data:
+            raise VerifyException(
+                f"{what}: {expanded} split into {distributed} uses {prod(ratios)} lanes, not the warp size {self.warp_size.value.data}"
+            )
+
+
+def _ensure_yield(region: Region) -> None:
+    """Upstream lets a region of yield-less ops omit its ``gpu.yield``; add it back."""
+    if not region.blocks:
+        region.add_block(Block())
+    block = region.block
+    if block.last_op is None or not block.last_op.has_trait(IsTerminator):
+        block.add_op(YieldOp())
+
+
+# ------------------------------------------------------------- module and functions
+
+
+@irdl_op_definition
+class ModuleOp(IRDLOperation):
+    """``gpu.module @kernels ([targets])? (attributes {..})? { gpu.func ... }``."""
+
+    name = "gpu.module"
+    sym_name = prop_def(SymbolNameConstraint())
+    targets = opt_prop_def(ArrayAttr)
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), NoTerminator(), SymbolOpInterface(), SymbolTable())
+
+    def __init__(self, name: str, body: Region):
+        super().__init__(properties={"sym_name": StringAttr(name)}, regions=[body])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ModuleOp:
+        name = parser.parse_symbol_name()
+        properties: dict[str, Attribute] = {"sym_name": name}
+        if parser.parse_optional_punctuation("[") is not None:
+            targets = parser.parse_optional_undelimited_comma_separated_list(parser.parse_optional_attribute, parser.parse_attribute) or []
+            parser.parse_punctuation("]")
+            properties["targets"] = ArrayAttr(targets)
+        extra, attributes = split_properties(cls, _keyword_attributes(parser))
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        return cls.build(properties=properties | extra, attributes=attributes, regions=[region])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        if self.targets is not None:
+            printer.print_string(" [")
+            printer.print_list(self.targets.data, printer.print_attribute)
+            printer.print_string("]")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+
+def _keyword_attributes(parser: Parser) -> dict[str, Attribute]:
+    """``attributes {..}`` if present."""
+    attributes = parser.parse_optional_attr_dict_with_keyword()
+    return dict(attributes.data) if attributes is not None else {}
+
+
+FUNC_ATTRIBUTES_PRINTED = ("known_block_size", "known_grid_size", "known_cluster_size")
+
+
+@irdl_op_definition
+class FuncOp(IRDLOperation):
+    """``gpu.func @k(%a: memref<..>) (-> T)? (workgroup(%w : memref<.., #gpu.address_space
+    <workgroup>>))? (private(%p : memref<..>))? (kernel)? (attributes {..})? { ... }``.
+
+    Workgroup and private attributions are buffers the function gets without the
+    caller passing them; they are entry-block arguments after the inputs."""
+
+    name = "gpu.func"
+    sym_name = prop_def(SymbolNameConstraint())
+    function_type = prop_def(FunctionType)
+    kernel = opt_prop_def(UnitAttr)
+    workgroup_attributions = opt_prop_def(IntegerAttr)
+    arg_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
+    res_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
+    workgroup_attrib_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
+    private_attrib_attrs = opt_prop_def(ArrayAttr[DictionaryAttr])
+    known_block_size = opt_prop_def(DenseArrayBase)
+    known_grid_size = opt_prop_def(DenseArrayBase)
+    known_cluster_size = opt_prop_def(DenseArrayBase)
+    body = region_def()
+    traits = traits_def(IsolatedFromAbove(), HasParent(ModuleOp), SymbolOpInterface())
+
+    def __init__(self, name: str, inputs: Sequence[Attribute], outputs: Sequence[Attribute] = (), kernel: bool = False, body: Region | None = None):
+        properties: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "function_type": FunctionType.from_lists(list(inputs), list(outputs)),
+        }
+        if kernel:
+            properties["kernel"] = UnitAttr()
+        super().__init__(properties=properties, regions=[body if body is not None else Region(Block(arg_types=inputs))])
+
+    def workgroup_count(self) -> int:
+        return self.workgroup_attributions.value.data if self.workgroup_attributions is not None else 0
+
+    def argument_groups(self) -> tuple[Sequence, Sequence, Sequence]:
+        """Entry-block arguments split into (inputs, workgroup buffers, private buffers)."""
+        args = self.body.blocks.first.args if self.body.blocks else ()
+        n_inputs = len(self.function_type.inputs)
+        n_workgroup = self.workgroup_count()
+        return args[:n_inputs], args[n_inputs:n_inputs + n_workgroup], args[n_inputs + n_workgroup:]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FuncOp:
+        name = parser.parse_symbol_name()
+
+        def parse_input() -> tuple[Parser.Argument, dict[str, Attribute]]:
+            argument = parser.parse_argument()
+            return argument, parser.parse_optional_dictionary_attr_dict()
+
+        inputs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parse_input)
+        outputs: list[Attribute] = []
+        output_attrs: list[dict[str, Attribute]] = []
+        if parser.parse_optional_punctuation("->") is not None:
+            parsed = parser.parse_optional_comma_separated_list(
+                Parser.Delimiter.PAREN, lambda: (parser.parse_type(), parser.parse_optional_dictionary_attr_dict())
+            )
+            if parsed is None:
+                parsed = [(parser.parse_type(), {})]
+            outputs = [t for t, _ in parsed]
+            output_attrs = [a for _, a in parsed]
+        properties: dict[str, Attribute] = {
+            "sym_name": name,
+            "function_type": FunctionType.from_lists([a.type for a, _ in inputs], outputs),
+        }
+        attributions: dict[str, list[tuple[Parser.Argument, dict[str, Attribute]]]] = {"workgroup": [], "private": []}
+        for keyword in ("workgroup", "private"):
+            if parser.parse_optional_keyword(keyword) is not None:
+                attributions[keyword] = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parse_input)
+        if attributions["workgroup"]:
+            properties["workgroup_attributions"] = IntegerAttr(len(attributions["workgroup"]), i64)
+        if parser.parse_optional_keyword("kernel") is not None:
+            properties["kernel"] = UnitAttr()
+        for key, pairs in (("arg_attrs", inputs), ("res_attrs", [(None, a) for a in output_attrs]),
+                           ("workgroup_attrib_attrs", attributions["workgroup"]), ("private_attrib_attrs", attributions["private"])):
+            if any(attrs for _, attrs in pairs):
+                properties[key] = ArrayAttr(DictionaryAttr(attrs) for _, attrs in pairs)
+        extra, attributes = split_properties(cls, _keyword_attributes(parser))
+        arguments = [a for a, _ in inputs] + [a for a, _ in attributions["workgroup"]] + [a for a, _ in attributions["private"]]
+        region = parser.parse_optional_region(arguments)
+        if region is None:
+            region = Region()
+        return cls.build(properties=properties | extra, attributes=attributes, regions=[region])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        inputs, workgroup, private = self.argument_groups()
+        self._print_arguments(printer, inputs, self.arg_attrs)
+        outputs = self.function_type.outputs.data
+        if outputs:
+            printer.print_string(" -> ")
+            res_attrs = self.res_attrs.data if self.res_attrs is not None else [DictionaryAttr({})] * len(outputs)
+            if len(outputs) == 1 and not res_attrs[0].data:
+                printer.print_attribute(outputs[0])
+            else:
+                printer.print_string("(")
+                printer.print_list(zip(outputs, res_attrs), lambda p: (printer.print_attribute(p[0]), printer.print_op_attributes(p[1].data)))
+                printer.print_string(")")
+        for keyword, group, attrs in (("workgroup", workgroup, self.workgroup_attrib_attrs), ("private", private, self.private_attrib_attrs)):
+            if group:
+                printer.print_string(f" {keyword}")
+                self._print_arguments(printer, group, attrs, spaced=True)
+        if self.kernel is not None:
+            printer.print_string(" kernel")
+        shown = {k: v for k, v in self.properties.items() if k in FUNC_ATTRIBUTES_PRINTED} | dict(self.attributes)
+        printer.print_op_attributes(dict(sorted(shown.items())), print_keyword=True)
+        if self.body.blocks:
+            printer.print_string(" ")
+            printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+    @staticmethod
+    def _print_arguments(printer: Printer, args: Sequence, attrs: ArrayAttr | None, spaced: bool = False) -> None:
+        dicts = attrs.data if attrs is not None else [DictionaryAttr({})] * len(args)
+        printer.print_string("(")
+
+        def print_one(pair) -> None:
+            arg, attr = pair
+            printer.print_operand(arg)
+            printer.print_string(" : " if spaced else ": ")
+            printer.print_attribute(arg.type)
+            printer.print_op_attributes(attr.data)
+
+        printer.print_list(zip(args, dicts), print_one)
+        printer.print_string(")")
+
+    def verify_(self) -> None:
+        if not self.body.blocks:
+            return
+        inputs, workgroup, private = self.argument_groups()
+        expected_inputs = self.function_type.inputs.data
+        if len(self.body.blocks.first.args) < len(expected_inputs) + self.workgroup_count():
+            raise VerifyException("entry block has fewer arguments than inputs and workgroup attributions")
+        if tuple(a.type for a in inputs) != tuple(expected_inputs):
+            raise VerifyException("entry block argument types do not match the function inputs")
+        for kind, group in ((AddressSpace.WORKGROUP, workgroup), (AddressSpace.PRIVATE, private)):
+            for arg in group:
+                if not isinstance(arg.type, MemRefType) or arg.type.memory_space != AddressSpaceAttr(kind):
+                    raise VerifyException(f"{kind.value} attribution must be a memref in #gpu.address_space<{kind.value}>, got {arg.type}")
+        if self.kernel is not None and self.function_type.outputs.data:
+            raise VerifyException("a kernel returns nothing")
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """``gpu.return (%v : f32)?``: leave a ``gpu.func``."""
+
+    name = "gpu.return"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator(), HasParent(FuncOp), Pure())
+
+    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
+        super().__init__(operands=[values])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReturnOp:
+        return _parse_terminator(cls, parser)
+
+    def print(self, printer: Printer) -> None:
+        _print_terminator(printer, self)
+
+    def verify_(self) -> None:
+        func = self.parent_op()
+        if isinstance(func, FuncOp):
+            expected = tuple(func.function_type.outputs.data)
+            if tuple(self.values.types) != expected:
+                got = ", ".join(str(t) for t in self.values.types) or "nothing"
+                raise VerifyException(f"returns {got}, but the function returns {', '.join(str(t) for t in expected) or 'nothing'}")
+
+
+GPU = Dialect(
+    "gpu",
+    [
+        BarrierOp,
+        BlockDimOp,
+        BlockIdOp,
+        ClusterIdOp,
+        FuncOp,
+        GlobalIdOp,
+        GridDimOp,
+        LaneIdOp,
+        ModuleOp,
+        NumSubgroupsOp,
+        ReturnOp,
+        ShuffleOp,
+        SubgroupIdOp,
+        SubgroupReduceOp,
+        SubgroupSizeOp,
+        ThreadIdOp,
+        WarpExecuteOnLane0Op,
+        YieldOp,
+    ],
+    [
+        AddressSpaceAttr,
+        BarrierScopeAttr,
+        BlockMappingAttr,
+        DimensionAttr,
+        LaneMappingAttr,
+        ReduceOperationAttr,
+        ShuffleModeAttr,
+        ThreadMappingAttr,
+        WarpMappingAttr,
+        WarpgroupMappingAttr,
+    ],
+)

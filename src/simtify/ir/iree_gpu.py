@@ -1,0 +1,714 @@
+"""The ``iree_gpu`` dialect: lowering configs, promotion markers and DMA copies.
+
+``#iree_gpu.lowering_config<{...}>`` is a dictionary, as in IREE. The entries this
+project reads get their meaning here: the tile levels ``workgroup``, ``thread``,
+``partial_reduction``, ``serial``, ``reduction``, ``subgroup`` and ``lane`` are integer
+lists (0 meaning "not tiled at this level"); ``lane_basis`` and ``subgroup_basis`` are
+`simtify.layout.Basis` values ``[[counts], [mapping]]``; ``expand_dims`` is an
+`ExpandDimsAttr`. Any other entry (``mma_kind``, ``promote_operands``, ...) is kept
+as written. Like every MLIR dictionary the entries print sorted by name, which is how
+IREE prints them too (the order written is not kept by IREE either).
+
+``#iree_gpu.expand_dims`` and ``iree_gpu.global_load_dma`` are from the seeds; IREE
+removed both (expand_dims in 2026-03, global_load_dma in 2025-12), so they keep the
+seeds' syntax and iree-opt 3.12 does not parse them. ``iree_gpu.coalesced_gather_dma``
+and ``iree_gpu.async_dma`` are what IREE 3.12 has instead, read and printed in its
+syntax.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    BoolAttr,
+    IndexType,
+    MemRefType,
+    TensorType,
+    UnitAttr,
+    VectorType,
+    i1,
+)
+from xdsl.ir import Attribute, Data, Dialect
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    opt_result_def,
+    prop_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from simtify.errors import SimtifyError
+from simtify.ir.attribute_syntax import (
+    DYNAMIC,
+    ParameterlessAttr,
+    format_dynamic_ints,
+    format_int_tree,
+    int_tree_of,
+    memory_space_name,
+    parse_int_list,
+    parse_int_tree,
+    print_attribute_value,
+    print_sorted_attr_dict,
+    shape_text,
+    split_properties,
+)
+from simtify.layout.basis import Basis
+from simtify.layout.syntax import format_ints
+
+# --- small attributes ----------------------------------------------------------------
+
+
+@irdl_attr_definition
+class DerivedThreadConfigAttr(ParameterlessAttr):
+    """``#iree_gpu.derived_thread_config``: distribute this op (often a copy) over threads
+    with tile sizes derived after earlier tiling; also the value of a to_layout's
+    ``shared_memory_conversion`` in IREE 3.12."""
+
+    name = "iree_gpu.derived_thread_config"
+
+
+@irdl_attr_definition
+class UseGlobalLoadDMAAttr(ParameterlessAttr):
+    """``#iree_gpu.use_global_load_dma``: lower this copy to direct global-to-LDS loads."""
+
+    name = "iree_gpu.use_global_load_dma"
+
+
+PIPELINES = (
+    "Default",
+    "BaseLowering",
+    "Distribute",
+    "Vectorize",
+    "VectorDistribute",
+    "WinogradVectorize",
+    "TileAndFuse",
+)
+
+
+@irdl_attr_definition
+class PipelineAttr(Data[str]):
+    """``#iree_gpu.pipeline<VectorDistribute>``: an LLVMGPU lowering pipeline (the
+    ``pipeline`` of a translation_info in IREE 3.12)."""
+
+    name = "iree_gpu.pipeline"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> str:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            name = parser.parse_identifier()
+            if name not in PIPELINES:
+                parser.raise_error(f"unknown LLVMGPU pipeline '{name}' (expected one of {', '.join(PIPELINES)})", pos)
+        return name
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data}>")
+
+
+@irdl_attr_definition
+class MMALayoutAttr(Data[tuple[str, bool]]):
+    """``#iree_gpu.mma_layout<MFMA_F32_16x16x16_F16>`` (optionally ``, col_major = true``):
+    the MMA intrinsic a layout was derived from; kept by name."""
+
+    name = "iree_gpu.mma_layout"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[str, bool]:
+        with parser.in_angle_brackets():
+            intrinsic = parser.parse_identifier()
+            col_major = False
+            if parser.parse_optional_punctuation(",") is not None:
+                parser.parse_keyword("col_major")
+                parser.parse_punctuation("=")
+                col_major = parser.parse_boolean()
+        return (intrinsic, col_major)
+
+    def print_parameter(self, printer: Printer) -> None:
+        intrinsic, col_major = self.data
+        printer.print_string(f"<{intrinsic}{', col_major = true' if col_major else ''}>")
+
+
+@irdl_attr_definition
+class ExpandDimsAttr(Data[tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]]):
+    """``#iree_gpu.expand_dims<[[0], [1], [2, 3]], output_shape = [?, ?, ?, 8]>`` (seed):
+    split iteration dims as tensor.expand_shape does; group i lists the expanded dims of
+    original dim i, and at most one size per group is ``?`` (inferred)."""
+
+    name = "iree_gpu.expand_dims"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+        start = parser.pos
+        with parser.in_angle_brackets():
+            groups = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: parse_int_list(parser))
+            parser.parse_punctuation(",")
+            parser.parse_keyword("output_shape")
+            parser.parse_punctuation("=")
+            shape = parse_int_list(parser, allow_dynamic=True)
+        try:
+            return cls.check(tuple(groups), shape)
+        except SimtifyError as e:
+            parser.raise_error(f"invalid expand_dims: {e.what}", start, parser.pos)
+
+    @staticmethod
+    def check(groups: tuple[tuple[int, ...], ...], shape: tuple[int, ...]):
+        flat = [d for g in groups for d in g]
+        if flat != list(range(len(flat))) or any(not g for g in groups):
+            raise SimtifyError(
+                f"reassociation {[list(g) for g in groups]} must list 0..n-1 in order, in non-empty groups"
+            )
+        if len(shape) != len(flat):
+            raise SimtifyError(f"output_shape has {len(shape)} sizes for {len(flat)} expanded dims")
+        for g in groups:
+            sizes = [shape[d] for d in g]
+            if sizes.count(DYNAMIC) > 1:
+                raise SimtifyError(f"group {list(g)} has more than one '?' size")
+            if any(s != DYNAMIC and s < 1 for s in sizes):
+                raise SimtifyError(f"output_shape sizes must be positive or '?', got {format_dynamic_ints(shape)}")
+        return (groups, shape)
+
+    def print_parameter(self, printer: Printer) -> None:
+        groups, shape = self.data
+        printer.print_string(
+            "<[" + ", ".join(format_ints(g) for g in groups) + f"], output_shape = {format_dynamic_ints(shape)}>"
+        )
+
+    @property
+    def reassociation(self) -> tuple[tuple[int, ...], ...]:
+        return self.data[0]
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return self.data[1]
+
+    def expand(self, sizes: Sequence[int]) -> tuple[int, ...] | None:
+        """The expanded sizes of an iteration space of `sizes`, or None where the
+        expansion is not statically valid (IREE then ignores it): a wrong rank, or a
+        size the static factors of its group do not divide."""
+        groups, shape = self.data
+        if len(sizes) != len(groups):
+            return None
+        out: list[int] = []
+        for size, group in zip(sizes, groups):
+            factors = [shape[d] for d in group]
+            static = 1
+            for f in factors:
+                if f != DYNAMIC:
+                    static *= f
+            if DYNAMIC in factors:
+                if size % static:
+                    return None
+                out.extend(size // static if f == DYNAMIC else f for f in factors)
+            elif static != size:
+                return None
+            else:
+                out.extend(factors)
+        return tuple(out)
+
+
+# --- lowering_config -----------------------------------------------------------------
+
+TILE_LEVELS = ("workgroup", "thread", "partial_reduction", "serial", "reduction", "subgroup", "lane")
+BASES = ("lane_basis", "subgroup_basis")
+
+
+def _freeze(tree: Any) -> Any:
+    return tuple(_freeze(t) for t in tree) if isinstance(tree, list) else tree
+
+
+@irdl_attr_definition
+class LoweringConfigAttr(Data[tuple[tuple[str, Any], ...]]):
+    """``#iree_gpu.lowering_config<{workgroup = [4, 1, 0, 0], thread = [0, 0, 1, 8],
+    partial_reduction = [0, 0, 64, 0], lane_basis = [[1, 1, 64, 1], [0, 1, 2, 3]],
+    subgroup_basis = [[1, 1, 1, 1], [0, 1, 2, 3]], expand_dims = #iree_gpu.expand_dims<..>}>``.
+
+    Held as (name, value) pairs sorted by name: tile levels as int tuples, bases as
+    `Basis`, other integer lists as nested tuples, anything else as its attribute.
+    All tile levels and basis mappings must cover the same number of iteration dims."""
+
+    name = "iree_gpu.lowering_config"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[tuple[str, Any], ...]:
+        start = parser.pos
+        entries: dict[str, Any] = {}
+
+        def entry() -> None:
+            pos = parser.pos
+            key = parser.parse_identifier_or_str_literal()
+            if key in entries:
+                parser.raise_error(f"'{key}' is given twice", pos)
+            if parser.parse_optional_punctuation("=") is None:
+                entries[key] = UnitAttr()
+                return
+            value_pos = parser.pos
+            if key in TILE_LEVELS:
+                entries[key] = parse_int_list(parser)
+            elif key in BASES:
+                tree = parse_int_tree(parser)
+                if not (isinstance(tree, list) and len(tree) == 2 and all(isinstance(t, list) for t in tree)):
+                    parser.raise_error(f"{key} is [[counts], [mapping]]", value_pos, parser.pos)
+                try:
+                    entries[key] = Basis(tuple(tree[0]), tuple(tree[1]))  # type: ignore[arg-type]
+                except SimtifyError as e:
+                    parser.raise_error(f"invalid {key}: {e.what}", value_pos, parser.pos)
+            else:
+                attr = parser.parse_attribute()
+                if key == "expand_dims" and not isinstance(attr, ExpandDimsAttr):
+                    parser.raise_error(f"expand_dims must be an #iree_gpu.expand_dims, not {attr}", value_pos)
+                tree = int_tree_of(attr) if isinstance(attr, ArrayAttr) else None
+                entries[key] = _freeze(tree) if tree is not None else attr
+
+        with parser.in_angle_brackets():
+            parser.parse_comma_separated_list(parser.Delimiter.BRACES, entry)
+        try:
+            return cls.check(entries)
+        except SimtifyError as e:
+            parser.raise_error(f"invalid lowering_config: {e.what}", start, parser.pos)
+
+    @staticmethod
+    def check(entries: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """Sorted pairs, after checking that tile levels and bases agree on the rank."""
+        ranks = {k: len(entries[k]) for k in TILE_LEVELS if k in entries}
+        ranks.update({k: len(entries[k].mapping) for k in BASES if k in entries})
+        if len(set(ranks.values())) > 1:
+            desc = ", ".join(f"{k} {r}" for k, r in sorted(ranks.items()))
+            raise SimtifyError(f"tile levels and basis mappings cover different numbers of dims ({desc})")
+        return tuple(sorted(entries.items()))
+
+    @classmethod
+    def from_entries(cls, **entries: Any) -> LoweringConfigAttr:
+        """Build a config from Python values (tuples for levels, `Basis` for bases)."""
+        return cls(cls.check({k: tuple(v) if isinstance(v, list) else v for k, v in entries.items()}))
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string("<{")
+        for k, (key, value) in enumerate(self.data):
+            if k:
+                printer.print_string(", ")
+            printer.print_identifier_or_string_literal(key)
+            if isinstance(value, UnitAttr):
+                continue
+            printer.print_string(" = ")
+            if isinstance(value, Basis):
+                printer.print_string(str(value))
+            elif isinstance(value, Attribute):
+                print_attribute_value(printer, value)
+            else:
+                printer.print_string(format_int_tree(value))
+        printer.print_string("}>")
+
+    def get(self, key: str) -> Any:
+        return dict(self.data).get(key)
+
+    def tile_sizes(self, level: str) -> tuple[int, ...] | None:
+        """The sizes of a tile level (``workgroup``, ``thread``, ...), or None if absent."""
+        if level not in TILE_LEVELS:
+            raise KeyError(f"unknown tile level '{level}' (expected one of {', '.join(TILE_LEVELS)})")
+        return self.get(level)
+
+    @property
+    def lane_basis(self) -> Basis | None:
+        return self.get("lane_basis")
+
+    @property
+    def subgroup_basis(self) -> Basis | None:
+        return self.get("subgroup_basis")
+
+    @property
+    def expand_dims(self) -> ExpandDimsAttr | None:
+        return self.get("expand_dims")
+
+
+# --- DMA ops ---------------------------------------------------------------------------
+
+
+def _shape(type_: Attribute) -> tuple[int, ...]:
+    assert isinstance(type_, MemRefType | TensorType)
+    return tuple(type_.get_shape())
+
+
+@irdl_op_definition
+class GlobalLoadDMAOp(IRDLOperation):
+    """Seed op: each lane of a subgroup copies one element (32 bits) from global memory
+    at ``src[src_indices]`` to ``dst[dst_indices] + lane_id`` in workgroup memory.
+
+    ``iree_gpu.global_load_dma %src[%i, %j] -> %dst[%k, %l] : memref<..> -> memref<..>``
+    (the form IREE had before removing it), or on tensors with a result:
+    ``%r = iree_gpu.global_load_dma %src[..] -> %dst[..] : tensor<..>, tensor<..> ->
+    tensor<..>``. The seed's index-free ``%src, %dst : T0, T1`` is read as empty index
+    lists."""
+
+    name = "iree_gpu.global_load_dma"
+
+    source = operand_def(MemRefType | TensorType)
+    source_indices = var_operand_def(IndexType)
+    target = operand_def(MemRefType | TensorType)
+    target_indices = var_operand_def(IndexType)
+    result = opt_result_def(TensorType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GlobalLoadDMAOp:
+        index = IndexType()
+        source = parser.parse_unresolved_operand()
+        src_idx = (
+            parser.parse_optional_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand) or []
+        )
+        if parser.parse_optional_punctuation("->") is None:
+            parser.parse_punctuation(",", " or '->' between source and target")
+        target = parser.parse_unresolved_operand()
+        dst_idx = (
+            parser.parse_optional_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand) or []
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        if parser.parse_optional_punctuation("->") is None:
+            parser.parse_punctuation(",")
+        target_type = parser.parse_type()
+        result_types = []
+        if parser.parse_optional_punctuation("->") is not None:
+            result_types.append(parser.parse_type())
+        return cls(
+            operands=[
+                parser.resolve_operand(source, source_type),
+                [parser.resolve_operand(o, index) for o in src_idx],
+                parser.resolve_operand(target, target_type),
+                [parser.resolve_operand(o, index) for o in dst_idx],
+            ],
+            result_types=[result_types],
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.source)
+        printer.print_string("[")
+        printer.print_list(self.source_indices, printer.print_ssa_value)
+        printer.print_string("] -> ")
+        printer.print_ssa_value(self.target)
+        printer.print_string("[")
+        printer.print_list(self.target_indices, printer.print_ssa_value)
+        printer.print_string("]")
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        if self.result is None:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.target.type)
+        else:
+            printer.print_string(", ")
+            printer.print_attribute(self.target.type)
+            printer.print_string(" -> ")
+            printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        src, dst = self.source.type, self.target.type
+        tensors = isinstance(src, TensorType), isinstance(dst, TensorType)
+        if tensors[0] != tensors[1]:
+            raise VerifyException("global_load_dma copies memref to memref or tensor to tensor")
+        if tensors[0] != (self.result is not None):
+            raise VerifyException("the tensor form returns the updated target; the memref form returns nothing")
+        if self.result is not None and self.result.type != dst:
+            raise VerifyException(f"the result {self.result.type} must have the target's type {dst}")
+        for what, t, idx in (("source", src, self.source_indices), ("target", dst, self.target_indices)):
+            shape = _shape(t)
+            if DYNAMIC in shape:
+                raise VerifyException(f"the {what} must have a static shape, not {shape_text(shape)}")
+            if idx and len(idx) != len(shape):
+                raise VerifyException(f"{len(idx)} {what} indices for a {what} of rank {len(shape)}")
+        if src.get_element_type() != dst.get_element_type():  # type: ignore[union-attr]
+            raise VerifyException(
+                f"source and target element types differ: {src.get_element_type()} vs {dst.get_element_type()}"  # type: ignore[union-attr]
+            )
+        if isinstance(dst, MemRefType) and memory_space_name(dst.memory_space) != "workgroup":
+            raise VerifyException("the target must be in workgroup memory (#gpu.address_space<workgroup>)")
+
+
+def _bool_list(attr: ArrayAttr) -> list[bool]:
+    return [bool(b.value.data) for b in attr.data]  # type: ignore[union-attr]
+
+
+def _parse_bool_list(parser: Parser) -> ArrayAttr:
+    values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_boolean)
+    return ArrayAttr([BoolAttr(v, i1) for v in values])
+
+
+def _print_bool_list(printer: Printer, attr: ArrayAttr) -> None:
+    printer.print_string("[" + ", ".join("true" if b else "false" for b in _bool_list(attr)) + "]")
+
+
+@irdl_op_definition
+class CoalescedGatherDMAOp(IRDLOperation):
+    """IREE 3.12: a subgroup gathers rows of `source` (optionally through `indices`) into
+    `init`, lane `lane` writing its part of the coalesced chunk.
+
+    ``iree_gpu.coalesced_gather_dma %src[%idx] into %init lane(%l) in_bounds [true,
+    false] : memref<..>, vector<..xindex>, memref<..>, index`` (tensor operands add
+    ``-> tensor<..>``)."""
+
+    name = "iree_gpu.coalesced_gather_dma"
+
+    source = operand_def(MemRefType | TensorType)
+    indices = var_operand_def()
+    init = operand_def(MemRefType | TensorType)
+    lane = operand_def(IndexType)
+    in_bounds = opt_prop_def(ArrayAttr)
+    result = opt_result_def(MemRefType | TensorType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CoalescedGatherDMAOp:
+        source = parser.parse_unresolved_operand()
+        indices = (
+            parser.parse_optional_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand) or []
+        )
+        parser.parse_keyword("into")
+        init = parser.parse_unresolved_operand()
+        parser.parse_keyword("lane")
+        parser.parse_punctuation("(")
+        lane = parser.parse_unresolved_operand()
+        parser.parse_punctuation(")")
+        props = {}
+        if parser.parse_optional_keyword("in_bounds") is not None:
+            props["in_bounds"] = _parse_bool_list(parser)
+        in_dict, attrs = split_properties(parser.parse_optional_attr_dict(), ("in_bounds",))
+        props |= in_dict
+        types_pos = parser.pos
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        result_types = []
+        if parser.parse_optional_punctuation("->") is not None:
+            result_types.append(parser.parse_type())
+        names = [source, *indices, init, lane]
+        if len(types) != len(names):
+            parser.raise_error(f"{len(names)} operands but {len(types)} types", types_pos)
+        resolved = [parser.resolve_operand(o, t) for o, t in zip(names, types)]
+        return cls(
+            operands=[resolved[0], resolved[1:-2], resolved[-2], resolved[-1]],
+            result_types=[result_types],
+            properties=props,
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.source)
+        if self.indices:
+            printer.print_string("[")
+            printer.print_list(self.indices, printer.print_ssa_value)
+            printer.print_string("]")
+        printer.print_string(" into ")
+        printer.print_ssa_value(self.init)
+        printer.print_string(" lane(")
+        printer.print_ssa_value(self.lane)
+        printer.print_string(")")
+        if self.in_bounds is not None:
+            printer.print_string(" in_bounds ")
+            _print_bool_list(printer, self.in_bounds)
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_list([o.type for o in self.operands], printer.print_attribute)
+        if self.result is not None:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        init = self.init.type
+        is_tensor = isinstance(init, TensorType)
+        if is_tensor != (self.result is not None):
+            raise VerifyException("the tensor form returns the updated init; the memref form returns nothing")
+        if self.result is not None and self.result.type != init:
+            raise VerifyException(f"the result {self.result.type} must have the init's type {init}")
+        rank = len(_shape(init))
+        if self.source.type.get_element_type() != init.get_element_type():  # type: ignore[union-attr]
+            raise VerifyException("source and init element types differ")
+        if len(self.indices) > rank:
+            raise VerifyException(f"{len(self.indices)} index operands for an init of rank {rank}")
+        for v in self.indices:
+            t = v.type
+            ok = isinstance(t, VectorType | TensorType | MemRefType) and len(_vec_shape(t)) == 1
+            if not ok:
+                raise VerifyException(f"each index operand is a 1-D vector, tensor or memref of indices, not {t}")
+        if self.in_bounds is not None and len(self.in_bounds.data) != rank:
+            raise VerifyException(f"in_bounds has {len(self.in_bounds.data)} entries for an init of rank {rank}")
+
+
+def _vec_shape(t: Attribute) -> tuple[int, ...]:
+    return tuple(t.get_shape())  # type: ignore[union-attr]
+
+
+@irdl_op_definition
+class AsyncDMAOp(IRDLOperation):
+    """IREE 3.12: an asynchronous copy of a `transfer_type` tile from `source` to `dest`
+    without passing through registers; a vector source index gathers.
+
+    ``iree_gpu.async_dma %src[%i, %j] to %dst[%c0], vector<64xf16> permutation_map
+    affine_map<(d0, d1) -> (d1)> in_bounds [true] : memref<..>, memref<..>`` (index
+    types other than ``index`` are listed after the source type: ``memref<..> [vector<
+    64xindex>, index]``; tensors add ``-> tensor<..>``)."""
+
+    name = "iree_gpu.async_dma"
+
+    source = operand_def(MemRefType | TensorType)
+    source_indices = var_operand_def()
+    dest = operand_def(MemRefType | TensorType)
+    dest_indices = var_operand_def(IndexType)
+    transfer_type = prop_def(VectorType)
+    permutation_map = opt_prop_def(AffineMapAttr)
+    in_bounds = opt_prop_def(ArrayAttr)
+    result = opt_result_def(MemRefType | TensorType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("permutation_map", "in_bounds")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AsyncDMAOp:
+        source = parser.parse_unresolved_operand()
+        src_idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        parser.parse_keyword("to")
+        dest = parser.parse_unresolved_operand()
+        dst_idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        parser.parse_punctuation(",")
+        transfer = parser.parse_type()
+        props: dict[str, Attribute] = {"transfer_type": transfer}
+        while True:
+            if parser.parse_optional_keyword("permutation_map") is not None:
+                props["permutation_map"] = parser.parse_attribute()
+            elif parser.parse_optional_keyword("in_bounds") is not None:
+                props["in_bounds"] = _parse_bool_list(parser)
+            else:
+                break
+        in_dict, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
+        props |= in_dict
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        index_types = None
+        if parser.parse_optional_punctuation("[") is not None:
+            index_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            parser.parse_punctuation("]")
+        parser.parse_punctuation(",")
+        dest_type = parser.parse_type()
+        result_types = []
+        if parser.parse_optional_punctuation("->") is not None:
+            result_types.append(parser.parse_type())
+        index_types = index_types or [IndexType()] * len(src_idx)
+        if len(index_types) != len(src_idx):
+            parser.raise_error(f"{len(src_idx)} source indices but {len(index_types)} index types")
+        return cls(
+            operands=[
+                parser.resolve_operand(source, source_type),
+                [parser.resolve_operand(o, t) for o, t in zip(src_idx, index_types)],
+                parser.resolve_operand(dest, dest_type),
+                [parser.resolve_operand(o, IndexType()) for o in dst_idx],
+            ],
+            result_types=[result_types],
+            properties=props,
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.source)
+        printer.print_string("[")
+        printer.print_list(self.source_indices, printer.print_ssa_value)
+        printer.print_string("] to ")
+        printer.print_ssa_value(self.dest)
+        printer.print_string("[")
+        printer.print_list(self.dest_indices, printer.print_ssa_value)
+        printer.print_string("], ")
+        printer.print_attribute(self.transfer_type)
+        if self.permutation_map is not None:
+            printer.print_string(" permutation_map ")
+            printer.print_attribute(self.permutation_map)
+        if self.in_bounds is not None:
+            printer.print_string(" in_bounds ")
+            _print_bool_list(printer, self.in_bounds)
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        if not all(isinstance(v.type, IndexType) for v in self.source_indices):
+            printer.print_string(" [")
+            printer.print_list([v.type for v in self.source_indices], printer.print_attribute)
+            printer.print_string("]")
+        printer.print_string(", ")
+        printer.print_attribute(self.dest.type)
+        if self.result is not None:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        src, dst = _shape(self.source.type), _shape(self.dest.type)
+        if len(self.source_indices) != len(src):
+            raise VerifyException(f"{len(self.source_indices)} source indices for a source of rank {len(src)}")
+        if len(self.dest_indices) != len(dst):
+            raise VerifyException(f"{len(self.dest_indices)} dest indices for a dest of rank {len(dst)}")
+        transfer = self.transfer_type
+        assert isinstance(transfer, VectorType)
+        if transfer.element_type != self.source.type.get_element_type():  # type: ignore[union-attr]
+            raise VerifyException(f"transfer_type {transfer} must hold the source's elements")
+        if len(src) != len(dst) and self.permutation_map is None:
+            raise VerifyException("source and dest ranks differ: a permutation_map is needed")
+        if self.permutation_map is not None:
+            m = self.permutation_map.data
+            if m.num_dims != len(src) or len(m.results) != transfer.get_num_dims():
+                raise VerifyException(
+                    f"permutation_map {m} must map {len(src)} source dims to {transfer.get_num_dims()} transfer dims"
+                )
+        for v in self.source_indices:
+            t = v.type
+            if not (isinstance(t, IndexType) or (isinstance(t, VectorType) and isinstance(t.element_type, IndexType))):
+                raise VerifyException(f"a source index is index or vector<..xindex>, not {t}")
+        is_tensor = isinstance(self.dest.type, TensorType)
+        if is_tensor != (self.result is not None):
+            raise VerifyException("the tensor form returns the updated dest; the memref form returns nothing")
+        if self.in_bounds is not None and len(self.in_bounds.data) != transfer.get_num_dims():
+            raise VerifyException(
+                f"in_bounds has {len(self.in_bounds.data)} entries for a rank-{transfer.get_num_dims()} transfer"
+            )
+
+
+IREEGPU = Dialect(
+    "iree_gpu",
+    [GlobalLoadDMAOp, CoalescedGatherDMAOp, AsyncDMAOp],
+    [
+        LoweringConfigAttr,
+        ExpandDimsAttr,
+        DerivedThreadConfigAttr,
+        UseGlobalLoadDMAAttr,
+        PipelineAttr,
+        MMALayoutAttr,
+    ],
+)
+
+DIALECTS: list[Dialect] = [IREEGPU]
+
+__all__ = [
+    "AsyncDMAOp",
+    "BASES",
+    "CoalescedGatherDMAOp",
+    "DIALECTS",
+    "DerivedThreadConfigAttr",
+    "ExpandDimsAttr",
+    "GlobalLoadDMAOp",
+    "IREEGPU",
+    "LoweringConfigAttr",
+    "MMALayoutAttr",
+    "PipelineAttr",
+    "TILE_LEVELS",
+    "UseGlobalLoadDMAAttr",
+]

@@ -1,0 +1,617 @@
+"""The ``iree_vector_ext`` dialect: layout anchors and gathers of IREE's vector distribution.
+
+``#iree_vector_ext.nested_layout<...>`` is a `simtify.layout.NestedLayout` wrapped as an
+attribute, so the IR accepts exactly the layouts the layout algebra accepts and prints
+them with all seven keywords in IREE's order. The ops:
+
+- ``%r = iree_vector_ext.to_layout %v to layout(#nested) {shared_memory_conversion} :
+  vector<64x64xf16>`` pins a value to a layout (an anchor of layout propagation);
+  ``shared_memory_conversion`` is a unit attribute in the seed and older IR and an
+  attribute value (``= #iree_gpu.derived_thread_config``) in IREE 3.12; ``mma_kind``
+  names the MMA intrinsic the layout came from;
+- ``to_simt`` / ``to_simd`` cross between the workgroup-level vector and one thread's
+  registers (the layout's distributed shape);
+- ``transfer_gather`` reads a vector whose source dims are contiguous, gathered through
+  index vectors, or broadcast. IREE 3.12 describes all of that with ``indexing_maps``;
+  the seed (and IREE before 2026) used ``[None, %idx: vector<..>]`` per source dim with
+  ``indexed_maps``, ``permutation_map`` and ``in_bounds``. Both forms are read and each
+  is printed the way it was written.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import ClassVar, Sequence
+
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    BoolAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    TensorType,
+    UnitAttr,
+    VectorType,
+    i1,
+)
+from xdsl.ir import Attribute, Data, Dialect, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap, AffineSymExpr
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from simtify.errors import SimtifyError
+from simtify.ir.attribute_syntax import (
+    layout_parse_error,
+    parse_keyed_int_lists,
+    print_sorted_attr_dict,
+    shape_text,
+    split_properties,
+)
+from simtify.ir.iree_codegen import TranslationInfoAttr
+from simtify.layout.nested import ATTRIBUTE_NAME as NESTED_LAYOUT_NAME
+from simtify.layout.nested import NestedLayout
+from simtify.layout.syntax import AttributeText
+
+
+@irdl_attr_definition
+class NestedLayoutAttr(Data[NestedLayout]):
+    """``#iree_vector_ext.nested_layout<subgroup_tile = [..], ..., thread_strides = [..]>``.
+
+    Parsing hands the keys to `NestedLayout`, whose checks (ranks, positive tiles,
+    strides normalised to 0 on unit tiles, no overlapping strides) are the verifier.
+    The keys may come in any order; they print in IREE's order."""
+
+    name = "iree_vector_ext.nested_layout"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> NestedLayout:
+        pairs, start, end = parse_keyed_int_lists(parser)
+        try:
+            return NestedLayout.from_attribute(AttributeText(NESTED_LAYOUT_NAME, tuple(pairs)), "")
+        except SimtifyError as e:
+            layout_parse_error(parser, e, start, end, "nested_layout")
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(str(self.data)[len(NESTED_LAYOUT_NAME) :])
+
+    @property
+    def layout(self) -> NestedLayout:
+        return self.data
+
+
+def _shaped_shape(type_: Attribute) -> tuple[int, ...]:
+    assert isinstance(type_, VectorType | TensorType | MemRefType)
+    return tuple(type_.get_shape())
+
+
+def launch_of(op: IRDLOperation) -> tuple[int | None, int | None]:
+    """(subgroup size, threads per workgroup) from the ``translation_info`` of the
+    nearest enclosing op that has one (the function, in IREE's IR); None where unknown."""
+    parent = op.parent_op()
+    while parent is not None:
+        info = parent.attributes.get("translation_info")
+        if isinstance(info, TranslationInfoAttr):
+            return info.subgroup_size, info.threads_per_workgroup
+        parent = parent.parent_op()
+    return None, None
+
+
+@irdl_op_definition
+class ToLayoutOp(IRDLOperation):
+    """Anchor: from here on `input` is distributed as `layout`.
+
+    ``%r = iree_vector_ext.to_layout %v to layout(#nested) {shared_memory_conversion,
+    mma_kind = #iree_gpu.mma_layout<...>} : vector<..>``. The result has the input's
+    type; the verifier requires the layout to cover the shape exactly (per dim,
+    S·B·O·T·E equals the size), as IREE's does; inside a function whose
+    ``translation_info`` gives the subgroup size (and workgroup size), it must also fit
+    the launch: its thread span within a subgroup, its subgroups within the workgroup."""
+
+    name = "iree_vector_ext.to_layout"
+
+    input = operand_def(VectorType | TensorType)
+    output = result_def(VectorType | TensorType)
+    layout = prop_def(NestedLayoutAttr)
+    shared_memory_conversion = opt_prop_def(Attribute)
+    mma_kind = opt_prop_def(Attribute)
+
+    traits = traits_def(Pure())
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("shared_memory_conversion", "mma_kind")
+
+    def __init__(
+        self,
+        input: SSAValue,
+        layout: NestedLayoutAttr | NestedLayout,
+        *,
+        shared_memory_conversion: Attribute | bool | None = None,
+        mma_kind: Attribute | None = None,
+        attributes: dict[str, Attribute] | None = None,
+    ):
+        if isinstance(layout, NestedLayout):
+            layout = NestedLayoutAttr(layout)
+        if shared_memory_conversion is True:
+            shared_memory_conversion = UnitAttr()
+        elif shared_memory_conversion is False:
+            shared_memory_conversion = None
+        super().__init__(
+            operands=[input],
+            result_types=[SSAValue.get(input).type],
+            properties={"layout": layout, "shared_memory_conversion": shared_memory_conversion, "mma_kind": mma_kind},
+            attributes=attributes,
+        )
+
+    @property
+    def nested_layout(self) -> NestedLayout:
+        return self.layout.data
+
+    @property
+    def through_shared_memory(self) -> bool:
+        """Whether this layout change must go through shared memory (unit or value)."""
+        return self.shared_memory_conversion is not None
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ToLayoutOp:
+        source = parser.parse_unresolved_operand()
+        parser.parse_keyword("to")
+        parser.parse_keyword("layout")
+        parser.parse_punctuation("(")
+        layout_pos = parser.pos
+        layout = parser.parse_attribute()
+        parser.parse_punctuation(")")
+        if not isinstance(layout, NestedLayoutAttr):
+            parser.raise_error(f"expected a #iree_vector_ext.nested_layout, found {layout}", layout_pos)
+        props, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        return cls(
+            parser.resolve_operand(source, type_),
+            layout,
+            shared_memory_conversion=props.get("shared_memory_conversion"),
+            mma_kind=props.get("mma_kind"),
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.input)
+        printer.print_string(" to layout(")
+        printer.print_attribute(self.layout)
+        printer.print_string(")")
+        extra = dict(self.attributes)
+        if self.shared_memory_conversion is not None:
+            extra["shared_memory_conversion"] = self.shared_memory_conversion
+        if self.mma_kind is not None:
+            extra["mma_kind"] = self.mma_kind
+        print_sorted_attr_dict(printer, extra)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+
+    def verify_(self) -> None:
+        if self.input.type != self.output.type:
+            raise VerifyException(
+                f"to_layout's result type {self.output.type} differs from its input's {self.input.type}"
+            )
+        shape = _shaped_shape(self.input.type)
+        layout = self.nested_layout
+        if len(shape) != layout.rank:
+            raise VerifyException(f"the vector has rank {len(shape)} but the layout has rank {layout.rank} ({layout})")
+        if shape != layout.undistributed_shape:
+            dim = next(i for i, (a, b) in enumerate(zip(shape, layout.undistributed_shape)) if a != b)
+            raise VerifyException(
+                f"the layout does not fit {self.input.type}: dim {dim} has size {shape[dim]} but "
+                f"the layout covers {layout.undistributed_shape[dim]} (S·B·O·T·E = "
+                f"{layout.subgroup_tile[dim]}·{layout.batch_tile[dim]}·{layout.outer_tile[dim]}·"
+                f"{layout.thread_tile[dim]}·{layout.element_tile[dim]})"
+            )
+        subgroup_size, threads = launch_of(self)
+        if subgroup_size is not None:
+            # The layout must fit the launch: lanes within a subgroup, subgroups within the
+            # workgroup (DESIGN: errors, not wrap-arounds).
+            try:
+                layout.check_launch(subgroup_size, threads)
+            except SimtifyError as e:
+                raise VerifyException(f"the layout does not fit the function's launch: {e.what}") from None
+
+
+class _SIMDSIMTCast(IRDLOperation):
+    """Shared syntax ``%r = <op> %v : vector<..> -> vector<..>`` of to_simt/to_simd."""
+
+    input = operand_def(VectorType)
+    output = result_def(VectorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, result_type: VectorType, attributes: dict[str, Attribute] | None = None):
+        super().__init__(operands=[input], result_types=[result_type], attributes=attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        source = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        in_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        out_type = parser.parse_type()
+        return cls(parser.resolve_operand(source, in_type), out_type, attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.input)
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.output.type)
+
+    def verify_(self) -> None:
+        assert isinstance(self.input.type, VectorType) and isinstance(self.output.type, VectorType)
+        if self.input.type.element_type != self.output.type.element_type:
+            raise VerifyException(
+                f"{self.name} changes the element type from {self.input.type.element_type} to "
+                f"{self.output.type.element_type}; it may only change the shape"
+            )
+
+
+def _num_elements(type_: VectorType) -> int:
+    return prod(type_.get_shape())
+
+
+@irdl_op_definition
+class ToSIMTOp(_SIMDSIMTCast):
+    """From the workgroup-level vector to one thread's registers.
+
+    Where the input is a `to_layout` anchor, the result must hold as many elements as
+    the layout gives each thread (B·O·E over all dims; IREE uses the shape
+    ``[B.., O.., E..]``)."""
+
+    name = "iree_vector_ext.to_simt"
+
+    def verify_(self) -> None:
+        super().verify_()
+        owner = self.input.owner
+        if isinstance(owner, ToLayoutOp):
+            layout = owner.nested_layout
+            want = prod(layout.distributed_shape)
+            have = _num_elements(self.output.type)  # type: ignore[arg-type]
+            if have != want:
+                raise VerifyException(
+                    f"to_simt gives each thread {have} elements but the layout gives it {want} "
+                    f"(distributed shape {shape_text(layout.distributed_shape)})"
+                )
+
+
+@irdl_op_definition
+class ToSIMDOp(_SIMDSIMTCast):
+    """From one thread's registers back to the workgroup-level vector."""
+
+    name = "iree_vector_ext.to_simd"
+
+
+# --- transfer_gather ----------------------------------------------------------------
+
+
+def _is_index_vector(type_: Attribute) -> bool:
+    return isinstance(type_, IndexType) or (isinstance(type_, VectorType) and isinstance(type_.element_type, IndexType))
+
+
+def _map_of(attr: Attribute) -> AffineMap:
+    assert isinstance(attr, AffineMapAttr)
+    return attr.data
+
+
+def _transfer_mask_shape(vector_shape: Sequence[int], permutation: AffineMap) -> tuple[int, ...]:
+    """The mask shape of a transfer whose map sends source dims to vector dims: one
+    entry per source dim that reaches the vector, in source order (broadcast results
+    have no mask dim), as vector.transfer_read infers it."""
+    position = {r.position: k for k, r in enumerate(permutation.results) if isinstance(r, AffineDimExpr)}
+    return tuple(vector_shape[position[d]] for d in range(permutation.num_dims) if d in position)
+
+
+@irdl_op_definition
+class TransferGatherOp(IRDLOperation):
+    """A vector read whose source dims are contiguous, gathered or broadcast.
+
+    IREE 3.12 form: ``%r = iree_vector_ext.transfer_gather %base[%o0, %o1] [%idx :
+    vector<16xindex>], %pad {indexing_maps = [(d..)[s..] -> (source), (d..)[s..] -> (idx)]}
+    : memref<..>, vector<..>``. Seed form: ``%r = iree_vector_ext.transfer_gather
+    %base[%o0, %o1] [None, %idx: vector<64xindex>], %pad {indexed_maps = [...]} :
+    tensor<..>, vector<..>`` with optional ``permutation_map`` (default: minor identity)
+    and ``in_bounds`` (default: all false)."""
+
+    name = "iree_vector_ext.transfer_gather"
+
+    base = operand_def(MemRefType | TensorType)
+    offsets = var_operand_def(IndexType)
+    index_vecs = var_operand_def()
+    padding = operand_def()
+    mask = opt_operand_def(VectorType)
+    vector = result_def(VectorType)
+
+    # IREE 3.12
+    indexing_maps = opt_prop_def(ArrayAttr[AffineMapAttr])
+    # seed / IREE before 2026
+    indexed = opt_prop_def(ArrayAttr[IntegerAttr])
+    indexed_maps = opt_prop_def(ArrayAttr[AffineMapAttr])
+    permutation_map = opt_prop_def(AffineMapAttr)
+    in_bounds = opt_prop_def(ArrayAttr[IntegerAttr])
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    NEW_FORM_PROPS: ClassVar[tuple[str, ...]] = ("indexing_maps",)
+    SEED_FORM_PROPS: ClassVar[tuple[str, ...]] = ("indexed_maps", "permutation_map", "in_bounds")
+
+    @property
+    def is_seed_form(self) -> bool:
+        return self.indexing_maps is None
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TransferGatherOp:
+        base = parser.parse_unresolved_operand()
+        offsets = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        bracket_pos = parser.pos
+        entries, trailing_types = cls._parse_index_vec_entries(parser)
+        parser.parse_punctuation(",")
+        padding = parser.parse_unresolved_operand()
+        mask = None
+        if parser.parse_optional_punctuation(","):
+            mask = parser.parse_unresolved_operand()
+        props, attrs = split_properties(
+            parser.parse_optional_attr_dict(), cls.NEW_FORM_PROPS + cls.SEED_FORM_PROPS + ("indexed",)
+        )
+        types_pos = parser.pos
+        parser.parse_punctuation(":")
+        base_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        vector_type = parser.parse_type()
+        if not isinstance(base_type, MemRefType | TensorType):
+            parser.raise_error(f"transfer_gather reads a memref or tensor, not {base_type}", types_pos)
+        if not isinstance(vector_type, VectorType):
+            parser.raise_error(f"transfer_gather produces a vector, not {vector_type}", types_pos)
+        if "indexed" in props:
+            parser.raise_error("'indexed' is written as the [None, %v: type] list, not as an attribute", types_pos)
+        # The 3.12 form always names its maps; the seed form may rely on defaults.
+        seed_form = "indexing_maps" not in props
+        if not seed_form and any(e is None for e in entries):
+            parser.raise_error(
+                "the 3.12 form ([%v : type]) has no None entries; the seed form takes indexed_maps", bracket_pos
+            )
+
+        index_operands: list[UnresolvedOperand] = [e[0] for e in entries if e is not None]
+        if seed_form:
+            if trailing_types or any(e is not None and e[1] is None for e in entries):
+                parser.raise_error(
+                    "in the seed form every index vector carries its type: [None, %v: vector<..>]", bracket_pos
+                )
+            index_types = [e[1] for e in entries if e is not None]
+            indexed = ArrayAttr([BoolAttr(e is not None, i1) for e in entries])
+            if not entries:
+                indexed = ArrayAttr([BoolAttr(False, i1) for _ in offsets])
+            perm = props.get("permutation_map") or AffineMapAttr(
+                AffineMap.minor_identity(base_type.get_num_dims(), vector_type.get_num_dims())
+            )
+            in_bounds = props.get("in_bounds") or ArrayAttr(
+                [BoolAttr(False, i1) for _ in range(vector_type.get_num_dims())]
+            )
+            properties = {
+                "indexed": indexed,
+                "indexed_maps": props.get("indexed_maps", ArrayAttr([])),
+                "permutation_map": perm,
+                "in_bounds": in_bounds,
+            }
+            mask_type = None
+            if mask is not None:
+                mask_type = VectorType(i1, _transfer_mask_shape(vector_type.get_shape(), _map_of(perm)))
+        else:
+            if any(e[1] is not None for e in entries[:-1]):  # type: ignore[index]
+                parser.raise_error("write the index vectors' types after all of them: [%a, %b : t0, t1]", bracket_pos)
+            index_types = ([entries[-1][1]] if entries else []) + trailing_types  # type: ignore[index]
+            if len(index_types) != len(index_operands):
+                parser.raise_error(f"{len(index_operands)} index vectors but {len(index_types)} types", bracket_pos)
+            properties = {"indexing_maps": props["indexing_maps"]}
+            mask_type = None
+            if mask is not None:
+                parser.parse_punctuation(",")
+                mask_type = parser.parse_type()
+        operands = [
+            parser.resolve_operand(base, base_type),
+            [parser.resolve_operand(o, IndexType()) for o in offsets],
+            [parser.resolve_operand(o, t) for o, t in zip(index_operands, index_types)],
+            parser.resolve_operand(padding, base_type.get_element_type()),
+            [parser.resolve_operand(mask, mask_type)] if mask is not None else [],
+        ]
+        return cls(operands=operands, result_types=[vector_type], properties=properties, attributes=attrs)
+
+    @staticmethod
+    def _parse_index_vec_entries(
+        parser: Parser,
+    ) -> tuple[list[tuple[UnresolvedOperand, Attribute | None] | None], list[Attribute]]:
+        """The optional ``[...]`` after the offsets. Returns one entry per item (None for
+        the seed's ``None``, else (operand, its own type if written right after it))
+        and the types written after the last operand (the 3.12 ``: t0, t1`` list)."""
+        entries: list[tuple[UnresolvedOperand, Attribute | None] | None] = []
+        trailing: list[Attribute] = []
+        if parser.parse_optional_punctuation("[") is None:
+            return entries, trailing
+        while True:
+            if trailing:
+                trailing.append(parser.parse_type())
+            elif parser.parse_optional_keyword("None") is not None:
+                entries.append(None)
+            else:
+                operand = parser.parse_optional_unresolved_operand()
+                if operand is None:
+                    trailing.append(parser.parse_type())
+                else:
+                    type_ = parser.parse_type() if parser.parse_optional_punctuation(":") else None
+                    entries.append((operand, type_))
+            if parser.parse_optional_punctuation("]") is not None:
+                break
+            parser.parse_punctuation(",")
+        return entries, trailing
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.base)
+        printer.print_string("[")
+        printer.print_list(self.offsets, printer.print_ssa_value)
+        printer.print_string("]")
+        attrs = dict(self.attributes)
+        if self.is_seed_form:
+            # Seed form: one entry per source dim, written right after the offsets.
+            flags = [bool(b.value.data) for b in self.indexed.data] if self.indexed else []  # type: ignore[union-attr]
+            vecs = iter(self.index_vecs)
+            printer.print_string("[")
+            for k, flag in enumerate(flags):
+                if k:
+                    printer.print_string(", ")
+                if flag:
+                    v = next(vecs)
+                    printer.print_ssa_value(v)
+                    printer.print_string(": ")
+                    printer.print_attribute(v.type)
+                else:
+                    printer.print_string("None")
+            printer.print_string("]")
+            attrs["indexed_maps"] = self.indexed_maps  # type: ignore[assignment]
+            assert isinstance(self.vector.type, VectorType) and self.permutation_map is not None
+            perm = self.permutation_map.data
+            if perm != AffineMap.minor_identity(perm.num_dims, len(perm.results)):
+                attrs["permutation_map"] = self.permutation_map
+            if self.in_bounds is not None and any(b.value.data for b in self.in_bounds.data):
+                attrs["in_bounds"] = self.in_bounds
+        else:
+            if self.index_vecs:
+                printer.print_string(" [")
+                printer.print_list(self.index_vecs, printer.print_ssa_value)
+                printer.print_string(" : ")
+                printer.print_list([v.type for v in self.index_vecs], printer.print_attribute)
+                printer.print_string("]")
+            attrs["indexing_maps"] = self.indexing_maps  # type: ignore[assignment]
+        printer.print_string(", ")
+        printer.print_ssa_value(self.padding)
+        if self.mask is not None:
+            printer.print_string(", ")
+            printer.print_ssa_value(self.mask)
+        print_sorted_attr_dict(printer, attrs)
+        printer.print_string(" : ")
+        printer.print_attribute(self.base.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.vector.type)
+        if self.mask is not None and not self.is_seed_form:
+            printer.print_string(", ")
+            printer.print_attribute(self.mask.type)
+
+    def verify_(self) -> None:
+        base_type = self.base.type
+        vector_type = self.vector.type
+        assert isinstance(base_type, MemRefType | TensorType) and isinstance(vector_type, VectorType)
+        base_rank = base_type.get_num_dims()
+        vec_rank = vector_type.get_num_dims()
+        if len(self.offsets) != base_rank:
+            raise VerifyException(f"transfer_gather has {len(self.offsets)} offsets for a source of rank {base_rank}")
+        if self.padding.type != base_type.get_element_type():
+            raise VerifyException(
+                f"the padding has type {self.padding.type} but the source's elements are {base_type.get_element_type()}"
+            )
+        for v in self.index_vecs:
+            if not _is_index_vector(v.type):
+                raise VerifyException(f"an index vector must be index or vector<..xindex>, not {v.type}")
+        if self.mask is not None:
+            mt = self.mask.type
+            if not (isinstance(mt, VectorType) and mt.element_type == i1):
+                raise VerifyException(f"the mask must be a vector of i1, not {mt}")
+        if self.is_seed_form:
+            self._verify_seed_form(base_rank, vec_rank)
+        else:
+            self._verify_indexing_maps(base_rank, vec_rank)
+
+    def _verify_indexing_maps(self, base_rank: int, vec_rank: int) -> None:
+        assert self.indexing_maps is not None
+        maps = [_map_of(m) for m in self.indexing_maps.data]
+        n_vecs = len(self.index_vecs)
+        want = 1 + n_vecs + (1 if self.mask is not None else 0)
+        if len(maps) != want:
+            raise VerifyException(
+                f"indexing_maps has {len(maps)} maps; expected {want} (source, one per index vector"
+                f"{', mask' if self.mask is not None else ''})"
+            )
+        for k, m in enumerate(maps):
+            if m.num_dims != vec_rank or m.num_symbols != n_vecs:
+                raise VerifyException(
+                    f"indexing map {k} is ({m.num_dims} dims)[{m.num_symbols} symbols]; every map needs "
+                    f"{vec_rank} dims (the vector's rank) and {n_vecs} symbols (the index vectors)"
+                )
+        source = maps[0]
+        if len(source.results) != base_rank:
+            raise VerifyException(f"the source map has {len(source.results)} results for a source of rank {base_rank}")
+        for r in source.results:
+            if not isinstance(r, AffineDimExpr | AffineSymExpr) and not (
+                isinstance(r, AffineConstantExpr) and r.value == 0
+            ):
+                raise VerifyException(f"source map results are dims, symbols or 0 (broadcast), not {r}")
+        rest = list(zip(maps[1:], [v.type for v in self.index_vecs]))
+        if self.mask is not None:
+            rest.append((maps[-1], self.mask.type))
+        for m, t in rest:
+            rank = t.get_num_dims() if isinstance(t, VectorType) else 0
+            if len(m.results) != rank or not all(isinstance(r, AffineDimExpr) for r in m.results):
+                raise VerifyException(f"the map {m} must send the vector dims to the {rank} dims of {t}")
+
+    def _verify_seed_form(self, base_rank: int, vec_rank: int) -> None:
+        assert self.indexed is not None and self.permutation_map is not None and self.indexed_maps is not None
+        flags = [bool(b.value.data) for b in self.indexed.data]
+        if len(flags) != base_rank:
+            raise VerifyException(f"'indexed' has {len(flags)} entries for a source of rank {base_rank}")
+        if sum(flags) != len(self.index_vecs) or len(self.indexed_maps.data) != len(self.index_vecs):
+            raise VerifyException(
+                f"{sum(flags)} gathered dims, {len(self.index_vecs)} index vectors and "
+                f"{len(self.indexed_maps.data)} indexed_maps must agree"
+            )
+        perm = self.permutation_map.data
+        if perm.num_dims != base_rank or len(perm.results) != vec_rank:
+            raise VerifyException(
+                f"permutation_map {perm} must map the {base_rank} source dims to the {vec_rank} vector dims"
+            )
+        if self.in_bounds is not None and len(self.in_bounds.data) != vec_rank:
+            raise VerifyException(f"in_bounds has {len(self.in_bounds.data)} entries for a vector of rank {vec_rank}")
+        for m, v in zip(self.indexed_maps.data, self.index_vecs):
+            mm = _map_of(m)
+            rank = v.type.get_num_dims() if isinstance(v.type, VectorType) else 0
+            if len(mm.results) != rank:
+                raise VerifyException(f"indexed map {mm} has {len(mm.results)} results for {v.type}")
+
+
+IREEVectorExt = Dialect(
+    "iree_vector_ext",
+    [ToLayoutOp, ToSIMTOp, ToSIMDOp, TransferGatherOp],
+    [NestedLayoutAttr],
+)
+
+DIALECTS: list[Dialect] = [IREEVectorExt]
+
+__all__ = [
+    "DIALECTS",
+    "IREEVectorExt",
+    "NestedLayoutAttr",
+    "ToLayoutOp",
+    "ToSIMDOp",
+    "ToSIMTOp",
+    "TransferGatherOp",
+]

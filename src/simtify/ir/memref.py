@@ -1,0 +1,96 @@
+"""The upstream ``memref`` dialect: xDSL's ops, with custom syntax for the casts and
+the copy, which xDSL 0.74 can only read and print in generic form.
+
+Workgroup memory is a memref in ``#gpu.address_space<workgroup>`` (the attribute is
+declared in `simtify.ir.gpu`); IREE prints ``memref.cast`` and
+``memref.memory_space_cast`` when it moves buffers between address spaces and static
+shapes, so they must read and print as ``memref.cast %m : memref<16x16xf32> to
+memref<?x?xf32>``.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import memref as xdsl_memref
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, UnrankedMemRefType
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import IRDLOperation, base, irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, NoMemoryEffect
+from xdsl.utils.exceptions import VerifyException
+
+_AnyMemRef = base(MemRefType) | base(UnrankedMemRefType)
+
+
+def _compatible_shapes(a: Attribute, b: Attribute) -> bool:
+    """Ranked shapes agree where both are static; an unranked memref matches any."""
+    if not isinstance(a, MemRefType) or not isinstance(b, MemRefType):
+        return True
+    if a.get_num_dims() != b.get_num_dims():
+        return False
+    return all(x == y or DYNAMIC_INDEX in (x, y) for x, y in zip(a.get_shape(), b.get_shape()))
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """``memref.cast %m : memref<16x16xf32> to memref<?x?xf32>``: the same buffer seen
+    with more or fewer static sizes."""
+
+    name = "memref.cast"
+    source = operand_def(_AnyMemRef)
+    dest = result_def(_AnyMemRef)
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$source attr-dict `:` type($source) `to` type($dest)"
+
+    def __init__(self, source: SSAValue | Operation, result_type: Attribute):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        source, dest = self.source.type, self.dest.type
+        if source.element_type != dest.element_type:
+            raise VerifyException(f"cannot cast {source} to {dest}: element types differ")
+        if not _compatible_shapes(source, dest):
+            raise VerifyException(f"cannot cast {source} to {dest}: shapes are incompatible")
+
+
+@irdl_op_definition
+class MemorySpaceCastOp(IRDLOperation):
+    """``memref.memory_space_cast %m : memref<4xf32, #gpu.address_space<workgroup>> to
+    memref<4xf32>``: the same buffer in another address space."""
+
+    name = "memref.memory_space_cast"
+    source = operand_def(_AnyMemRef)
+    dest = result_def(_AnyMemRef)
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$source attr-dict `:` type($source) `to` type($dest)"
+
+    def verify_(self) -> None:
+        source, dest = self.source.type, self.dest.type
+        if source.element_type != dest.element_type or not _compatible_shapes(source, dest):
+            raise VerifyException(f"{source} and {dest} may differ only in their memory space")
+
+
+@irdl_op_definition
+class CopyOp(IRDLOperation):
+    """``memref.copy %a, %b : memref<4xf32> to memref<4xf32>``."""
+
+    name = "memref.copy"
+    source = operand_def(_AnyMemRef)
+    target = operand_def(_AnyMemRef)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$source `,` $target attr-dict `:` type($source) `to` type($target)"
+
+    def __init__(self, source: SSAValue | Operation, target: SSAValue | Operation):
+        super().__init__(operands=[source, target])
+
+    def verify_(self) -> None:
+        source, target = self.source.type, self.target.type
+        if source.element_type != target.element_type or not _compatible_shapes(source, target):
+            raise VerifyException(f"cannot copy {source} to {target}: element types or shapes differ")
+
+
+_REPLACED = {CastOp.name, MemorySpaceCastOp.name, CopyOp.name}
+
+MemRef = Dialect(
+    "memref",
+    [*(op for op in xdsl_memref.MemRef.operations if op.name not in _REPLACED), CastOp, MemorySpaceCastOp, CopyOp],
+    list(xdsl_memref.MemRef.attributes),
+)

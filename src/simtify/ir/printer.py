@@ -1,0 +1,51 @@
+"""Writing MLIR text: xDSL's printer, spelling special floats the way MLIR does.
+
+MLIR prints a float that has no decimal form (±inf, NaN) as its bit pattern in upper
+case hex (``0xFF800000``); xDSL 0.74 prints lower case, and prints a NaN splat as a
+list (``dense<[0x7fc00000, 0x7fc00000]>``) because NaN != NaN. Both read back, but the
+IR we print should be what MLIR itself would print, so that text compares with
+``iree-opt`` output and stays byte-for-byte stable.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects.builtin import AnyFloat, DenseIntOrFPElementsAttr
+from xdsl.ir import Attribute
+from xdsl.printer import Printer
+
+__all__ = ["MLIRPrinter"]
+
+
+class MLIRPrinter(Printer):
+    """xDSL's printer with MLIR's spelling of non-finite floats."""
+
+    def print_float(self, value: float, type: AnyFloat):
+        if math.isnan(value) or math.isinf(value):
+            bits = type.pack((value,))
+            self.print_string("0x" + bits[::-1].hex().upper())
+            return
+        super().print_float(value, type)
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        if isinstance(attribute, DenseIntOrFPElementsAttr) and _is_bitwise_float_splat(attribute):
+            element_type = attribute.get_element_type()
+            self.print_string("dense<")
+            self.print_float(attribute.get_values()[0], element_type)
+            self.print_string("> : ")
+            self.print_attribute(attribute.get_type())
+            return
+        super().print_attribute(attribute)
+
+
+def _is_bitwise_float_splat(attribute: DenseIntOrFPElementsAttr) -> bool:
+    """A float splat whose value compares unequal to itself (NaN): equal bit patterns
+    everywhere, which xDSL's value comparison misses."""
+    element_type = attribute.get_element_type()
+    if not isinstance(element_type, AnyFloat) or len(attribute) < 2:
+        return False
+    data = attribute.data.data
+    size = element_type.compile_time_size
+    first = data[:size]
+    return first * (len(data) // size) == data and not attribute.is_splat()

@@ -1,0 +1,835 @@
+"""The ``xegpu`` dialect: Intel Xe block loads, stores and DPAS, with workgroup layouts.
+
+Layouts are `simtify.layout.XeGPULayout` / `XeGPUSlice` wrapped as attributes:
+``#xegpu.layout<sg_layout = [..], sg_data = [..], inst_data = [..], lane_layout = [..],
+lane_data = [..], order = [..]>`` (any subset, printed in that order) and
+``#xegpu.slice<#xegpu.layout<...>, dims = [..]>``. Where an op carries a layout, the
+verifier asks the layout whether it distributes the value's shape evenly (dim by dim,
+as the seed defines it; see `simtify.layout.xegpu`).
+
+The ops follow today's upstream syntax (MLIR, 2026): descriptors carry no offsets,
+the offsets go on the access ops, and layouts are inherent attributes::
+
+    %t = xegpu.create_nd_tdesc %src : memref<128x128xf16> -> !xegpu.tensor_desc<64x32xf16>
+    %v = xegpu.load_nd %t[%i, 0] <{layout = #a}> : !xegpu.tensor_desc<64x32xf16> -> vector<64x32xf16>
+    xegpu.store_nd %v, %t[%i, %j] <{layout = #c}> : vector<..>, !xegpu.tensor_desc<..>
+    xegpu.prefetch_nd %t[%i, %j] <{l1_hint = #xegpu.cache_hint<cached>}> : !xegpu.tensor_desc<..>
+    %d = xegpu.dpas %a, %b, %c {layout_a = #a, layout_b = #b, layout_cd = #c} : ta, tb, tc -> td
+    %w = xegpu.convert_layout %v <{input_layout = #a, target_layout = #b}> : vector<..>
+
+Load, store, prefetch and convert_layout print their properties as ``<{...}>``, dpas as
+``{...}``, as mlir-opt does; both spellings are read. Older IR with offsets on
+`create_nd_tdesc` (``%src[%i, %j]``) is read and printed back unchanged.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import ClassVar, Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    IndexType,
+    IntAttr,
+    IntegerType,
+    MemRefType,
+    NoneAttr,
+    UnitAttr,
+    VectorType,
+)
+from xdsl.ir import Attribute, Data, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from simtify.errors import SimtifyError
+from simtify.ir.attribute_syntax import (
+    DYNAMIC,
+    check_layout,
+    check_mixed_indices,
+    i64_array,
+    layout_parse_error,
+    parse_int_list,
+    parse_keyed_int_lists,
+    parse_mixed_indices,
+    parse_optional_mixed_indices,
+    parse_properties_and_attributes,
+    print_mixed_indices,
+    print_sorted_attr_dict,
+    shape_text,
+)
+from simtify.layout.syntax import AttributeText
+from simtify.layout.xegpu import LAYOUT_NAME, SLICE_NAME, XeGPULayout, XeGPUSlice
+
+# --- attributes ----------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class LayoutAttr(Data[XeGPULayout]):
+    """``#xegpu.layout<...>``; the fields are checked by `XeGPULayout` (equal ranks,
+    positive sizes, ``order`` a permutation, data fields only with their layout)."""
+
+    name = "xegpu.layout"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> XeGPULayout:
+        pairs, start, end = parse_keyed_int_lists(parser)
+        try:
+            return XeGPULayout.from_attribute(AttributeText(LAYOUT_NAME, tuple(pairs)), "")
+        except SimtifyError as e:
+            layout_parse_error(parser, e, start, end, "xegpu.layout")
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(str(self.data)[len(LAYOUT_NAME) :])
+
+    @property
+    def layout(self) -> XeGPULayout:
+        return self.data
+
+
+@irdl_attr_definition
+class SliceAttr(Data[XeGPUSlice]):
+    """``#xegpu.slice<#parent, dims = [..]>``: the parent (a layout, a slice, or an alias
+    of either) with `dims` removed."""
+
+    name = "xegpu.slice"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> XeGPUSlice:
+        start = parser.pos
+        parser.parse_punctuation("<")
+        parent = parser.parse_attribute()
+        if not isinstance(parent, LayoutAttr | SliceAttr):
+            parser.raise_error(f"a slice's parent must be an #xegpu.layout or #xegpu.slice, not {parent}", start)
+        parser.parse_punctuation(",")
+        parser.parse_keyword("dims")
+        parser.parse_punctuation("=")
+        dims = parse_int_list(parser)
+        parser.parse_punctuation(">")
+        try:
+            return XeGPUSlice(parent.data, dims)
+        except SimtifyError as e:
+            layout_parse_error(parser, e, start, parser.pos, "xegpu.slice")
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(str(self.data)[len(SLICE_NAME) :])
+
+    @property
+    def layout(self) -> XeGPUSlice:
+        return self.data
+
+
+DistributeLayout = LayoutAttr | SliceAttr
+
+CACHE_HINTS = ("cached", "uncached", "streaming", "read_invalidate", "write_back", "write_through")
+
+
+@irdl_attr_definition
+class CacheHintAttr(Data[str]):
+    """``#xegpu.cache_hint<cached>``: the cache policy of one cache level."""
+
+    name = "xegpu.cache_hint"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> str:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            hint = parser.parse_identifier()
+            if hint not in CACHE_HINTS:
+                parser.raise_error(f"unknown cache hint '{hint}' (expected one of {', '.join(CACHE_HINTS)})", pos)
+        return hint
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data}>")
+
+
+MEMORY_SPACES = ("global", "slm")
+
+
+@irdl_attr_definition
+class BlockTensorDescAttr(Data[tuple[str, int, bool]]):
+    """``#xegpu.block_tdesc_attr<memory_space = slm, array_length = 2 : i64,
+    boundary_check = false>``: (memory space, blocks per load, bounds checked); the
+    defaults (global, 1, true) are not printed."""
+
+    name = "xegpu.block_tdesc_attr"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[str, int, bool]:
+        values: dict[str, object] = {"memory_space": "global", "array_length": 1, "boundary_check": True}
+        seen: set[str] = set()
+
+        def entry() -> None:
+            pos = parser.pos
+            key = parser.parse_identifier()
+            if key not in values or key in seen:
+                parser.raise_error(f"unexpected or repeated block_tdesc_attr field '{key}'", pos)
+            seen.add(key)
+            parser.parse_punctuation("=")
+            if key == "memory_space":
+                space = parser.parse_identifier()
+                if space not in MEMORY_SPACES:
+                    parser.raise_error(f"memory_space must be global or slm, not {space}", pos)
+                values[key] = space
+            elif key == "array_length":
+                values[key] = parser.parse_integer(allow_boolean=False)
+                if parser.parse_optional_punctuation(":") is not None:
+                    parser.parse_type()
+            else:
+                values[key] = parser.parse_boolean()
+
+        if parser.parse_optional_punctuation("<") is not None:
+            if parser.parse_optional_punctuation(">") is None:
+                while True:
+                    entry()
+                    if parser.parse_optional_punctuation(">") is not None:
+                        break
+                    parser.parse_punctuation(",")
+        return (str(values["memory_space"]), int(values["array_length"]), bool(values["boundary_check"]))  # type: ignore[arg-type]
+
+    def print_parameter(self, printer: Printer) -> None:
+        space, length, checked = self.data
+        fields = []
+        if space != "global":
+            fields.append(f"memory_space = {space}")
+        if length != 1:
+            fields.append(f"array_length = {length} : i64")
+        if not checked:
+            fields.append("boundary_check = false")
+        printer.print_string("<" + ", ".join(fields) + ">")
+
+    @property
+    def array_length(self) -> int:
+        return self.data[1]
+
+
+@irdl_attr_definition
+class TensorDescType(ParametrizedAttribute, TypeAttribute):
+    """``!xegpu.tensor_desc<64x32xf16, #xegpu.block_tdesc_attr<..>, #xegpu.layout<..>>``:
+    a block of memory a load/store/prefetch reads; the layout, where given, must
+    distribute the block's shape."""
+
+    name = "xegpu.tensor_desc"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    encoding: Attribute
+    layout: Attribute
+
+    def __init__(
+        self,
+        shape: Sequence[int],
+        element_type: Attribute,
+        encoding: Attribute | None = None,
+        layout: Attribute | None = None,
+    ):
+        super().__init__(
+            ArrayAttr([IntAttr(d) for d in shape]), element_type, encoding or NoneAttr(), layout or NoneAttr()
+        )
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape.data)
+
+    @property
+    def block_attr(self) -> BlockTensorDescAttr | None:
+        return self.encoding if isinstance(self.encoding, BlockTensorDescAttr) else None
+
+    @property
+    def array_length(self) -> int:
+        return self.block_attr.array_length if self.block_attr else 1
+
+    @property
+    def distribute_layout(self) -> LayoutAttr | SliceAttr | None:
+        return self.layout if isinstance(self.layout, LayoutAttr | SliceAttr) else None
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        shape, element_type = parser.parse_ranked_shape()
+        encoding: Attribute = NoneAttr()
+        layout: Attribute = NoneAttr()
+        while parser.parse_optional_punctuation(",") is not None:
+            pos = parser.pos
+            attr = parser.parse_attribute()
+            if (
+                isinstance(attr, BlockTensorDescAttr)
+                and isinstance(encoding, NoneAttr)
+                and isinstance(layout, NoneAttr)
+            ):
+                encoding = attr
+            elif isinstance(attr, LayoutAttr | SliceAttr) and isinstance(layout, NoneAttr):
+                try:
+                    attr.data.check_shape(shape)
+                except SimtifyError as e:
+                    parser.raise_error(
+                        f"the layout does not fit the {shape_text(shape)} descriptor: {e.what}", pos, parser.pos
+                    )
+                layout = attr
+            else:
+                parser.raise_error(f"unexpected tensor_desc parameter {attr}", pos)
+        parser.parse_punctuation(">")
+        return (ArrayAttr([IntAttr(d) for d in shape]), element_type, encoding, layout)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_string(shape_text(self.get_shape()) + "x")
+        printer.print_attribute(self.element_type)
+        for extra in (self.encoding, self.layout):
+            if not isinstance(extra, NoneAttr):
+                printer.print_string(", ")
+                printer.print_attribute(extra)
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        if any(d <= 0 for d in self.get_shape()):
+            raise VerifyException(f"a tensor_desc has a static positive shape, not {shape_text(self.get_shape())}")
+
+
+# --- helpers -------------------------------------------------------------------------
+
+
+def _layout_of(attr: Attribute | None, role: str) -> XeGPULayout | XeGPUSlice | None:
+    if attr is None:
+        return None
+    if not isinstance(attr, LayoutAttr | SliceAttr):
+        raise VerifyException(f"{role} must be an #xegpu.layout or #xegpu.slice, not {attr}")
+    return attr.data
+
+
+def _check_fits(attr: Attribute | None, role: str, shape: Sequence[int], what: str) -> None:
+    layout = _layout_of(attr, role)
+    if layout is not None:
+        check_layout(f"{role} does not fit {what} {shape_text(shape)}", lambda: layout.check_shape(tuple(shape)))
+
+
+def _tdesc(value: SSAValue) -> TensorDescType:
+    assert isinstance(value.type, TensorDescType)
+    return value.type
+
+
+def _offsets_count(op: IRDLOperation, dynamic: Sequence[SSAValue]) -> int:
+    static = op.properties.get("const_offsets")
+    assert static is None or isinstance(static, DenseArrayBase)
+    return check_mixed_indices("offsets", dynamic, static)
+
+
+def _check_offsets(op: IRDLOperation, dynamic: Sequence[SSAValue], tdesc: TensorDescType) -> None:
+    n = _offsets_count(op, dynamic)
+    if n and n != tdesc.rank:
+        raise VerifyException(f"{n} offsets for a tensor_desc of rank {tdesc.rank}")
+
+
+def _print_offsets(printer: Printer, op: IRDLOperation, dynamic: Sequence[SSAValue]) -> None:
+    static = op.properties.get("const_offsets")
+    if isinstance(static, DenseArrayBase):
+        print_mixed_indices(printer, dynamic, static.get_values())
+
+
+HINT_NAMES = ("l1_hint", "l2_hint", "l3_hint")
+
+
+def _check_hints(op: IRDLOperation, allowed: Sequence[str]) -> None:
+    for name in HINT_NAMES:
+        hint = op.properties.get(name)
+        if hint is None:
+            continue
+        if not isinstance(hint, CacheHintAttr):
+            raise VerifyException(f"{name} must be an #xegpu.cache_hint, not {hint}")
+        if hint.data not in allowed:
+            raise VerifyException(f"invalid {name}: {hint} (this op takes {', '.join(allowed)})")
+
+
+READ_HINTS = ("cached", "uncached", "streaming", "read_invalidate")
+WRITE_HINTS = ("cached", "uncached", "streaming", "write_back", "write_through")
+
+
+class _OffsetAccessOp(IRDLOperation):
+    """What load_nd, store_nd and prefetch_nd share: a descriptor, offsets written
+    ``[%i, 0]`` after it, and properties printed ``<{...}>``."""
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ()
+
+    def _print_props(self, printer: Printer) -> None:
+        props = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
+        print_sorted_attr_dict(printer, props, braces="<{}>")
+        print_sorted_attr_dict(printer, self.attributes)
+
+    @staticmethod
+    def _parse_offsets(parser: Parser) -> tuple[list, tuple[int, ...] | None]:
+        """The optional ``[%i, 0]`` offsets: (SSA values, static list or None)."""
+        found = parse_optional_mixed_indices(parser)
+        return found if found is not None else ([], None)
+
+
+@irdl_op_definition
+class CreateNdDescOp(IRDLOperation):
+    """A descriptor over a memref (or a raw address with its shape and strides).
+
+    ``%t = xegpu.create_nd_tdesc %src : memref<..> -> !xegpu.tensor_desc<..>`` or
+    ``%t = xegpu.create_nd_tdesc %ptr, shape : [%h, %w], strides : [%w, 1] : ui64 ->
+    ...``; older IR's ``%src[%i, %j]`` offsets are kept as written."""
+
+    name = "xegpu.create_nd_tdesc"
+
+    source = operand_def(MemRefType | IntegerType)
+    offsets = var_operand_def(IndexType)
+    shape = var_operand_def(IndexType)
+    strides = var_operand_def(IndexType)
+    const_offsets = opt_prop_def(DenseArrayBase)
+    const_shape = opt_prop_def(DenseArrayBase)
+    const_strides = opt_prop_def(DenseArrayBase)
+    tensor_desc = result_def(TensorDescType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CreateNdDescOp:
+        source = parser.parse_unresolved_operand()
+        offsets, const_offsets = _OffsetAccessOp._parse_offsets(parser)
+        shape, const_shape, strides, const_strides = [], None, [], None
+        if parser.parse_optional_punctuation(",") is not None:
+            # `shape : [..], strides : [..]` (the older `[..], [..]` is also read)
+            if parser.parse_optional_keyword("shape") is not None:
+                parser.parse_punctuation(":")
+            shape, const_shape = parse_mixed_indices(parser)
+            parser.parse_punctuation(",")
+            if parser.parse_optional_keyword("strides") is not None:
+                parser.parse_punctuation(":")
+            strides, const_strides = parse_mixed_indices(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        index = IndexType()
+        properties = {
+            "const_offsets": i64_array(const_offsets) if const_offsets is not None else None,
+            "const_shape": i64_array(const_shape) if const_shape is not None else None,
+            "const_strides": i64_array(const_strides) if const_strides is not None else None,
+        }
+        return cls(
+            operands=[
+                parser.resolve_operand(source, source_type),
+                [parser.resolve_operand(o, index) for o in offsets],
+                [parser.resolve_operand(o, index) for o in shape],
+                [parser.resolve_operand(o, index) for o in strides],
+            ],
+            result_types=[result_type],
+            properties=properties,
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.source)
+        if self.const_offsets is not None:
+            print_mixed_indices(printer, self.offsets, self.const_offsets.get_values())
+        if self.const_shape is not None and self.const_strides is not None:
+            printer.print_string(", shape : ")
+            print_mixed_indices(printer, self.shape, self.const_shape.get_values())
+            printer.print_string(", strides : ")
+            print_mixed_indices(printer, self.strides, self.const_strides.get_values())
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.tensor_desc.type)
+
+    def verify_(self) -> None:
+        tdesc = _tdesc(self.tensor_desc)
+        n_offsets = check_mixed_indices("offsets", self.offsets, self.const_offsets)
+        n_shape = check_mixed_indices("shape", self.shape, self.const_shape)
+        n_strides = check_mixed_indices("strides", self.strides, self.const_strides)
+        if n_shape != n_strides:
+            raise VerifyException(f"shape has {n_shape} entries but strides has {n_strides}")
+        source = self.source.type
+        if isinstance(source, MemRefType):
+            rank = source.get_num_dims()
+            if source.element_type != tdesc.element_type:
+                raise VerifyException(f"the memref holds {source.element_type} but the descriptor {tdesc.element_type}")
+            if DYNAMIC in source.get_shape() and not n_shape:
+                raise VerifyException("a memref with dynamic sizes needs shape : [..], strides : [..]")
+        else:
+            if not n_shape:
+                raise VerifyException("a descriptor over a raw address needs shape : [..], strides : [..]")
+            rank = n_shape
+        if n_shape and n_shape != rank:
+            raise VerifyException(f"shape has {n_shape} entries for a source of rank {rank}")
+        if n_offsets and n_offsets != rank:
+            raise VerifyException(f"{n_offsets} offsets for a source of rank {rank}")
+        if tdesc.rank > rank:
+            raise VerifyException(f"a rank-{tdesc.rank} descriptor cannot view a rank-{rank} source")
+        _check_fits(tdesc.distribute_layout, "the descriptor's layout", tdesc.get_shape(), "the block")
+
+
+def _expected_load_shapes(tdesc: TensorDescType, transpose: Sequence[int] | None) -> tuple[int, ...]:
+    shape = tdesc.get_shape()
+    if transpose is not None:
+        shape = tuple(shape[p] for p in transpose)
+    if tdesc.array_length > 1:
+        shape = (tdesc.array_length,) + shape
+    return shape
+
+
+@irdl_op_definition
+class LoadNdOp(_OffsetAccessOp):
+    """``%v = xegpu.load_nd %t[%i, %j] <{layout = #l, l1_hint = ..}> : !xegpu.tensor_desc<..>
+    -> vector<..>``: a block read. At workgroup and subgroup level the vector has the
+    block's shape (transposed by ``transpose``, ``array_length`` blocks stacked in
+    front, or VNNI-``packed``); at lane level it is a lane's fragment."""
+
+    name = "xegpu.load_nd"
+
+    tensor_desc = operand_def(TensorDescType)
+    offsets = var_operand_def(IndexType)
+    const_offsets = opt_prop_def(DenseArrayBase)
+    packed = opt_prop_def(UnitAttr)
+    transpose = opt_prop_def(DenseArrayBase)
+    l1_hint = opt_prop_def(CacheHintAttr)
+    l2_hint = opt_prop_def(CacheHintAttr)
+    l3_hint = opt_prop_def(CacheHintAttr)
+    layout = opt_prop_def(Attribute)
+    value = result_def(VectorType)
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("packed", "transpose", "l1_hint", "l2_hint", "l3_hint", "layout")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadNdOp:
+        tdesc = parser.parse_unresolved_operand()
+        offsets, const_offsets = cls._parse_offsets(parser)
+        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
+        parser.parse_punctuation(":")
+        tdesc_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        value_type = parser.parse_type()
+        if const_offsets is not None:
+            props["const_offsets"] = i64_array(const_offsets)
+        return cls(
+            operands=[
+                parser.resolve_operand(tdesc, tdesc_type),
+                [parser.resolve_operand(o, IndexType()) for o in offsets],
+            ],
+            result_types=[value_type],
+            properties=props,
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.tensor_desc)
+        _print_offsets(printer, self, self.offsets)
+        self._print_props(printer)
+        printer.print_string(" : ")
+        printer.print_attribute(self.tensor_desc.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.value.type)
+
+    def verify_(self) -> None:
+        tdesc = _tdesc(self.tensor_desc)
+        _check_offsets(self, self.offsets, tdesc)
+        _check_hints(self, READ_HINTS)
+        value = self.value.type
+        assert isinstance(value, VectorType)
+        if value.element_type != tdesc.element_type:
+            raise VerifyException(f"load_nd reads {tdesc.element_type} but produces {value.element_type}")
+        transpose = self.transpose.get_values() if self.transpose is not None else None
+        if transpose is not None and sorted(transpose) != list(range(tdesc.rank)):
+            raise VerifyException(f"transpose {list(transpose)} is not a permutation of {tdesc.rank} dims")
+        if self.packed is not None and transpose is not None:
+            raise VerifyException("packed (VNNI) and transpose cannot be combined")
+        want = _expected_load_shapes(tdesc, transpose)
+        have = tuple(value.get_shape())
+        if have != want and not _is_fragment_of(have, want, packed=self.packed is not None):
+            raise VerifyException(
+                f"load_nd of a {shape_text(tdesc.get_shape())} block gives vector<{shape_text(want)}>, "
+                f"not vector<{shape_text(have)}>"
+            )
+        if have == want:
+            _check_fits(self.layout, "layout", have, "the loaded vector")
+
+
+def _is_fragment_of(have: Sequence[int], want: Sequence[int], *, packed: bool) -> bool:
+    """A vector that is the whole block repacked (VNNI) or one lane's share of it."""
+    total, part = prod(want), prod(have)
+    if packed and part == total:
+        return True
+    return part > 0 and total % part == 0 and part < total
+
+
+@irdl_op_definition
+class StoreNdOp(_OffsetAccessOp):
+    """``xegpu.store_nd %v, %t[%i, %j] <{layout = #l}> : vector<..>, !xegpu.tensor_desc<..>``."""
+
+    name = "xegpu.store_nd"
+
+    value = operand_def(VectorType)
+    tensor_desc = operand_def(TensorDescType)
+    offsets = var_operand_def(IndexType)
+    const_offsets = opt_prop_def(DenseArrayBase)
+    l1_hint = opt_prop_def(CacheHintAttr)
+    l2_hint = opt_prop_def(CacheHintAttr)
+    l3_hint = opt_prop_def(CacheHintAttr)
+    layout = opt_prop_def(Attribute)
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("l1_hint", "l2_hint", "l3_hint", "layout")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreNdOp:
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        tdesc = parser.parse_unresolved_operand()
+        offsets, const_offsets = cls._parse_offsets(parser)
+        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
+        parser.parse_punctuation(":")
+        value_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        tdesc_type = parser.parse_type()
+        if const_offsets is not None:
+            props["const_offsets"] = i64_array(const_offsets)
+        return cls(
+            operands=[
+                parser.resolve_operand(value, value_type),
+                parser.resolve_operand(tdesc, tdesc_type),
+                [parser.resolve_operand(o, IndexType()) for o in offsets],
+            ],
+            properties=props,
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.value)
+        printer.print_string(", ")
+        printer.print_ssa_value(self.tensor_desc)
+        _print_offsets(printer, self, self.offsets)
+        self._print_props(printer)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.tensor_desc.type)
+
+    def verify_(self) -> None:
+        tdesc = _tdesc(self.tensor_desc)
+        _check_offsets(self, self.offsets, tdesc)
+        _check_hints(self, WRITE_HINTS)
+        value = self.value.type
+        assert isinstance(value, VectorType)
+        if value.element_type != tdesc.element_type:
+            raise VerifyException(f"store_nd writes {value.element_type} into a {tdesc.element_type} descriptor")
+        have, want = tuple(value.get_shape()), tdesc.get_shape()
+        if have != want and not _is_fragment_of(have, want, packed=False):
+            raise VerifyException(f"store_nd of vector<{shape_text(have)}> into a {shape_text(want)} block")
+        if have == want:
+            _check_fits(self.layout, "layout", have, "the stored vector")
+
+
+@irdl_op_definition
+class PrefetchNdOp(_OffsetAccessOp):
+    """``xegpu.prefetch_nd %t[%i, %j] <{l1_hint = #xegpu.cache_hint<cached>}> : !xegpu.tensor_desc<..>``."""
+
+    name = "xegpu.prefetch_nd"
+
+    tensor_desc = operand_def(TensorDescType)
+    offsets = var_operand_def(IndexType)
+    const_offsets = opt_prop_def(DenseArrayBase)
+    l1_hint = opt_prop_def(CacheHintAttr)
+    l2_hint = opt_prop_def(CacheHintAttr)
+    l3_hint = opt_prop_def(CacheHintAttr)
+    layout = opt_prop_def(Attribute)
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("l1_hint", "l2_hint", "l3_hint", "layout")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PrefetchNdOp:
+        tdesc = parser.parse_unresolved_operand()
+        offsets, const_offsets = cls._parse_offsets(parser)
+        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
+        parser.parse_punctuation(":")
+        tdesc_type = parser.parse_type()
+        if const_offsets is not None:
+            props["const_offsets"] = i64_array(const_offsets)
+        return cls(
+            operands=[
+                parser.resolve_operand(tdesc, tdesc_type),
+                [parser.resolve_operand(o, IndexType()) for o in offsets],
+            ],
+            properties=props,
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.tensor_desc)
+        _print_offsets(printer, self, self.offsets)
+        self._print_props(printer)
+        printer.print_string(" : ")
+        printer.print_attribute(self.tensor_desc.type)
+
+    def verify_(self) -> None:
+        tdesc = _tdesc(self.tensor_desc)
+        _check_offsets(self, self.offsets, tdesc)
+        _check_hints(self, READ_HINTS)
+        _check_fits(self.layout, "layout", tdesc.get_shape(), "the prefetched block")
+
+
+@irdl_op_definition
+class DpasOp(IRDLOperation):
+    """``%d = xegpu.dpas %a, %b, %c {layout_a = #a, layout_b = #b, layout_cd = #c} :
+    vector<MxK>, vector<KxN>, vector<MxN> -> vector<MxN>`` (the accumulator is
+    optional; B may be VNNI-packed ``K/v x N x v``; lane-level IR uses 1-D fragments)."""
+
+    name = "xegpu.dpas"
+
+    lhs = operand_def(VectorType)
+    rhs = operand_def(VectorType)
+    acc = opt_operand_def(VectorType)
+    result = result_def(VectorType)
+    layout_a = opt_prop_def(Attribute)
+    layout_b = opt_prop_def(Attribute)
+    layout_cd = opt_prop_def(Attribute)
+
+    traits = traits_def(Pure())
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("layout_a", "layout_b", "layout_cd")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DpasOp:
+        operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
+        types_pos = parser.pos
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        if len(operands) not in (2, 3) or len(types) != len(operands):
+            parser.raise_error(
+                f"dpas takes 2 or 3 operands with one type each, got {len(operands)} and {len(types)}", types_pos
+            )
+        resolved = [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
+        return cls(
+            operands=[resolved[0], resolved[1], resolved[2:]],
+            result_types=[result_type],
+            properties=props,
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_ssa_value)
+        props = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
+        print_sorted_attr_dict(printer, props | dict(self.attributes))
+        printer.print_string(" : ")
+        printer.print_list([o.type for o in self.operands], printer.print_attribute)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        a = tuple(self.lhs.type.get_shape())  # type: ignore[union-attr]
+        b = tuple(self.rhs.type.get_shape())  # type: ignore[union-attr]
+        d = tuple(self.result.type.get_shape())  # type: ignore[union-attr]
+        if self.acc is not None and self.acc.type != self.result.type:
+            raise VerifyException(f"the accumulator {self.acc.type} and the result {self.result.type} differ")
+        if len(a) == 1 and len(d) == 1:
+            return  # lane-level fragments: their sizes depend on the lane layout
+        if len(a) != 2 or len(d) != 2 or len(b) not in (2, 3):
+            raise VerifyException(
+                f"dpas takes A MxK, B KxN (or packed K/v x N x v) and gives MxN; got ranks {len(a)}, {len(b)}, {len(d)}"
+            )
+        k_b = b[0] * b[2] if len(b) == 3 else b[0]
+        if a[1] != k_b:
+            raise VerifyException(f"K differs: A is {shape_text(a)} but B is {shape_text(b)}")
+        if (a[0], b[1]) != d:
+            raise VerifyException(f"A {shape_text(a)} times B {shape_text(b)} is {a[0]}x{b[1]}, not {shape_text(d)}")
+        _check_fits(self.layout_a, "layout_a", a, "A")
+        if len(b) == 2:
+            _check_fits(self.layout_b, "layout_b", b, "B")
+        _check_fits(self.layout_cd, "layout_cd", d, "the result")
+
+
+@irdl_op_definition
+class ConvertLayoutOp(IRDLOperation):
+    """``%w = xegpu.convert_layout %v <{input_layout = #a, target_layout = #b}> : vector<..>``:
+    the same value, redistributed from one layout to another."""
+
+    name = "xegpu.convert_layout"
+
+    source = operand_def()
+    result = result_def()
+    input_layout = opt_prop_def(Attribute)
+    target_layout = opt_prop_def(Attribute)
+
+    traits = traits_def(Pure())
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("input_layout", "target_layout")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConvertLayoutOp:
+        source = parser.parse_unresolved_operand()
+        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        return cls(
+            operands=[parser.resolve_operand(source, type_)], result_types=[type_], properties=props, attributes=attrs
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.source)
+        props = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
+        print_sorted_attr_dict(printer, props, braces="<{}>")
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+
+    def verify_(self) -> None:
+        if self.source.type != self.result.type:
+            raise VerifyException(f"convert_layout changes the type from {self.source.type} to {self.result.type}")
+        if self.input_layout is None or self.target_layout is None:
+            raise VerifyException("convert_layout needs both input_layout and target_layout")
+        shape = tuple(self.source.type.get_shape()) if isinstance(self.source.type, VectorType) else ()
+        _check_fits(self.input_layout, "input_layout", shape, "the vector")
+        _check_fits(self.target_layout, "target_layout", shape, "the vector")
+
+
+XeGPU = Dialect(
+    "xegpu",
+    [CreateNdDescOp, LoadNdOp, StoreNdOp, PrefetchNdOp, DpasOp, ConvertLayoutOp],
+    [LayoutAttr, SliceAttr, CacheHintAttr, BlockTensorDescAttr, TensorDescType],
+)
+
+DIALECTS: list[Dialect] = [XeGPU]
+
+__all__ = [
+    "BlockTensorDescAttr",
+    "CacheHintAttr",
+    "ConvertLayoutOp",
+    "CreateNdDescOp",
+    "DIALECTS",
+    "DpasOp",
+    "LayoutAttr",
+    "LoadNdOp",
+    "PrefetchNdOp",
+    "SliceAttr",
+    "StoreNdOp",
+    "TensorDescType",
+    "XeGPU",
+]
