@@ -1,0 +1,213 @@
+"""`simtify run` and `simtify check`: execute MLIR on the simulated GPU.
+
+``run`` executes one function (``func.func``, or ``gpu.func`` in a ``gpu.module``) on
+given or random inputs; memref arguments are inputs and outputs. ``check`` runs two
+programs on the same random inputs with sanitizers on and compares every memref
+argument afterwards: the test every transformation must pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from simtify.errors import SimtifyError
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    parts = text.replace("x", ",").split(",")
+    if not all(p.strip().isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"'{text}' is not X[,Y,Z] (positive integers)")
+    sizes = tuple(int(p) for p in parts)
+    if not 1 <= len(sizes) <= 3 or any(s < 1 for s in sizes):
+        raise argparse.ArgumentTypeError(f"'{text}' must be 1 to 3 positive sizes")
+    return sizes
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--func", required=True, help="function name (without @)")
+    p.add_argument("--grid", type=_sizes, help="workgroups X[,Y,Z] (default 1)")
+    p.add_argument("--block", type=_sizes, help="threads per workgroup X[,Y,Z] (default: the function's translation_info)")
+    p.add_argument("--target", default="gfx942", help="gfx942, gfx950, sm_90 or xe (default gfx942)")
+    p.add_argument("--subgroup-size", type=int, help="lanes per subgroup (default: translation_info, else the target's)")
+    p.add_argument("--level", choices=("simt", "workgroup"), help="force the program level (default: detected)")
+    p.add_argument("--arg", action="append", default=[], metavar="NAME=FILE.npy|random[:seed]",
+                   help="an argument's value; repeat for each argument")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    if name == "run":
+        p = sub.add_parser(name, help=help_text, description=__doc__)
+        p.add_argument("file", metavar="FILE.mlir")
+        _common(p)
+        p.add_argument("--out", metavar="FILE.npz", help="save the memref arguments the kernel wrote")
+        p.add_argument("--sanitize", action="store_true", help="check bounds, races, uninitialised reads, barriers")
+        p.add_argument("--stats", action="store_true", help="print the cost counters")
+        p.set_defaults(run=run_cmd)
+    else:
+        p = sub.add_parser(name, help=help_text, description=__doc__)
+        p.add_argument("ref", metavar="REF.mlir")
+        p.add_argument("new", metavar="NEW.mlir")
+        _common(p)
+        p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+        p.add_argument("--rtol", type=float, help="relative tolerance for floats (default by type)")
+        p.add_argument("--atol", type=float, help="absolute tolerance for floats (default by type)")
+        p.set_defaults(run=check_cmd)
+
+
+def _load_module(path: str):
+    from simtify.cli.opt_cmd import read_source
+    from simtify.ir import parse
+
+    text, name = read_source(path)
+    return parse(text, name)
+
+
+def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[str, np.ndarray]:
+    """Values for the function's arguments from ``NAME=FILE.npy`` / ``NAME=random[:seed]``."""
+    from simtify.sim import function_args
+    from simtify.sim.launch import random_array
+
+    types = dict(function_args(func))
+    given: dict[str, str] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name or not value:
+            raise SimtifyError(f"'{spec}' is not NAME=FILE.npy or NAME=random[:seed]", "--arg")
+        if name not in types:
+            raise SimtifyError(f"the function has no argument '{name}' (arguments: {', '.join(types)})", "--arg")
+        given[name] = value
+    out = {}
+    for i, (name, t) in enumerate(types.items()):
+        value = given.get(name)
+        if value is None:
+            if default_seed is None:
+                raise SimtifyError(f"argument '{name}' is missing; give --arg {name}=FILE.npy or {name}=random", "--arg")
+            value = f"random:{default_seed + i}"
+        if value == "random" or value.startswith("random:"):
+            seed_text = value.partition(":")[2] or str(i)
+            try:
+                seed = int(seed_text)
+            except ValueError:
+                raise SimtifyError(f"'{value}': the seed must be an integer", "--arg") from None
+            shape = tuple(t.get_shape()) if hasattr(t, "get_shape") else ()
+            if any(d < 0 for d in shape):
+                raise SimtifyError(f"argument '{name}' has a dynamic shape; give a .npy file", "--arg")
+            out[name] = random_array(t, shape, np.random.default_rng(seed))
+        else:
+            try:
+                out[name] = np.load(value, allow_pickle=False)
+            except (OSError, ValueError) as e:
+                raise SimtifyError(f"cannot load '{value}': {e}", "--arg") from None
+    return out
+
+
+def _simulate(module, args, inputs, sanitize: bool):
+    from simtify.sim import run
+
+    return run(module, args.func, inputs, grid=args.grid, block=args.block, target=args.target,
+               sanitize=sanitize, subgroup_size=args.subgroup_size, level=args.level)
+
+
+def run_cmd(args) -> int:
+    from simtify.sim import find_function
+
+    t0 = time.perf_counter()
+    module = _load_module(args.file)
+    t1 = time.perf_counter()
+    func = find_function(module, args.func)
+    inputs = _arguments(func, args.arg)
+    t2 = time.perf_counter()
+    result = _simulate(module, args, inputs, args.sanitize)
+    t3 = time.perf_counter()
+    if args.out:
+        try:
+            np.savez(args.out, **result.outputs)
+        except OSError as e:
+            raise SimtifyError(f"cannot write: {e.strerror or e}", args.out) from None
+    t4 = time.perf_counter()
+    timing = {"parse_s": t1 - t0, "simulate_s": result.timing["simulate_s"], "io_s": (t2 - t1) + (t4 - t3)}
+    if args.json:
+        print(json.dumps({"outputs": sorted(result.outputs), "stats": result.stats,
+                          "sanitizer": [f.to_json() for f in result.findings], "timing": timing}))
+    else:
+        L = result.launch
+        print(f"ran @{args.func}: {L.level} level, grid {list(L.grid)}, block {list(L.block)}, "
+              f"subgroup {L.subgroup_size}; wrote {', '.join(sorted(result.outputs)) or 'nothing'} "
+              f"in {timing['simulate_s']:.3f} s")
+        if args.stats:
+            for k, v in result.stats.items():
+                print(f"  {k}: {v}")
+        for f in result.findings:
+            print(f"sanitizer: {f}")
+    return 1 if result.findings else 0
+
+
+def default_tolerance(dtype: np.dtype) -> tuple[float, float]:
+    if dtype == np.float16:
+        return 1e-2, 1e-2
+    if dtype.kind == "f":
+        return 1e-5, 1e-5
+    return 0.0, 0.0
+
+
+def compare(ref: np.ndarray, new: np.ndarray, rtol=None, atol=None) -> tuple[bool, float]:
+    """(equal within tolerance, max absolute error); integers must match exactly."""
+    if ref.shape != new.shape:
+        return False, float("inf")
+    if ref.dtype.kind in "iub":
+        diff = np.abs(ref.astype(np.int64) - new.astype(np.int64))
+        return bool((diff == 0).all()), float(diff.max(initial=0))
+    r, a = default_tolerance(ref.dtype)
+    r = r if rtol is None else rtol
+    a = a if atol is None else atol
+    ref64, new64 = ref.astype(np.float64), new.astype(np.float64)
+    same_nan = np.isnan(ref64) == np.isnan(new64)
+    ok = np.isclose(new64, ref64, rtol=r, atol=a, equal_nan=True) & same_nan
+    err = np.abs(np.nan_to_num(ref64) - np.nan_to_num(new64))
+    return bool(ok.all()), float(err.max(initial=0.0))
+
+
+def check_cmd(args) -> int:
+    from simtify.sim import find_function, function_args
+
+    ref_module = _load_module(args.ref)
+    new_module = _load_module(args.new)
+    ref_func = find_function(ref_module, args.func)
+    new_func = find_function(new_module, args.func)
+    ref_sig = [(n, str(t)) for n, t in function_args(ref_func)]
+    new_sig = [(n, str(t)) for n, t in function_args(new_func)]
+    if [t for _, t in ref_sig] != [t for _, t in new_sig]:
+        raise SimtifyError(f"the two functions take different arguments: {ref_sig} vs {new_sig}", args.new)
+    inputs = _arguments(ref_func, args.arg, default_seed=args.seed)
+    new_inputs = {n2: inputs[n1].copy() for (n1, _), (n2, _) in zip(ref_sig, new_sig)}
+    ref = _simulate(ref_module, args, {k: v.copy() for k, v in inputs.items()}, True)
+    new = _simulate(new_module, args, new_inputs, True)
+    rows, equal = [], True
+    for (n1, _), (n2, _) in zip(ref_sig, new_sig):
+        if n1 not in ref.arguments:
+            continue
+        ok, err = compare(ref.arguments[n1], new.arguments[n2], args.rtol, args.atol)
+        equal &= ok
+        rows.append({"argument": n2, "equal": ok, "max_error": err})
+    for i, (a, b) in enumerate(zip(ref.returns, new.returns)):
+        ok, err = compare(np.asarray(a), np.asarray(b), args.rtol, args.atol)
+        equal &= ok
+        rows.append({"argument": f"return{i}", "equal": ok, "max_error": err})
+    findings = [("ref", f) for f in ref.findings] + [("new", f) for f in new.findings]
+    if args.json:
+        print(json.dumps({"equal": equal, "results": rows,
+                          "sanitizer": [dict(f.to_json(), program=p) for p, f in findings],
+                          "stats": {"ref": ref.stats, "new": new.stats}}))
+    else:
+        for r in rows:
+            print(f"{r['argument']}: {'equal' if r['equal'] else 'MISMATCH'} (max error {r['max_error']:.3g})")
+        for p, f in findings:
+            print(f"sanitizer ({p}): {f}")
+        print("equal" if equal and not findings else "NOT equal" if not equal else "equal, with sanitizer findings")
+    return 0 if equal and not findings else 1

@@ -1,0 +1,226 @@
+"""The interpreter: every thread of a batch of workgroups advances op by op.
+
+A value is a numpy array ``[W, T, *shape]`` (W workgroups of the batch, T threads of a
+workgroup); a size-1 leading axis means the value is the same for every workgroup or
+every thread, and numpy broadcasting keeps it so until something differs. Structured
+control flow runs under an active-thread mask: a divergent ``scf.if`` runs both
+regions, each with its threads, and merges results with ``where``; side effects of
+inactive threads never happen. Workgroup-level (undistributed) programs run with one
+logical thread per workgroup, since each value there is the workgroup's whole tile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from simtify.errors import SimtifyError
+from simtify.sim.memory import AccessContext, Buffer, MemRef, access
+from simtify.sim.report import Finding
+
+TERMINATORS = {"scf.yield", "func.return", "gpu.return", "gpu.yield", "linalg.yield", "scf.condition",
+               "vector.yield", "affine.yield", "scf.reduce.return"}
+
+
+def location_of(op: Operation) -> str:
+    """``FILE:LINE:COL`` of `op` as the IR layer recorded it when parsing."""
+    import simtify.ir as ir
+
+    public = getattr(ir, "location_of", None)
+    if public is not None:
+        return public(op)
+    # The IR layer does not export its lookup yet: use it through the parsed module.
+    top = op
+    while top.parent_op() is not None:
+        top = top.parent_op()
+    return ir._where(op, ir._SOURCES.get(top))
+
+
+@dataclass
+class BatchState:
+    """One batch of workgroups in flight."""
+
+    W: int
+    T: int
+    wg_linear: np.ndarray  # [W] linear ids of the batch's workgroups
+    env: dict = field(default_factory=dict)
+    mask: np.ndarray | None = None  # [W, T] or broadcastable; None = every thread active
+    workgroup_buffers: list = field(default_factory=list)
+    active_threads: tuple | None = None  # (mask, its nonzero (w, t)) for the current mask
+
+
+class Interpreter:
+    def __init__(self, launch, target, counters, findings: list, sanitize: bool):
+        from simtify.sim.ops import load_all
+
+        self.handlers = load_all()
+        self.launch = launch
+        self.target = target
+        self.counters = counters
+        self.findings = findings
+        self.sanitize = sanitize
+        self.seen: set = set()
+        self.state: BatchState | None = None
+        self.peak_registers = 0
+        self.locations: dict[Operation, str] = {}
+
+    def where(self, op: Operation) -> str:
+        loc = self.locations.get(op)
+        if loc is None:
+            loc = self.locations[op] = location_of(op)
+        return loc
+
+    # --- values -------------------------------------------------------------------
+
+    def get(self, v: SSAValue):
+        try:
+            return self.state.env[v]
+        except KeyError:
+            raise SimtifyError(f"value {v.name_hint or ''} is used before the simulator computed it") from None
+
+    def set(self, v: SSAValue, value) -> None:
+        self.state.env[v] = value
+
+    @property
+    def W(self) -> int:
+        return self.state.W
+
+    @property
+    def T(self) -> int:
+        return self.state.T
+
+    @property
+    def subgroup_size(self) -> int:
+        return self.launch.subgroup_size
+
+    def tid(self) -> np.ndarray:
+        """``[1, T]`` workgroup-linear thread ids."""
+        return np.arange(self.T, dtype=np.int64).reshape(1, self.T)
+
+    def active(self) -> np.ndarray:
+        """``[W, T]`` bool: the threads that run the current op."""
+        m = self.state.mask
+        return np.ones((self.W, self.T), bool) if m is None else np.broadcast_to(m, (self.W, self.T))
+
+    def uniform_scalar(self, value, what: str) -> int:
+        """A value every active thread agrees on, as a Python int (loop bounds, sizes)."""
+        a = np.asarray(value)
+        act = self.active()
+        full = np.broadcast_to(a, (self.W, self.T) + a.shape[2:])
+        vals = full[act] if act.any() else full.reshape(-1)[:1]
+        if vals.size and not (vals == vals.flat[0]).all():
+            raise SimtifyError(f"{what} differs between threads")
+        return int(vals.flat[0]) if vals.size else 0
+
+    # --- execution ----------------------------------------------------------------
+
+    def error(self, op: Operation, what: str) -> SimtifyError:
+        return SimtifyError(f"'{op.name}': {what}", location_of(op))
+
+    def run_op(self, op: Operation) -> None:
+        handler = self.handlers.get(op.name)
+        if handler is None:
+            raise SimtifyError(f"the simulator does not support '{op.name}'", location_of(op))
+        try:
+            results = handler(self, op)
+        except SimtifyError as e:
+            raise e.at(location_of(op))
+        if op.results:
+            if results is None or len(results) != len(op.results):
+                raise SimtifyError(f"internal: '{op.name}' produced no value", location_of(op))
+            for r, v in zip(op.results, results):
+                self.set(r, v)
+
+    def run_block(self, block: Block, args) -> list:
+        """Run `block` with `args` bound; returns the operand values of its terminator."""
+        for a, v in zip(block.args, args):
+            self.set(a, v)
+        for op in block.ops:
+            if op.name in TERMINATORS:
+                return [self.get(o) for o in op.operands]
+            self.run_op(op)
+        return []
+
+    def run_region(self, region: Region, args) -> list:
+        if not region.blocks:
+            return []
+        if len(region.blocks) != 1:
+            raise SimtifyError("the simulator runs structured control flow only (one block per region)")
+        return self.run_block(region.blocks.first, args)
+
+    def with_mask(self, mask, fn):
+        """Run `fn` with the active threads narrowed to `mask` (broadcastable to [W, T])."""
+        saved = self.state.mask
+        m = np.asarray(mask, dtype=bool)
+        self.state.mask = m if saved is None else (saved & m)
+        try:
+            return fn()
+        finally:
+            self.state.mask = saved
+
+    def merge(self, cond, a, b):
+        """Per thread, `a` where `cond` else `b` (cond ``[W?, T?]``)."""
+        if isinstance(a, MemRef) or isinstance(b, MemRef):
+            if a is b:
+                return a
+            raise SimtifyError("a memref chosen per thread by divergent control flow is not supported")
+        a, b = np.asarray(a), np.asarray(b)
+        c = np.asarray(cond, dtype=bool)
+        nd = max(a.ndim, b.ndim)
+        c = c.reshape(c.shape + (1,) * (nd - c.ndim))
+        return np.where(c, a, b)
+
+    # --- memory -------------------------------------------------------------------
+
+    def access_context(self, op: Operation) -> AccessContext:
+        active = None if self.state.mask is None else self.active()
+        return AccessContext(
+            op_name=op.name, location=self.where(op), num_workgroups=self.W, threads=self.T,
+            subgroup_size=self.subgroup_size, first_workgroup=int(self.state.wg_linear[0]),
+            active=active, sanitize=self.sanitize, findings=self.findings, counters=self.counters,
+            target=self.target, seen=self.seen, active_threads=None if active is None else self.active_threads(),
+        )
+
+    def active_threads(self) -> tuple:
+        """(w, t) of the active threads, computed once per mask."""
+        m = self.state.mask
+        cached = self.state.active_threads
+        if cached is None or cached[0] is not m:
+            m2 = np.asarray(m, dtype=bool)
+            if m2.ndim == 2 and m2.shape[0] == 1 and self.W > 1:  # the same threads in every workgroup
+                t = np.flatnonzero(m2[0]) if m2.shape[1] == self.T else np.arange(self.T)[: self.T * bool(m2.any())]
+                threads = (np.repeat(np.arange(self.W), t.size), np.tile(t, self.W))
+            else:
+                threads = np.nonzero(self.active())
+            cached = self.state.active_threads = (m, threads)
+        return cached[1]
+
+    def load(self, op, mem: MemRef, idx, vec_shape=(), mask=None, contiguous=False):
+        return access(self.access_context(op), mem, idx, vec_shape, mask=mask, contiguous=contiguous)
+
+    def store(self, op, mem: MemRef, idx, values, vec_shape=(), mask=None, contiguous=False):
+        access(self.access_context(op), mem, idx, vec_shape, values=values, mask=mask, contiguous=contiguous)
+
+    def new_workgroup_buffer(self, name: str, elem_type, size: int) -> Buffer:
+        buf = Buffer.workgroup(name, elem_type, size, self.W)
+        self.state.workgroup_buffers.append(buf)
+        return buf
+
+    def barrier(self, op: Operation) -> None:
+        act = self.active()
+        some, every = act.any(axis=1), act.all(axis=1)
+        divergent = some & ~every
+        if divergent.any() and self.sanitize:
+            w = int(np.nonzero(divergent)[0][0])
+            key = ("divergent-barrier", op.name, self.where(op), "")
+            if key not in self.seen:
+                self.seen.add(key)
+                self.findings.append(Finding(
+                    "divergent-barrier", op.name, self.where(op), int(self.state.wg_linear[w]),
+                    tuple(np.nonzero(act[w])[0][:16].tolist()), "", None,
+                    f"{int(act[w].sum())} of {self.T} threads reach this barrier"))
+        self.counters.add(op.name, "barriers", int(some.sum()))
+        for buf in self.state.workgroup_buffers:
+            buf.reset_interval(some)

@@ -1,0 +1,252 @@
+"""Launching a function: find it, pick grid, block, subgroup size and level, bind its
+arguments to buffers, and run its workgroups in batches."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from math import prod
+
+import numpy as np
+from xdsl.dialects.builtin import MemRefType, VectorType
+from xdsl.ir import Operation
+
+from simtify.errors import SimtifyError
+from simtify.sim.counters import Counters
+from simtify.sim.interpreter import BatchState, Interpreter
+from simtify.sim.liveness import max_registers_per_thread
+from simtify.sim.memory import GLOBAL, Buffer, MemRef
+from simtify.sim.ops.memref import allocate, type_strides
+from simtify.sim.types import dtype_of, fit, shape_of
+from simtify.target import Target, get_target
+
+# Ops whose presence makes a function a SIMT-level (per-thread) program.
+SIMT_OPS = frozenset({
+    "gpu.thread_id", "gpu.lane_id", "gpu.subgroup_id", "gpu.global_id", "gpu.shuffle", "gpu.subgroup_reduce",
+    "gpu.barrier", "gpu.warp_execute_on_lane_0", "iree_vector_ext.to_simt", "amdgpu.gather_to_lds",
+    "iree_gpu.global_load_dma",
+})
+# Threads (or tile elements) in flight per batch: bounds memory, keeps numpy calls large.
+BATCH_ELEMENTS = 1 << 22
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    subgroup_size: int
+    level: str  # "simt" or "workgroup"
+
+    @property
+    def num_workgroups(self) -> int:
+        return prod(self.grid)
+
+    @property
+    def threads(self) -> int:
+        return prod(self.block) if self.level == "simt" else 1
+
+
+@dataclass
+class RunResult:
+    outputs: dict[str, np.ndarray]  # memref arguments the kernel wrote, by name
+    arguments: dict[str, np.ndarray]  # every memref argument after the run
+    returns: list[np.ndarray]
+    stats: dict[str, int]
+    stats_by_op: dict[str, dict[str, int]]
+    findings: list
+    launch: Launch
+    timing: dict[str, float] = field(default_factory=dict)
+
+
+def find_function(module: Operation, name: str) -> Operation:
+    funcs = [op for op in module.walk() if op.name in ("func.func", "gpu.func")]
+    for f in funcs:
+        if f.sym_name.data == name:
+            if not f.body.blocks:
+                raise SimtifyError(f"function '@{name}' is only declared, it has no body", "--func")
+            return f
+    have = ", ".join(sorted(f.sym_name.data for f in funcs)) or "none"
+    raise SimtifyError(f"no function named '{name}' (functions: {have})", "--func")
+
+
+def function_args(func: Operation) -> list[tuple[str, object]]:
+    """(name, type) of the function's inputs, named as the text writes them without `%`."""
+    n_inputs = len(func.function_type.inputs.data)
+    out = []
+    for i, a in enumerate(list(func.body.blocks.first.args)[:n_inputs]):
+        out.append((a.name_hint or f"arg{i}", a.type))
+    return out
+
+
+def _recorded_sizes(func: Operation) -> tuple[tuple[int, ...] | None, int | None]:
+    info = func.attributes.get("translation_info")
+    if info is not None and hasattr(info, "workgroup_size"):
+        return info.workgroup_size, info.subgroup_size
+    known = func.properties.get("known_block_size") if hasattr(func, "properties") else None
+    if known is not None:
+        return tuple(int(x) for x in known.get_values()), None
+    return None, None
+
+
+def _xyz(sizes, what: str) -> tuple[int, int, int]:
+    sizes = tuple(int(s) for s in sizes)
+    if not 1 <= len(sizes) <= 3 or any(s < 1 for s in sizes):
+        raise SimtifyError(f"{what} must be 1 to 3 positive sizes, got {list(sizes)}", f"--{what}")
+    return tuple(sizes) + (1,) * (3 - len(sizes))
+
+
+def detect_level(func: Operation) -> str:
+    return "simt" if any(op.name in SIMT_OPS for op in func.walk()) else "workgroup"
+
+
+def random_inputs(func: Operation, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random, never-zero values for every argument: floats in [-1, 1) away from 0,
+    integers in [1, 100]; index arguments are left for the caller to choose."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, t in function_args(func):
+        if isinstance(t, MemRefType):
+            shape = tuple(t.get_shape())
+            if any(d < 0 for d in shape):
+                raise SimtifyError(f"argument '{name}' has a dynamic shape; give it with --arg {name}=FILE.npy")
+        else:
+            shape = shape_of(t)
+        out[name] = random_array(t, shape, rng)
+    return out
+
+
+def random_array(t, shape, rng) -> np.ndarray:
+    dt = dtype_of(t.element_type if isinstance(t, MemRefType) else t)
+    if dt.kind == "f":
+        v = rng.uniform(0.05, 1.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+        return fit(v, t.element_type if isinstance(t, (MemRefType, VectorType)) else t)
+    if dt.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    return rng.integers(1, 101, size=shape).astype(dt)
+
+
+def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=None, block=None,
+        target: str | Target = "gfx942", sanitize: bool = True, subgroup_size: int | None = None,
+        level: str | None = None) -> RunResult:
+    t0 = time.perf_counter()
+    tgt = get_target(target) if isinstance(target, str) else target
+    func = find_function(module, func_name)
+    rec_block, rec_sg = _recorded_sizes(func)
+    level = level or detect_level(func)
+    if block is None:
+        if rec_block is None and level == "simt":
+            raise SimtifyError("the function records no workgroup size; give --block", "--block")
+        block = rec_block or (1,)
+    block = _xyz(block, "block")
+    if rec_block is not None and block != _xyz(rec_block, "block"):
+        raise SimtifyError(f"the function is compiled for workgroups of {list(_xyz(rec_block, 'block'))} threads, "
+                           f"not {list(block)}", "--block")
+    if subgroup_size is not None and rec_sg is not None and int(subgroup_size) != int(rec_sg):
+        raise SimtifyError(f"the function is compiled for subgroups of {rec_sg} lanes, not {subgroup_size}",
+                           "--subgroup-size")
+    launch = Launch(
+        grid=_xyz(grid or (1,), "grid"),
+        block=block,
+        subgroup_size=int(subgroup_size or rec_sg or tgt.subgroup_size),
+        level=level,
+    )
+    if launch.level == "simt":
+        _check_launch(launch, tgt, "--subgroup-size" if subgroup_size or not rec_sg else "--target")
+        if prod(launch.block) < launch.subgroup_size:
+            launch = Launch(launch.grid, launch.block, prod(launch.block), launch.level)
+    buffers, scalars = _bind(func, args, tgt)
+    counters = Counters()
+    findings: list = []
+    interp = Interpreter(launch, tgt, counters, findings, sanitize)
+    T = launch.threads
+    n_wg = launch.num_workgroups
+    per_wg = T * max(1, _largest_vector(func))
+    batch = max(1, min(n_wg, BATCH_ELEMENTS // per_wg))
+    returns: list = []
+    n_inputs = len(func.function_type.inputs.data)
+    block_args = list(func.body.blocks.first.args)
+    t1 = time.perf_counter()
+    for start in range(0, n_wg, batch):
+        W = min(batch, n_wg - start)
+        interp.state = BatchState(W, T, np.arange(start, start + W))
+        values = []
+        for (name, t), a in zip(function_args(func), block_args[:n_inputs]):
+            if name in buffers:
+                buf = buffers[name]
+                shape = tuple(buf.data_shape)
+                values.append(MemRef(buf, shape, type_strides(t, shape), 0))
+            else:
+                values.append(scalars[name])
+        for a in block_args[n_inputs:]:  # gpu.func workgroup/private attributions
+            values.append(allocate(interp, a.name_hint or "attribution", a.type, tuple(a.type.get_shape())))
+        out = interp.run_block(func.body.blocks.first, values)
+        returns.append(out)
+    t2 = time.perf_counter()
+    stats = counters.to_json()
+    stats["max_registers_per_thread"] = max_registers_per_thread(func) if launch.level == "simt" else 0
+    arguments = {name: buf.data.reshape(buf.data_shape) for name, buf in buffers.items()}
+    outputs = {name: arguments[name] for name, buf in buffers.items() if buf.written}
+    rets = [np.concatenate([np.broadcast_to(np.asarray(r[i]), (len(range(s, min(s + batch, n_wg))),)
+                                            + np.asarray(r[i]).shape[1:]) for s, r in zip(range(0, n_wg, batch), returns)])
+            for i in range(len(returns[0]))] if returns and returns[0] else []
+    return RunResult(outputs, arguments, rets, stats, counters.by_op_json(), findings, launch,
+                     {"simulate_s": t2 - t1, "setup_s": t1 - t0})
+
+
+def _check_launch(launch: Launch, tgt: Target, where: str) -> None:
+    """A launch the target can run and the subgroups can tile."""
+    threads = prod(launch.block)
+    if threads > tgt.max_workgroup_size:
+        raise SimtifyError(f"{threads} threads per workgroup exceed {tgt.name}'s limit of {tgt.max_workgroup_size}",
+                           "--block")
+    for axis, size, limit in zip("xyz", launch.block, tgt.max_workgroup_dims):
+        if size > limit:
+            raise SimtifyError(f"{size} threads along {axis} exceed {tgt.name}'s limit of {limit}", "--block")
+    if launch.subgroup_size not in tgt.supported_subgroup_sizes:
+        raise SimtifyError(f"{tgt.name} runs subgroups of {' or '.join(map(str, tgt.supported_subgroup_sizes))} "
+                           f"lanes, not {launch.subgroup_size}", where)
+    if threads % launch.subgroup_size and threads > launch.subgroup_size:
+        raise SimtifyError(f"{threads} threads per workgroup are not whole subgroups of {launch.subgroup_size}",
+                           "--block")
+
+
+def _largest_vector(func: Operation) -> int:
+    n = 1
+    for op in func.walk():
+        for r in op.results:
+            if isinstance(r.type, VectorType):
+                n = max(n, prod(r.type.get_shape()))
+    return n
+
+
+def _bind(func: Operation, args: dict, tgt: Target) -> tuple[dict, dict]:
+    """Global buffers for memref arguments, uniform arrays for the others; checked."""
+    buffers: dict[str, Buffer] = {}
+    scalars: dict[str, np.ndarray] = {}
+    expected = function_args(func)
+    names = {n for n, _ in expected}
+    unknown = sorted(set(args) - names)
+    if unknown:
+        raise SimtifyError(f"the function has no argument '{unknown[0]}' (arguments: {', '.join(sorted(names))})", "--arg")
+    base = 0
+    for name, t in expected:
+        if name not in args:
+            raise SimtifyError(f"argument '{name}' is missing; give --arg {name}=FILE.npy or {name}=random", "--arg")
+        a = np.asarray(args[name])
+        if isinstance(t, MemRefType):
+            want = tuple(t.get_shape())
+            if len(want) != a.ndim or any(w >= 0 and w != s for w, s in zip(want, a.shape)):
+                raise SimtifyError(f"argument '{name}' must have shape {list(want)} for {t}, got {list(a.shape)}", "--arg")
+            dt = dtype_of(t.element_type)
+            if a.dtype != dt:
+                raise SimtifyError(f"argument '{name}' must be {dt} for {t}, got {a.dtype}", "--arg")
+            buf = Buffer(name, GLOBAL, t.element_type, np.ascontiguousarray(a).reshape(-1).copy(), base)
+            buf.data_shape = a.shape
+            base += -(-buf.data.nbytes // 256) * 256 + 256
+            buffers[name] = buf
+        else:
+            shape = shape_of(t)
+            if a.shape != shape:
+                raise SimtifyError(f"argument '{name}' must have shape {list(shape)} for {t}, got {list(a.shape)}", "--arg")
+            scalars[name] = fit(a, t).reshape((1, 1) + shape)
+    return buffers, scalars

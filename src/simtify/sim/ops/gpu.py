@@ -1,0 +1,217 @@
+"""`gpu`: thread and block ids, barriers, shuffles, subgroup reductions and
+``warp_execute_on_lane_0`` (its region runs on lane 0 with whole-subgroup values)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simtify.errors import SimtifyError
+from simtify.sim.ops import handles
+from simtify.sim.ops.vector import reduce
+from simtify.sim.types import byte_width, fit, shape_of
+from simtify.sim.values import lead
+
+AXIS = {"x": 0, "y": 1, "z": 2}
+
+
+def _dim(op) -> int:
+    d = op.dimension
+    return AXIS[d.data.value if hasattr(d.data, "value") else str(d.data)]
+
+
+def _thread_coord(sim, axis: int) -> np.ndarray:
+    bx, by, _bz = sim.launch.block
+    tid = sim.tid()
+    return [tid % bx, (tid // bx) % by, tid // (bx * by)][axis]
+
+
+def _block_coord(sim, axis: int) -> np.ndarray:
+    gx, gy, _gz = sim.launch.grid
+    wg = sim.state.wg_linear.reshape(-1, 1).astype(np.int64)
+    return [wg % gx, (wg // gx) % gy, wg // (gx * gy)][axis]
+
+
+@handles("gpu.thread_id")
+def _thread_id(sim, op):
+    return [_thread_coord(sim, _dim(op))]
+
+
+@handles("gpu.block_id")
+def _block_id(sim, op):
+    return [_block_coord(sim, _dim(op))]
+
+
+@handles("gpu.block_dim")
+def _block_dim(sim, op):
+    return [np.full((1, 1), sim.launch.block[_dim(op)], dtype=np.int64)]
+
+
+@handles("gpu.grid_dim")
+def _grid_dim(sim, op):
+    return [np.full((1, 1), sim.launch.grid[_dim(op)], dtype=np.int64)]
+
+
+@handles("gpu.global_id")
+def _global_id(sim, op):
+    a = _dim(op)
+    return [_block_coord(sim, a) * sim.launch.block[a] + _thread_coord(sim, a)]
+
+
+@handles("gpu.lane_id")
+def _lane_id(sim, op):
+    return [sim.tid() % sim.subgroup_size]
+
+
+@handles("gpu.subgroup_id")
+def _subgroup_id(sim, op):
+    return [sim.tid() // sim.subgroup_size]
+
+
+@handles("gpu.subgroup_size")
+def _subgroup_size(sim, op):
+    return [np.full((1, 1), sim.subgroup_size, dtype=np.int64)]
+
+
+@handles("gpu.num_subgroups")
+def _num_subgroups(sim, op):
+    return [np.full((1, 1), sim.T // sim.subgroup_size, dtype=np.int64)]
+
+
+@handles("gpu.barrier")
+def _barrier(sim, op):
+    sim.barrier(op)
+    return []
+
+
+def _words(t) -> int:
+    """32-bit words a shuffle of a value of type `t` moves (at least one)."""
+    return max(1, -(-int(np.prod(shape_of(t), dtype=np.int64)) * byte_width(t) // 4))
+
+
+def _by_subgroup(sim, a: np.ndarray) -> np.ndarray:
+    """[W, T, *s] -> [W, S, lanes, *s]."""
+    a = np.broadcast_to(a, (max(a.shape[0], 1), sim.T) + a.shape[2:]) if a.shape[1] != sim.T else a
+    sg = sim.subgroup_size
+    return a.reshape((a.shape[0], sim.T // sg, sg) + a.shape[2:])
+
+
+@handles("gpu.shuffle")
+def _shuffle(sim, op):
+    if sim.T % sim.subgroup_size:
+        raise SimtifyError(f"{sim.T} threads are not whole subgroups of {sim.subgroup_size}")
+    value = lead(sim.get(op.value))
+    off = np.broadcast_to(np.asarray(sim.get(op.offset), dtype=np.int64), (sim.W, sim.T))
+    width = np.broadcast_to(np.asarray(sim.get(op.width), dtype=np.int64), (sim.W, sim.T))
+    mode = op.mode.data.value if hasattr(op.mode.data, "value") else str(op.mode.data)
+    # MLIR's gpu.shuffle: lanes [0, width) take part; lane k reads lane k ^ offset (xor),
+    # k + offset (down), k - offset (up) or offset (idx). The result is valid where k and
+    # that source lane are both below `width`; elsewhere the value is unspecified (here:
+    # the lane's own value) and `valid` is false. (Not CUDA's segmented `width`.)
+    lane = np.broadcast_to(sim.tid() % sim.subgroup_size, (sim.W, sim.T))
+    src = {"xor": lane ^ off, "down": lane + off, "up": lane - off, "idx": off + 0 * lane}[mode]
+    valid = (lane < width) & (src >= 0) & (src < width) & (src < sim.subgroup_size)
+    src = np.where(valid, src, lane)
+    full = np.broadcast_to(value, (sim.W, sim.T) + value.shape[2:])
+    sg_base = np.broadcast_to(sim.tid() - sim.tid() % sim.subgroup_size, (sim.W, sim.T))
+    src_tid = sg_base + src
+    w_ix = np.arange(sim.W).reshape(sim.W, 1)
+    out = full[w_ix, src_tid]
+    act = sim.active()
+    # shuffles per subgroup instruction: count subgroups with an active lane
+    n_words = _words(op.value.type)
+    sub_active = act.reshape(sim.W, -1, sim.subgroup_size).any(axis=2).sum()
+    sim.counters.add(op.name, "shuffles", int(sub_active) * n_words)
+    return [fit(out, op.results[0].type), valid]
+
+
+@handles("gpu.subgroup_reduce")
+def _subgroup_reduce(sim, op):
+    if sim.T % sim.subgroup_size:
+        raise SimtifyError(f"{sim.T} threads are not whole subgroups of {sim.subgroup_size}")
+    value = _by_subgroup(sim, lead(sim.get(op.value)))
+    sg = sim.subgroup_size
+    size = op.cluster_size.value.data if op.cluster_size is not None else sg
+    stride = op.cluster_stride.value.data if op.cluster_stride is not None else 1
+    if sg % (size * stride):
+        raise SimtifyError(f"cluster of {size} lanes at stride {stride} does not tile the {sg}-lane subgroup")
+    kind = op.op.data.value if hasattr(op.op.data, "value") else str(op.op.data)
+    W, S = value.shape[:2]
+    rest = value.shape[3:]
+    grouped = value.reshape((W, S, sg // (size * stride), size, stride) + rest)
+    red = reduce(kind, grouped, (3,))
+    out = np.broadcast_to(np.expand_dims(red, 3), grouped.shape).reshape((W, S * sg) + rest)
+    act = sim.active()
+    sub_active = int(act.reshape(sim.W, -1, sg).any(axis=2).sum())
+    steps = int(np.ceil(np.log2(size))) if size > 1 else 0
+    sim.counters.add(op.name, "shuffles", sub_active * steps * _words(op.value.type))
+    return [fit(out, op.results[0].type)]
+
+
+def _ratios(outer, inner, what: str, lanes: int) -> tuple[int, ...]:
+    if len(outer) != len(inner):
+        raise SimtifyError(f"{what}: ranks differ between {inner} and {outer}")
+    ks = []
+    for o, i in zip(outer, inner):
+        if o == 0 or i % o:
+            raise SimtifyError(f"{what}: {i} is not a multiple of {o}")
+        ks.append(i // o)
+    if np.prod(ks) != lanes:
+        raise SimtifyError(f"{what}: {list(inner)} split as {list(outer)} per lane takes {int(np.prod(ks))} "
+                           f"lanes, not the warp's {lanes}")
+    return tuple(ks)
+
+
+def _gather_lanes(piece: np.ndarray, ks, n: int) -> np.ndarray:
+    """Per warp, the whole value lane 0 sees: lane (l0, l1, ..) holds block [l_i·n_i, ..)."""
+    W, T = piece.shape[:2]
+    small = piece.shape[2:]
+    r = len(small)
+    g = piece.reshape((W, T // n) + tuple(ks) + small)
+    order = [0, 1] + [x for i in range(r) for x in (2 + i, 2 + r + i)]
+    big = g.transpose(order).reshape((W, T // n) + tuple(k * s for k, s in zip(ks, small)))
+    return np.repeat(big, n, axis=1)
+
+
+def _scatter_lanes(whole: np.ndarray, ks, n: int) -> np.ndarray:
+    """Inverse of `_gather_lanes` from lane 0's value: every lane gets its block."""
+    W, T = whole.shape[:2]
+    lane0 = whole.reshape((W, T // n, n) + whole.shape[2:])[:, :, 0]
+    big = lane0.shape[2:]
+    r = len(big)
+    small = tuple(b // k for b, k in zip(big, ks))
+    g = lane0.reshape((W, T // n) + tuple(x for k, s in zip(ks, small) for x in (k, s)))
+    order = [0, 1] + [2 + 2 * i for i in range(r)] + [3 + 2 * i for i in range(r)]
+    return g.transpose(order).reshape((W, T) + small)
+
+
+@handles("gpu.warp_execute_on_lane_0")
+def _warp_execute(sim, op):
+    n = op.warp_size.value.data
+    if sim.T % n:
+        raise SimtifyError(f"{sim.T} threads do not split into warps of {n}")
+    laneid = np.broadcast_to(np.asarray(sim.get(op.laneid)), (sim.W, sim.T))
+    expected = np.broadcast_to(sim.tid() % n, (sim.W, sim.T))
+    act = sim.active()
+    if not (laneid[act] == expected[act]).all():
+        raise SimtifyError(f"the lane id operand must be the thread id modulo {n}")
+    block = op.warp_region.blocks.first
+    args = []
+    for operand, barg in zip(op.args, block.args):
+        v = np.broadcast_to(lead(sim.get(operand)), (sim.W, sim.T) + shape_of(operand.type))
+        if operand.type == barg.type:  # uniform: lane 0 sees its own value
+            args.append(v)
+        else:
+            ks = _ratios(shape_of(operand.type), shape_of(barg.type), "warp_execute_on_lane_0 argument", n)
+            args.append(_gather_lanes(v, ks, n))
+    on_lane0 = expected == 0
+    yielded = sim.with_mask(on_lane0, lambda: sim.run_region(op.warp_region, args))
+    results = []
+    for res, y, yv in zip(op.results, yielded, block.ops.last.operands):
+        y = np.broadcast_to(lead(y), (sim.W, sim.T) + shape_of(yv.type))
+        if res.type == yv.type:
+            lane0 = y.reshape((sim.W, sim.T // n, n) + y.shape[2:])[:, :, :1]
+            results.append(np.repeat(lane0, n, axis=2).reshape(y.shape))
+        else:
+            ks = _ratios(shape_of(res.type), shape_of(yv.type), "warp_execute_on_lane_0 result", n)
+            results.append(_scatter_lanes(y, ks, n))
+    return results

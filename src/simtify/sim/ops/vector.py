@@ -1,0 +1,379 @@
+"""`vector`: whole-vector ops on the trailing axes of ``[W, T, *shape]`` arrays, and the
+memory ops (transfer_read/write with permutation maps, masks and padding, load, store,
+gather) through the checked `access` path."""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from simtify.errors import SimtifyError
+from simtify.sim.affine_eval import result_dims
+from simtify.sim.ops import handles
+from simtify.sim.types import dtype_of, fit, shape_of
+from simtify.sim.values import bool_array, int_array, lead
+
+KINDS = {
+    "add": np.add, "mul": np.multiply, "minui": np.minimum, "minsi": np.minimum, "minnumf": np.fmin,
+    "maxui": np.maximum, "maxsi": np.maximum, "maxnumf": np.fmax, "and": np.bitwise_and, "or": np.bitwise_or,
+    "xor": np.bitwise_xor, "minimumf": np.minimum, "maximumf": np.maximum,
+}
+
+
+def kind_name(op) -> str:
+    k = op.kind
+    return k.data.value if hasattr(k.data, "value") else str(k.data)
+
+
+def combine(kind: str, a, b):
+    if kind in ("minui", "maxui"):
+        ua = a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.kind == "i" else a
+        ub = np.asarray(b).view(np.dtype(f"u{np.asarray(b).dtype.itemsize}")) if np.asarray(b).dtype.kind == "i" else b
+        return KINDS[kind](ua, ub).view(a.dtype) if a.dtype.kind == "i" else KINDS[kind](ua, ub)
+    return KINDS[kind](a, b)
+
+
+def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...]):
+    if not axes:
+        return a
+    if kind == "add" and a.dtype in SUM_BY_EINSUM:
+        # einsum sums a short inner axis in a few wide loops; ufunc.reduce runs one short
+        # loop per row (the hot spot of per-thread vectors: [W, T, 16] -> [W, T])
+        letters = string.ascii_letters[: a.ndim]
+        kept = "".join(c for i, c in enumerate(letters) if i not in {ax % a.ndim for ax in axes})
+        return np.einsum(f"{letters}->{kept}", a)
+    if kind in ("minui", "maxui") and a.dtype.kind == "i":
+        u = a.view(np.dtype(f"u{a.dtype.itemsize}"))
+        return KINDS[kind].reduce(u, axis=axes).view(a.dtype)
+    with np.errstate(all="ignore"):
+        return KINDS[kind].reduce(a, axis=axes)
+
+
+SUM_BY_EINSUM = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64)}
+
+
+def _v(sim, value) -> np.ndarray:
+    return lead(sim.get(value))
+
+
+# --- memory ---------------------------------------------------------------------------
+
+
+def _transfer_indices(sim, op, mem, vshape):
+    """Per memref dim, the index of every vector position; and, per position, whether each
+    permuted dim is in bounds of the memref (for padding)."""
+    perm = result_dims(op.permutation_map.data)
+    base = [np.asarray(sim.get(o), dtype=np.int64) for o in op.indices]
+    r = len(vshape)
+    coords = np.indices(vshape, dtype=np.int64)
+    idx = []
+    for j, b in enumerate(base):
+        b = b.reshape(np.shape(b) + (1,) * (2 + r - np.ndim(b))) if np.ndim(b) else b
+        k = next((k for k, d in enumerate(perm) if d == j), None)
+        idx.append(b + (coords[k].reshape((1, 1) + vshape) if k is not None else 0))
+    in_bounds = bool_array(op.in_bounds) or [False] * r
+    valid = None  # None: every position is inside the memref along the dims that may leave it
+    for k, d in enumerate(perm):
+        if d is not None and not in_bounds[k]:
+            inside = (idx[d] < mem.shape[d]) & (idx[d] >= 0)
+            valid = inside if valid is None else valid & inside
+    if valid is not None and valid.all():
+        valid = None
+    mask = None
+    if op.mask is not None:
+        m = lead(sim.get(op.mask))
+        # the mask is indexed in memref-dim order, before permutation and broadcast
+        order = sorted((d, k) for k, d in enumerate(perm) if d is not None)
+        ks = [k for _, k in order]
+        # a position's mask bit: m[..., v[ks[0]], v[ks[1]], ...]
+        sel = tuple(coords[k].reshape((1, 1) + vshape) for k in ks)
+        wt = np.broadcast_to(m, m.shape)
+        w_ix = np.arange(wt.shape[0]).reshape((-1, 1) + (1,) * r)
+        t_ix = np.arange(wt.shape[1]).reshape((1, -1) + (1,) * r)
+        mask = wt[(w_ix, t_ix) + sel]
+    contiguous = bool(perm) and perm[-1] == len(mem.shape) - 1
+    return idx, valid, mask, contiguous
+
+
+@handles("vector.transfer_read", "iree_vector_ext.transfer_read")
+def _transfer_read(sim, op):
+    mem = sim.get(op.source)
+    t = op.results[0].type
+    vshape = shape_of(t)
+    idx, valid, mask, contiguous = _transfer_indices(sim, op, mem, vshape)
+    take = valid if mask is None else (mask if valid is None else valid & mask)
+    vals = sim.load(op, mem, idx, vshape, mask=take, contiguous=contiguous)
+    if take is None:
+        return [fit(vals, t)]
+    pad = np.asarray(sim.get(op.padding))
+    pad = pad.reshape(pad.shape + (1,) * len(vshape)) if pad.ndim >= 2 else pad
+    return [fit(np.where(take, vals, pad), t)]
+
+
+@handles("vector.transfer_write")
+def _transfer_write(sim, op):
+    mem = sim.get(op.source)
+    v = _v(sim, op.vector)
+    vshape = v.shape[2:]
+    idx, valid, mask, contiguous = _transfer_indices(sim, op, mem, vshape)
+    take = valid if mask is None else (mask if valid is None else valid & mask)
+    sim.store(op, mem, idx, v, vshape, mask=take, contiguous=contiguous)
+    return []
+
+
+def _contiguous_indices(sim, op, mem, vshape):
+    base = [np.asarray(sim.get(o), dtype=np.int64) for o in op.indices]
+    r = len(vshape)
+    lead_dims = len(base) - r
+    coords = np.indices(vshape, dtype=np.int64)
+    idx = []
+    for j, b in enumerate(base):
+        b = b.reshape(np.shape(b) + (1,) * (2 + r - np.ndim(b))) if np.ndim(b) else b
+        idx.append(b + coords[j - lead_dims].reshape((1, 1) + vshape) if j >= lead_dims else b)
+    return idx
+
+
+@handles("vector.load")
+def _load(sim, op):
+    mem = sim.get(op.base)
+    t = op.results[0].type
+    vshape = shape_of(t)
+    return [sim.load(op, mem, _contiguous_indices(sim, op, mem, vshape), vshape, contiguous=True)]
+
+
+@handles("vector.store")
+def _store(sim, op):
+    mem = sim.get(op.base)
+    v = _v(sim, op.value_to_store)
+    vshape = v.shape[2:]
+    sim.store(op, mem, _contiguous_indices(sim, op, mem, vshape), v, vshape, contiguous=True)
+    return []
+
+
+@handles("vector.gather")
+def _gather(sim, op):
+    mem = sim.get(op.base)
+    t = op.results[0].type
+    vshape = shape_of(t)
+    offsets = [np.asarray(sim.get(o), dtype=np.int64) for o in op.offsets]
+    indices = _v(sim, op.indices).astype(np.int64)
+    mask = _v(sim, op.mask).astype(bool)
+    idx = [o.reshape(np.shape(o) + (1,) * (2 + len(vshape) - np.ndim(o))) if np.ndim(o) else o for o in offsets]
+    idx[-1] = idx[-1] + indices
+    vals = sim.load(op, mem, idx, vshape, mask=mask)
+    return [np.where(mask, vals, _v(sim, op.pass_thru))]
+
+
+# --- register ops ---------------------------------------------------------------------
+
+
+@handles("vector.broadcast")
+def _broadcast(sim, op):
+    src = lead(sim.get(op.source))
+    out = shape_of(op.results[0].type)
+    s = src.shape[2:]
+    src = src.reshape(src.shape[:2] + (1,) * (len(out) - len(s)) + s)
+    return [np.broadcast_to(src, src.shape[:2] + out)]
+
+
+@handles("vector.shape_cast")
+def _shape_cast(sim, op):
+    src = _v(sim, op.source)
+    return [src.reshape(src.shape[:2] + shape_of(op.results[0].type))]
+
+
+@handles("vector.transpose")
+def _transpose(sim, op):
+    src = _v(sim, op.vector)
+    perm = int_array(op.permutation)
+    return [np.transpose(src, (0, 1) + tuple(p + 2 for p in perm))]
+
+
+def _positions(sim, op):
+    static = int_array(op.static_position)
+    dyn = iter(op.dynamic_position)
+    out = []
+    for p in static:
+        out.append(np.asarray(sim.get(next(dyn)), dtype=np.int64) if p < -(2**62) else p)
+    return out
+
+
+def _index_leading(a: np.ndarray, positions) -> np.ndarray:
+    """a[w, t, p0, p1, ...] with each p static or a per-thread array."""
+    W, T = a.shape[:2]
+    w_ix = np.arange(W).reshape(W, 1)
+    t_ix = np.arange(T).reshape(1, T)
+    key = [w_ix, t_ix] + [np.broadcast_to(np.asarray(p), (W, T)) if np.ndim(p) else p for p in positions]
+    if all(np.ndim(p) == 0 for p in positions):
+        return a[(slice(None), slice(None)) + tuple(int(p) for p in positions)]
+    return a[tuple(np.broadcast_to(k, (W, T)) if np.ndim(k) else k for k in key)]
+
+
+@handles("vector.extract")
+def _extract(sim, op):
+    src = _v(sim, op.vector)
+    pos = _positions(sim, op)
+    if any(np.ndim(p) for p in pos):
+        W = max(src.shape[0], *(np.shape(p)[0] for p in pos if np.ndim(p)))
+        T = max(src.shape[1], *(np.shape(p)[1] for p in pos if np.ndim(p)))
+        src = np.broadcast_to(src, (W, T) + src.shape[2:])
+    return [_index_leading(src, pos)]
+
+
+@handles("vector.insert")
+def _insert(sim, op):
+    dest = _v(sim, op.dest)
+    val = lead(sim.get(op.value_to_store))
+    pos = _positions(sim, op)
+    W = max(dest.shape[0], val.shape[0], *(np.shape(p)[0] for p in pos if np.ndim(p)))
+    T = max(dest.shape[1], val.shape[1], *(np.shape(p)[1] for p in pos if np.ndim(p)))
+    out = np.array(np.broadcast_to(dest, (W, T) + dest.shape[2:]))
+    sub = out.shape[2 + len(pos):]
+    val = np.broadcast_to(val, (W, T) + sub)
+    if all(np.ndim(p) == 0 for p in pos):
+        out[(slice(None), slice(None)) + tuple(int(p) for p in pos)] = val
+    else:
+        w_ix = np.arange(W).reshape(W, 1)
+        t_ix = np.arange(T).reshape(1, T)
+        key = tuple(np.broadcast_to(k, (W, T)) for k in [w_ix, t_ix] + [np.asarray(p) for p in pos])
+        out[key] = val
+    return [out]
+
+
+def _ints(attr) -> list[int]:
+    return [int(x.value.data) for x in attr.data]
+
+
+@handles("vector.extract_strided_slice")
+def _extract_strided(sim, op):
+    src = _v(sim, op.source)
+    offs, sizes, strides = _ints(op.offsets), _ints(op.sizes), _ints(op.strides)
+    sl = tuple(slice(o, o + n * s, s) for o, n, s in zip(offs, sizes, strides))
+    return [src[(slice(None), slice(None)) + sl]]
+
+
+@handles("vector.insert_strided_slice")
+def _insert_strided(sim, op):
+    val = _v(sim, op.value_to_store)
+    dest = _v(sim, op.dest)
+    offs, strides = _ints(op.offsets), _ints(op.strides)
+    W, T = max(val.shape[0], dest.shape[0]), max(val.shape[1], dest.shape[1])
+    out = np.array(np.broadcast_to(dest, (W, T) + dest.shape[2:]))
+    lead_n = (dest.ndim - 2) - (val.ndim - 2)  # the value lands in the trailing dims
+    sl = []
+    for k, o in enumerate(offs):
+        if k < lead_n:
+            sl.append(o)
+        else:
+            n, st = val.shape[2 + k - lead_n], strides[k - lead_n]
+            sl.append(slice(o, o + n * st, st))
+    out[(slice(None), slice(None)) + tuple(sl)] = val
+    return [out]
+
+
+@handles("vector.multi_reduction")
+def _multi_reduction(sim, op):
+    src = _v(sim, op.source)
+    acc = lead(sim.get(op.acc))
+    dims = tuple(d + 2 for d in int_array(op.reduction_dims))
+    kind = kind_name(op)
+    r = reduce(kind, src, dims)
+    return [fit(combine(kind, r, acc), op.results[0].type)]
+
+
+@handles("vector.reduction")
+def _reduction(sim, op):
+    src = _v(sim, op.vector)
+    kind = kind_name(op)
+    r = reduce(kind, src, tuple(range(2, src.ndim)))
+    if op.acc is not None:
+        r = combine(kind, r, np.asarray(sim.get(op.acc)))
+    return [fit(r, op.results[0].type)]
+
+
+@handles("vector.contract")
+def _contract(sim, op):
+    lhs, rhs = _v(sim, op.lhs), _v(sim, op.rhs)
+    acc = lead(sim.get(op.acc))
+    maps = [m.data for m in op.indexing_maps.data]
+    letters = string.ascii_lowercase
+    subs = ["".join(letters[d] for d in result_dims(m)) for m in maps]
+    kind = kind_name(op)
+    if kind != "add":
+        raise SimtifyError(f"vector.contract with kind <{kind}> is not simulated (only add)")
+    rt = op.results[0].type
+    wide = np.float64 if dtype_of(rt).kind == "f" else np.int64
+    prod_ = np.einsum(f"...{subs[0]},...{subs[1]}->...{subs[2]}", lhs.astype(wide), rhs.astype(wide))
+    return [fit(prod_ + acc, rt)]
+
+
+@handles("vector.fma")
+def _fma(sim, op):
+    a, b, c = (_v(sim, o) for o in (op.lhs, op.rhs, op.acc))
+    return [fit(a.astype(np.float64) * b + c, op.results[0].type)]
+
+
+@handles("vector.step")
+def _step(sim, op):
+    n = shape_of(op.results[0].type)[0]
+    return [np.arange(n, dtype=np.int64).reshape(1, 1, n)]
+
+
+@handles("vector.create_mask")
+def _create_mask(sim, op):
+    vshape = shape_of(op.results[0].type)
+    bounds = [np.asarray(sim.get(o), dtype=np.int64) for o in op.operands]
+    coords = np.indices(vshape)
+    m = np.ones((1, 1) + vshape, dtype=bool)
+    for c, b in zip(coords, bounds):
+        b = b.reshape(np.shape(b) + (1,) * (2 + len(vshape) - np.ndim(b))) if np.ndim(b) else b
+        m = m & (c.reshape((1, 1) + vshape) < b)
+    return [m]
+
+
+@handles("vector.constant_mask")
+def _constant_mask(sim, op):
+    vshape = shape_of(op.results[0].type)
+    sizes = int_array(op.mask_dim_sizes)
+    coords = np.indices(vshape)
+    m = np.ones(vshape, dtype=bool)
+    for c, s in zip(coords, sizes):
+        m &= c < s
+    return [m.reshape((1, 1) + vshape)]
+
+
+@handles("vector.bitcast")
+def _bitcast(sim, op):
+    src = np.ascontiguousarray(_v(sim, op.source))
+    dt = dtype_of(op.results[0].type)
+    return [src.view(dt).reshape(src.shape[:2] + shape_of(op.results[0].type))]
+
+
+@handles("vector.interleave")
+def _interleave(sim, op):
+    a, b = _v(sim, op.lhs), _v(sim, op.rhs)
+    a, b = np.broadcast_arrays(a, b)
+    out = np.stack([a, b], axis=-1)
+    return [out.reshape(out.shape[:-2] + (out.shape[-2] * 2,))]
+
+
+@handles("vector.deinterleave")
+def _deinterleave(sim, op):
+    src = _v(sim, op.source)
+    return [src[..., 0::2], src[..., 1::2]]
+
+
+@handles("vector.from_elements")
+def _from_elements(sim, op):
+    vals = [lead(sim.get(o)) for o in op.operands]
+    vals = np.broadcast_arrays(*vals)
+    out = np.stack(vals, axis=-1)
+    return [out.reshape(out.shape[:2] + shape_of(op.results[0].type))]
+
+
+@handles("vector.to_elements")
+def _to_elements(sim, op):
+    src = _v(sim, op.source)
+    flat = src.reshape(src.shape[:2] + (-1,))
+    return [flat[..., i] for i in range(flat.shape[-1])]

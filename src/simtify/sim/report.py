@@ -1,0 +1,29 @@
+"""Sanitizer findings: what went wrong, at which op, for which threads and address."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+KINDS = ("out-of-bounds", "race", "uninitialized-read", "divergent-barrier", "invalid-access")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    op: str
+    location: str
+    workgroup: int
+    threads: tuple[int, ...]
+    buffer: str
+    address: int | None  # byte offset inside the buffer
+    detail: str
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["threads"] = list(self.threads)
+        return d
+
+    def __str__(self) -> str:
+        at = f" {self.buffer}+{self.address}" if self.address is not None else (f" {self.buffer}" if self.buffer else "")
+        who = ", ".join(map(str, self.threads[:4])) + (" ..." if len(self.threads) > 4 else "")
+        return f"{self.location}: {self.kind} in '{self.op}'{at}, workgroup {self.workgroup}, threads {who}: {self.detail}"

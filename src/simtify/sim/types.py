@@ -1,0 +1,94 @@
+"""MLIR element types as numpy dtypes.
+
+bf16 has no numpy dtype: it is held in float32 and rounded to bf16 (round to nearest
+even) after every op that produces it, so values are exactly what bf16 hardware holds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    VectorType,
+)
+
+from simtify.errors import SimtifyError
+
+
+def element_type(t):
+    return t.element_type if isinstance(t, (VectorType, MemRefType)) else t
+
+
+def shape_of(t) -> tuple[int, ...]:
+    return tuple(t.get_shape()) if isinstance(t, VectorType) else ()
+
+
+def dtype_of(t) -> np.dtype:
+    """The numpy dtype holding values of scalar or vector type `t`."""
+    e = element_type(t)
+    if isinstance(e, IndexType):
+        return np.dtype(np.int64)
+    if isinstance(e, IntegerType):
+        w = e.width.data
+        if w == 1:
+            return np.dtype(np.bool_)
+        for bits, dt in ((8, np.int8), (16, np.int16), (32, np.int32), (64, np.int64)):
+            if w <= bits:
+                return np.dtype(dt)
+    if isinstance(e, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(e, (Float32Type, BFloat16Type)):
+        return np.dtype(np.float32)
+    if isinstance(e, Float64Type):
+        return np.dtype(np.float64)
+    raise SimtifyError(f"the simulator has no numpy type for {e}")
+
+
+def byte_width(t) -> int:
+    """Bytes one element of `t` occupies in memory (index: 8, i1: 1, bf16: 2)."""
+    e = element_type(t)
+    if isinstance(e, IndexType):
+        return 8
+    if isinstance(e, IntegerType):
+        return max(1, (e.width.data + 7) // 8)
+    if isinstance(e, (Float16Type, BFloat16Type)):
+        return 2
+    if isinstance(e, Float32Type):
+        return 4
+    if isinstance(e, Float64Type):
+        return 8
+    raise SimtifyError(f"the simulator has no byte width for {e}")
+
+
+def is_bf16(t) -> bool:
+    return isinstance(element_type(t), BFloat16Type)
+
+
+def round_bf16(a: np.ndarray) -> np.ndarray:
+    """Round float32 values to the nearest bf16 (ties to even), kept in float32."""
+    a = np.asarray(a, dtype=np.float32)
+    bits = a.view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    out = rounded.astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(a), a, out)
+
+
+def fit(value: np.ndarray, t) -> np.ndarray:
+    """`value` converted to the numpy type of `t`, wrapping integers as MLIR does."""
+    dt = dtype_of(t)
+    e = element_type(t)
+    value = np.asarray(value)
+    if isinstance(e, IntegerType) and e.width.data not in (1, 8, 16, 32, 64):
+        w = e.width.data
+        v = value.astype(np.int64) & ((1 << w) - 1)
+        return np.where(v >= (1 << (w - 1)), v - (1 << w), v).astype(dt)
+    if value.dtype != dt:
+        with np.errstate(over="ignore", invalid="ignore"):
+            value = value.astype(dt)
+    return round_bf16(value) if is_bf16(t) else value

@@ -1,0 +1,42 @@
+// workgroup_sum.mlir as a gpu.func in a gpu.module: the workgroup memory is a workgroup
+// attribution, each thread keeps its loaded value in a private attribution, and the
+// block size is recorded (known_block_size), so `simtify run` needs no --block.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @workgroup_sum(%in: memref<4x256xf32>, %out: memref<4xf32>)
+        workgroup(%smem : memref<256xf32, #gpu.address_space<workgroup>>)
+        private(%mine : memref<1xf32, #gpu.address_space<private>>)
+        kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %c128 = arith.constant 128 : index
+      %row = gpu.block_id x
+      %tid = gpu.thread_id x
+      %v = memref.load %in[%row, %tid] : memref<4x256xf32>
+      memref.store %v, %mine[%c0] : memref<1xf32, #gpu.address_space<private>>
+      %w = memref.load %mine[%c0] : memref<1xf32, #gpu.address_space<private>>
+      memref.store %w, %smem[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %last = scf.for %step = %c0 to %c8 step %c1 iter_args(%stride = %c128) -> (index) {
+        %active = arith.cmpi ult, %tid, %stride : index
+        scf.if %active {
+          %other = arith.addi %tid, %stride : index
+          %a = memref.load %smem[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
+          %b = memref.load %smem[%other] : memref<256xf32, #gpu.address_space<workgroup>>
+          %s = arith.addf %a, %b : f32
+          memref.store %s, %smem[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+        %half = arith.shrui %stride, %c1 : index
+        scf.yield %half : index
+      }
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        %total = memref.load %smem[%c0] : memref<256xf32, #gpu.address_space<workgroup>>
+        memref.store %total, %out[%row] : memref<4xf32>
+      }
+      gpu.return
+    }
+  }
+}

@@ -1,0 +1,24 @@
+// The lower 32 threads of each workgroup reverse their elements through workgroup
+// memory; the barrier sits where every thread reaches it. grid = 4, block = 64.
+func.func @reverse_halves(%in: memref<256xf32>, %out: memref<256xf32>) {
+  %c31 = arith.constant 31 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %tid = gpu.thread_id x
+  %bid = gpu.block_id x
+  %base = arith.muli %bid, %c64 : index
+  %i = arith.addi %base, %tid : index
+  %buf = memref.alloc() : memref<32xf32, #gpu.address_space<workgroup>>
+  %lower = arith.cmpi ult, %tid, %c32 : index
+  scf.if %lower {
+    %v = memref.load %in[%i] : memref<256xf32>
+    memref.store %v, %buf[%tid] : memref<32xf32, #gpu.address_space<workgroup>>
+  }
+  gpu.barrier
+  scf.if %lower {
+    %rev = arith.subi %c31, %tid : index
+    %r = memref.load %buf[%rev] : memref<32xf32, #gpu.address_space<workgroup>>
+    memref.store %r, %out[%i] : memref<256xf32>
+  }
+  return
+}
