@@ -10,6 +10,9 @@ import sys
 # name -> (module, one-line help). Modules are imported lazily.
 SUBCOMMANDS = {
     "layout": ("simtify.cli.layout_cmd", "show, query and convert layouts: who owns what"),
+    "opt": ("simtify.cli.opt_cmd", "parse, verify and print MLIR (today's upstream / IREE syntax)"),
+    "run": ("simtify.cli.run_cmd", "run a function on the simulated GPU, with sanitizers and counters"),
+    "check": ("simtify.cli.run_cmd", "run two programs on the same random inputs and compare"),
 }
 
 

@@ -1,0 +1,398 @@
+"""Layout propagation: give every vector value of a function a nested layout.
+
+Seeds are `iree_vector_ext.to_layout` results. Layouts flow forward (an op's result
+from its operands) and backward (operands from results) through elementwise ops,
+transpose, broadcast, shape_cast, multi_reduction, contract, transfer masks, constants,
+`step`, masks and `scf.for` / `scf.if` carried values, until nothing changes. Then every
+use whose operand layout differs from what the op needs — compared by ownership maps,
+not by attribute text — is resolved: a cheap producer (a splat constant, a broadcast of
+a scalar, a step or mask) is cloned with the needed layout; anything else gets a
+`to_layout` conversion in front of the use.
+
+    %a = iree_vector_ext.to_layout %v to layout(#L) : vector<4x64xf32>
+    %b = arith.negf %a : vector<4x64xf32>              // #L, forward
+    %c = vector.multi_reduction <add>, %b, %cst [1]    // project(#L, [1]); %cst too
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import ArrayAttr, VectorType
+from xdsl.ir import Block, Operation, SSAValue
+
+from simtify.errors import SimtifyError
+from simtify.layout import NestedLayout
+from simtify.sim.affine_eval import result_dims
+
+CHEAP = frozenset({"arith.constant", "vector.step", "vector.create_mask", "vector.constant_mask", "vector.broadcast"})
+CARRIERS = frozenset({"scf.for", "scf.if", "scf.yield"})
+
+
+def is_vector(v: SSAValue) -> bool:
+    return isinstance(v.type, VectorType) and len(v.type.get_shape()) > 0
+
+
+def is_elementwise(op: Operation) -> bool:
+    if op.name == "vector.fma":
+        return True
+    if not (op.name.startswith("arith.") or op.name.startswith("math.")) or op.name == "arith.constant":
+        return False
+    shapes = {tuple(v.type.get_shape()) for v in list(op.operands) + list(op.results) if is_vector(v)}
+    return len(shapes) == 1 and any(is_vector(r) for r in op.results)
+
+
+def unit_layout(rank: int) -> NestedLayout:
+    ones = (1,) * rank
+    return NestedLayout(ones, ones, ones, ones, ones, (0,) * rank, (0,) * rank)
+
+
+def with_unit_dims(layout: NestedLayout, dims) -> NestedLayout:
+    """`layout` with the dims in `dims` made undistributed size-1 dims."""
+    f = {k: list(getattr(layout, k)) for k in ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile",
+                                             "element_tile", "subgroup_strides", "thread_strides")}
+    for d in dims:
+        for k in f:
+            f[k][d] = 0 if k.endswith("strides") else 1
+    return NestedLayout(**{k: tuple(v) for k, v in f.items()})
+
+
+def transfer_map_dims(op: Operation) -> list[int | None]:
+    return result_dims(op.permutation_map.data)
+
+
+def mask_layout(op: Operation, vector_layout: NestedLayout) -> NestedLayout:
+    """The layout of a transfer's mask: the vector's layout in source-dim order, without
+    broadcast dims (the mask is indexed before permutation and broadcast)."""
+    perm = transfer_map_dims(op)
+    order = [k for _, k in sorted((d, k) for k, d in enumerate(perm) if d is not None)]
+    return vector_layout.apply(order)
+
+
+@dataclass
+class Launch:
+    subgroup_size: int
+    threads: int
+
+
+@dataclass
+class Conversion:
+    op: Operation
+    operand: int
+    layout: NestedLayout
+
+
+@dataclass
+class LayoutAnalysis:
+    launch: Launch
+    layouts: dict[SSAValue, NestedLayout] = field(default_factory=dict)
+
+    def get(self, v: SSAValue) -> NestedLayout | None:
+        return self.layouts.get(v)
+
+    def same(self, a: NestedLayout, b: NestedLayout) -> bool:
+        if a == b:
+            return True
+        if a.undistributed_shape != b.undistributed_shape:
+            return False
+        try:
+            return a.ownership(self.launch.subgroup_size, self.launch.threads).identical(
+                b.ownership(self.launch.subgroup_size, self.launch.threads))
+        except SimtifyError:
+            return False
+
+
+def _where(op: Operation) -> str:
+    from simtify.sim.interpreter import location_of
+
+    return location_of(op)
+
+
+class Propagation:
+    def __init__(self, func: Operation, launch: Launch):
+        self.func = func
+        self.analysis = LayoutAnalysis(launch)
+        self.changed = False
+
+    # --- assignment --------------------------------------------------------------
+
+    def assign(self, v: SSAValue, layout: NestedLayout | None) -> None:
+        if layout is None or not is_vector(v) or v in self.analysis.layouts:
+            return
+        if layout.undistributed_shape != tuple(v.type.get_shape()):
+            return  # not this value's shape: the rule does not apply
+        self.analysis.layouts[v] = layout
+        self.changed = True
+
+    def L(self, v: SSAValue) -> NestedLayout | None:
+        return self.analysis.layouts.get(v)
+
+    def ops(self) -> list[Operation]:
+        return [op for op in self.func.walk() if op is not self.func]
+
+    # --- rules -------------------------------------------------------------------
+
+    def forward(self, op: Operation) -> None:
+        name = op.name
+        if name == "iree_vector_ext.to_layout":
+            self.assign(op.results[0], op.nested_layout)
+        elif is_elementwise(op):
+            src = next((self.L(o) for o in op.operands if self.L(o) is not None), None)
+            for r in op.results:
+                self.assign(r, src)
+        elif name == "vector.transpose" and self.L(op.operands[0]):
+            self.assign(op.results[0], self.L(op.operands[0]).permute(list(op.permutation.get_values())))
+        elif name == "vector.shape_cast" and self.L(op.operands[0]) and is_vector(op.results[0]):
+            try:
+                self.assign(op.results[0], self.L(op.operands[0]).reshape(tuple(op.results[0].type.get_shape())))
+            except SimtifyError:
+                pass
+        elif name == "vector.multi_reduction" and self.L(op.source):
+            dims = list(op.reduction_dims.get_values())
+            if is_vector(op.results[0]):
+                proj = self.L(op.source).project(dims)
+                self.assign(op.results[0], proj)
+                self.assign(op.acc, proj)
+        elif name == "vector.contract":
+            it = self.iteration_layout(op)
+            if it is not None and is_vector(op.results[0]):
+                acc = it.apply(result_dims(op.indexing_maps.data[2].data))
+                self.assign(op.results[0], acc)
+                self.assign(op.acc, acc)
+        elif name == "vector.transfer_write" and op.mask is not None and self.L(op.vector):
+            self.assign(op.mask, mask_layout(op, self.L(op.vector)))
+        elif name == "scf.for":
+            block = op.regions[0].blocks.first
+            for init, arg, res in zip(op.operands[3:], list(block.args)[1:], op.results):
+                for v in (arg, res):
+                    self.assign(v, self.L(init))
+            for y, arg, res in zip(block.ops.last.operands, list(block.args)[1:], op.results):
+                for v in (arg, res):
+                    self.assign(v, self.L(y))
+        elif name == "scf.if":
+            for region in op.regions:
+                if region.blocks:
+                    for y, res in zip(region.blocks.first.ops.last.operands, op.results):
+                        self.assign(res, self.L(y))
+
+    def backward(self, op: Operation) -> None:
+        name = op.name
+        if name == "iree_vector_ext.to_layout":
+            self.assign(op.operands[0], op.nested_layout)
+        elif is_elementwise(op):
+            res = self.L(op.results[0])
+            for o in op.operands:
+                self.assign(o, res)
+        elif name == "vector.transpose" and self.L(op.results[0]):
+            perm = list(op.permutation.get_values())
+            inv = [perm.index(i) for i in range(len(perm))]
+            self.assign(op.operands[0], self.L(op.results[0]).permute(inv))
+        elif name == "vector.shape_cast" and self.L(op.results[0]) and is_vector(op.operands[0]):
+            try:
+                self.assign(op.operands[0], self.L(op.results[0]).reshape(tuple(op.operands[0].type.get_shape())))
+            except SimtifyError:
+                pass
+        elif name == "vector.broadcast" and self.L(op.results[0]) and is_vector(op.source):
+            self.assign(op.source, self.broadcast_source_layout(op, self.L(op.results[0])))
+        elif name == "vector.multi_reduction" and self.L(op.results[0]):
+            self.assign(op.acc, self.L(op.results[0]))
+        elif name == "vector.contract" and self.L(op.results[0]):
+            self.assign(op.acc, self.L(op.results[0]))
+        elif name == "vector.transfer_read" and op.mask is not None and self.L(op.results[0]):
+            self.assign(op.mask, mask_layout(op, self.L(op.results[0])))
+        elif name == "scf.for":
+            block = op.regions[0].blocks.first
+            for init, arg, res, y in zip(op.operands[3:], list(block.args)[1:], op.results, block.ops.last.operands):
+                lay = self.L(res) or self.L(arg)
+                for v in (init, arg, res, y):
+                    self.assign(v, lay)
+        elif name == "scf.if":
+            for region in op.regions:
+                if region.blocks:
+                    for y, res in zip(region.blocks.first.ops.last.operands, op.results):
+                        self.assign(y, self.L(res))
+
+    @staticmethod
+    def broadcast_source_layout(op: Operation, res: NestedLayout) -> NestedLayout:
+        src_shape = tuple(op.source.type.get_shape())
+        lead = res.rank - len(src_shape)
+        proj = res.project(list(range(lead))) if lead else res
+        stretched = [i for i, (s, r) in enumerate(zip(src_shape, proj.undistributed_shape)) if s == 1 and r != 1]
+        return with_unit_dims(proj, stretched) if stretched else proj
+
+    def iteration_layout(self, op: Operation) -> NestedLayout | None:
+        """The layout of a contraction's iteration space, read off its lhs and rhs."""
+        maps = [result_dims(m.data) for m in op.indexing_maps.data]
+        n = op.indexing_maps.data[0].data.num_dims
+        per_dim: dict[int, tuple] = {}
+        for v, m in ((op.lhs, maps[0]), (op.rhs, maps[1]), (op.acc, maps[2])):
+            lay = self.L(v)
+            if lay is None:
+                continue
+            for k, d in enumerate(m):
+                if d is not None:
+                    per_dim.setdefault(d, tuple(getattr(lay, f)[k] for f in _FIELDS))
+        if len(per_dim) != n:
+            return None
+        return NestedLayout(**{f: tuple(per_dim[d][i] for d in range(n)) for i, f in enumerate(_FIELDS)})
+
+    # --- requirements ------------------------------------------------------------
+
+    def required(self, op: Operation) -> dict[int, NestedLayout]:
+        """Operand index -> the layout the op needs there, given the layouts chosen."""
+        out: dict[int, NestedLayout] = {}
+        name = op.name
+        if is_elementwise(op):
+            res = self.L(op.results[0])
+            if res is not None:
+                for i, o in enumerate(op.operands):
+                    if is_vector(o):
+                        out[i] = res
+        elif name == "vector.transpose" and self.L(op.results[0]):
+            perm = list(op.permutation.get_values())
+            out[0] = self.L(op.results[0]).permute([perm.index(i) for i in range(len(perm))])
+        elif name == "vector.broadcast" and self.L(op.results[0]) and is_vector(op.source):
+            out[0] = self.broadcast_source_layout(op, self.L(op.results[0]))
+        elif name == "vector.shape_cast" and self.L(op.results[0]):
+            try:
+                out[0] = self.L(op.results[0]).reshape(tuple(op.operands[0].type.get_shape()))
+            except SimtifyError:
+                raise SimtifyError(
+                    f"no nested layout of {op.operands[0].type} reshapes to the result's layout "
+                    f"{self.L(op.results[0])}", _where(op)) from None
+        elif name == "vector.multi_reduction" and self.L(op.source) and is_vector(op.results[0]):
+            out[1] = self.L(op.source).project(list(op.reduction_dims.get_values()))
+        elif name == "vector.contract":
+            it = self.iteration_layout(op)
+            if it is not None:
+                maps = [result_dims(m.data) for m in op.indexing_maps.data]
+                out[0] = it.apply(maps[0])
+                out[1] = it.apply(maps[1])
+                if is_vector(op.acc):
+                    out[2] = it.apply(maps[2])
+        elif name in ("vector.transfer_read", "vector.transfer_write") and op.mask is not None:
+            vec = self.L(op.results[0]) if name == "vector.transfer_read" else self.L(op.vector)
+            if vec is not None:
+                out[len(op.operands) - 1] = mask_layout(op, vec)
+        elif name == "scf.for":
+            block = op.regions[0].blocks.first
+            for i, arg in enumerate(list(block.args)[1:]):
+                if self.L(arg):
+                    out[3 + i] = self.L(arg)
+        elif name == "scf.yield":
+            parent = op.parent_op()
+            if parent is not None and parent.name == "scf.for":
+                targets = list(parent.regions[0].blocks.first.args)[1:]
+            elif parent is not None and parent.name == "scf.if":
+                targets = list(parent.results)
+            else:
+                targets = []
+            for i, t in enumerate(targets):
+                if self.L(t) and is_vector(op.operands[i]):
+                    out[i] = self.L(t)
+        return out
+
+    # --- driver ------------------------------------------------------------------
+
+    def run(self) -> tuple[LayoutAnalysis, list[Conversion]]:
+        ops = self.ops()
+        while True:
+            for _ in range(4 * len(ops) + 4):
+                self.changed = False
+                for op in ops:
+                    self.forward(op)
+                for op in reversed(ops):
+                    self.backward(op)
+                if not self.changed:
+                    break
+            # an operand nothing else reached takes what its user needs; then flow again
+            self.changed = False
+            for op in ops:
+                for i, need in self.required(op).items():
+                    if self.L(op.operands[i]) is None:
+                        self.assign(op.operands[i], need)
+            if not self.changed:
+                break
+        conversions = []
+        for op in ops:
+            for i, need in self.required(op).items():
+                have = self.L(op.operands[i])
+                if have is not None and not self.analysis.same(have, need):
+                    conversions.append(Conversion(op, i, need))
+        return self.analysis, conversions
+
+
+_FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile", "subgroup_strides",
+           "thread_strides")
+
+
+def materialize(analysis: LayoutAnalysis, conversions: list[Conversion]) -> None:
+    """Resolve conflicts in place: clone a cheap producer with the needed layout, or put
+    a `to_layout` in front of the use."""
+    from simtify.ir.iree_vector_ext import ToLayoutOp
+
+    for c in conversions:
+        value = c.op.operands[c.operand]
+        producer = value.owner if isinstance(value.owner, Operation) else None
+        if producer is not None and producer.name in CHEAP and all(not is_vector(o) for o in producer.operands):
+            clone = producer.clone()
+            _insert_before(c.op, clone)
+            new_value = clone.results[0]
+        else:
+            clone = ToLayoutOp(value, c.layout)
+            _insert_before(c.op, clone)
+            new_value = clone.results[0]
+        c.op.operands[c.operand] = new_value
+        analysis.layouts[new_value] = c.layout
+
+
+def _insert_before(op: Operation, new: Operation) -> None:
+    block: Block = op.parent_block()
+    block.insert_op_before(new, op)
+
+
+def propagate(func: Operation, launch: Launch) -> LayoutAnalysis:
+    """Layouts for every vector value of `func`, conflicts materialized; an error names
+    the first vector value no layout reaches."""
+    for op in func.walk():
+        if op.name == "iree_vector_ext.to_layout":
+            try:
+                op.nested_layout.check_launch(launch.subgroup_size, launch.threads)
+            except SimtifyError as e:
+                raise SimtifyError(f"the layout does not fit the launch: {e.what}", _where(op)) from None
+    analysis, conversions = Propagation(func, launch).run()
+    materialize(analysis, conversions)
+    checked = set()
+    for op in func.walk():
+        if op is func:
+            continue
+        for r in op.results:
+            lay = analysis.get(r)
+            if lay is not None and lay not in checked:
+                checked.add(lay)
+                try:
+                    lay.check_launch(launch.subgroup_size, launch.threads)
+                except SimtifyError as e:
+                    raise SimtifyError(f"the layout {lay} of this result does not fit the launch: {e.what}",
+                                       _where(op)) from None
+            if is_vector(r) and r not in analysis.layouts:
+                raise SimtifyError(f"no layout reaches the result of '{op.name}' ({r.type}); "
+                                   "anchor it with iree_vector_ext.to_layout", _where(op))
+        for region in op.regions:
+            for b in region.blocks:
+                for a in b.args:
+                    if is_vector(a) and a not in analysis.layouts:
+                        raise SimtifyError(f"no layout reaches a {a.type} block argument of '{op.name}'", _where(op))
+    return analysis
+
+
+def annotate(func: Operation, analysis: LayoutAnalysis) -> None:
+    """Make layouts visible: ``simtify.layouts = [...]`` on every op with vector results."""
+    from simtify.ir.iree_vector_ext import NestedLayoutAttr
+
+    for op in func.walk():
+        if op is func or op.name == "iree_vector_ext.to_layout":
+            continue
+        lays = [analysis.get(r) for r in op.results if is_vector(r)]
+        if lays and all(lay is not None for lay in lays):
+            op.attributes["simtify.layouts"] = ArrayAttr([NestedLayoutAttr(lay) for lay in lays])

@@ -1,0 +1,219 @@
+"""Nested distribution, checked by simulation against the workgroup-level input."""
+
+from __future__ import annotations
+
+import pytest
+
+from distribution_harness import check_distribution, nested, shape_text
+from simtify.layout import NestedLayout
+
+NEUTRAL = {"add": "0.0", "maximumf": "0xFF800000", "minimumf": "0x7F800000", "mul": "1.0"}
+
+
+def reduction_program(layout: NestedLayout, dims: list[int], kind: str = "add") -> str:
+    shape = layout.undistributed_shape
+    kept = [n for d, n in enumerate(shape) if d not in dims]
+    lay = nested(layout.subgroup_tile, layout.batch_tile, layout.outer_tile, layout.thread_tile,
+                 layout.element_tile, layout.subgroup_strides, layout.thread_strides)
+    zeros = ", ".join("%c0" for _ in shape)
+    vt = f"vector<{shape_text(shape)}xf32>"
+    if kept:
+        rt = f"vector<{shape_text(kept)}xf32>"
+        init = f"%init = arith.constant dense<{NEUTRAL[kind]}> : {rt}"
+        write = (f"vector.transfer_write %r, %dst[{', '.join('%c0' for _ in kept)}] "
+                 f"{{in_bounds = [{', '.join('true' for _ in kept)}]}} : {rt}, memref<{shape_text(kept)}xf32>")
+        dst = f"memref<{shape_text(kept)}xf32>"
+    else:
+        rt = "f32"
+        init = f"%init = arith.constant {NEUTRAL[kind]} : f32"
+        write = "memref.store %r, %dst[%c0] : memref<1xf32>"
+        dst = "memref<1xf32>"
+    return f"""
+func.func @reduce(%src: memref<{shape_text(shape)}xf32>, %dst: {dst}) {{
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  {init}
+  %v = vector.transfer_read %src[{zeros}], %pad {{in_bounds = [{', '.join('true' for _ in shape)}]}} : memref<{shape_text(shape)}xf32>, {vt}
+  %a = iree_vector_ext.to_layout %v to layout({lay}) : {vt}
+  %e = math.exp %a : {vt}
+  %r = vector.multi_reduction <{kind}>, %e, %init [{', '.join(map(str, dims))}] : {vt} to {rt}
+  {write}
+  return
+}}
+"""
+
+
+def L(sg, b, o, t, e, ss, ts):
+    return NestedLayout(tuple(sg), tuple(b), tuple(o), tuple(t), tuple(e), tuple(ss), tuple(ts))
+
+
+REDUCTIONS = [
+    # (layout, reduced dims, kind)
+    (L([1, 4], [1, 4], [1, 1], [4, 16], [1, 4], [0, 1], [16, 1]), [1], "maximumf"),
+    (L([1, 4], [1, 4], [1, 1], [4, 16], [1, 4], [0, 1], [16, 1]), [0], "add"),
+    (L([2, 1], [2, 4], [1, 1], [16, 4], [1, 4], [1, 0], [1, 16]), [0], "add"),
+    (L([2, 1], [2, 4], [1, 1], [16, 4], [1, 4], [1, 0], [1, 16]), [1], "add"),
+    (L([2, 1], [2, 4], [1, 1], [16, 4], [1, 4], [1, 0], [1, 16]), [0, 1], "add"),
+    (L([1], [2], [1], [64], [4], [0], [1]), [0], "add"),
+    (L([2], [1], [2], [3], [2], [1], [1]), [0], "add"),  # thread tile 3: through memory
+    (L([1, 1], [1, 2], [1, 1], [3, 5], [2, 1], [0, 0], [5, 1]), [1], "maximumf"),  # 5 lanes, stride 1
+    (L([1, 1], [1, 2], [1, 1], [3, 5], [2, 1], [0, 0], [5, 1]), [0], "add"),  # 3 lanes, stride 5
+    (L([1, 2, 1], [2, 1, 2], [1, 1, 1], [2, 4, 8], [1, 2, 1], [0, 1, 0], [32, 8, 1]), [1], "add"),
+    (L([1, 2, 1], [2, 1, 2], [1, 1, 1], [2, 4, 8], [1, 2, 1], [0, 1, 0], [32, 8, 1]), [0, 2], "maximumf"),
+    (L([1, 1], [1, 1], [1, 1], [8, 4], [1, 1], [0, 0], [1, 16]), [0], "add"),  # replicated lanes (gap)
+]
+
+
+@pytest.mark.parametrize("target", ["gfx942", "sm_90"])
+@pytest.mark.parametrize("case", range(len(REDUCTIONS)))
+def test_reductions(case, target):
+    layout, dims, kind = REDUCTIONS[case]
+    sg = 64 if target == "gfx942" else 32
+    if layout.thread_span > sg:
+        pytest.skip("layout spans more lanes than the subgroup")
+    check_distribution(reduction_program(layout, dims, kind), "reduce", target=target, subgroup_size=sg)
+
+
+L64 = nested([1, 1], [2, 2], [1, 1], [8, 8], [2, 2], [0, 0], [8, 1])  # 32x32 on 64 lanes
+L64T = nested([1, 1], [2, 2], [1, 1], [8, 8], [2, 2], [0, 0], [1, 8])  # transposed thread order
+L2SG = nested([2, 1], [1, 2], [1, 1], [8, 8], [2, 2], [1, 0], [8, 1])  # 2 subgroups
+LBO = nested([1, 1], [1, 1], [2, 2], [8, 8], [2, 2], [0, 0], [8, 1])  # same owners as L64, outer not batch
+
+
+def program(body: str, src="32x32", dst="32x32") -> str:
+    return f"""
+func.func @f(%src: memref<{src}xf32>, %dst: memref<{dst}xf32>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+{body}
+  return
+}}
+"""
+
+
+def read(name="%v", layout=L64, shape="32x32", extra=""):
+    return (f"  %raw{name[1:]} = vector.transfer_read %src[%c0, %c0], %pad {{in_bounds = [true, true]{extra}}} : "
+            f"memref<{shape}xf32>, vector<{shape}xf32>\n"
+            f"  {name} = iree_vector_ext.to_layout %raw{name[1:]} to layout({layout}) : vector<{shape}xf32>\n")
+
+
+def write(value, shape="32x32"):
+    return (f"  vector.transfer_write {value}, %dst[%c0, %c0] {{in_bounds = [true, true]}} : "
+            f"vector<{shape}xf32>, memref<{shape}xf32>\n")
+
+
+CASES = {
+    "elementwise": read() + "  %w = arith.mulf %v, %v : vector<32x32xf32>\n  %x = math.tanh %w : vector<32x32xf32>\n"
+    + write("%x"),
+    "splat_constant": read() + "  %k = arith.constant dense<2.5> : vector<32x32xf32>\n"
+    "  %w = arith.addf %v, %k : vector<32x32xf32>\n" + write("%w"),
+    "transpose": read() + "  %t = vector.transpose %v, [1, 0] : vector<32x32xf32> to vector<32x32xf32>\n" + write("%t"),
+    "broadcast_scalar": read() + "  %s = arith.constant 3.0 : f32\n  %b = vector.broadcast %s : f32 to vector<32x32xf32>\n"
+    "  %w = arith.subf %v, %b : vector<32x32xf32>\n" + write("%w"),
+    "convert_batch_outer": read() + f"  %c = iree_vector_ext.to_layout %v to layout({LBO}) : vector<32x32xf32>\n" + write("%c"),
+    "convert_memory": read() + f"  %c = iree_vector_ext.to_layout %v to layout({L64T}) : vector<32x32xf32>\n"
+    "  %w = arith.addf %c, %c : vector<32x32xf32>\n" + write("%w"),
+    "convert_forced_memory": read() + f"  %c = iree_vector_ext.to_layout %v to layout({L64}) {{shared_memory_conversion}} : "
+    "vector<32x32xf32>\n" + write("%c"),
+    "convert_subgroups": read() + f"  %c = iree_vector_ext.to_layout %v to layout({L2SG}) : vector<32x32xf32>\n" + write("%c"),
+    "conflicting_operands": read("%a") + read("%b", L64T) + "  %w = arith.addf %a, %b : vector<32x32xf32>\n" + write("%w"),
+    "masked": "  %m = vector.create_mask %n, %n : vector<32x32xi1>\n"
+    "  %raw = vector.transfer_read %src[%c0, %c0], %pad, %m {in_bounds = [true, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
+    f"  %v = iree_vector_ext.to_layout %raw to layout({L64}) : vector<32x32xf32>\n"
+    "  %w = arith.addf %v, %v : vector<32x32xf32>\n"
+    "  vector.transfer_write %w, %dst[%c0, %c0], %m {in_bounds = [true, true]} : vector<32x32xf32>, memref<32x32xf32>\n",
+    "out_of_bounds_padding": "  %c20 = arith.constant 20 : index\n"
+    "  %raw = vector.transfer_read %src[%c20, %c0], %pad {in_bounds = [false, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
+    f"  %v = iree_vector_ext.to_layout %raw to layout({L64}) : vector<32x32xf32>\n" + write("%v"),
+    "loop_accumulate": read() + "  %c1 = arith.constant 1 : index\n  %c4 = arith.constant 4 : index\n"
+    "  %z = arith.constant dense<0.0> : vector<32x32xf32>\n"
+    "  %acc = scf.for %i = %c0 to %c4 step %c1 iter_args(%a = %z) -> (vector<32x32xf32>) {\n"
+    "    %s = arith.addf %a, %v : vector<32x32xf32>\n    scf.yield %s : vector<32x32xf32>\n  }\n" + write("%acc"),
+    "step_iota": "  %s = vector.step : vector<32xindex>\n"
+    "  %i = arith.index_cast %s : vector<32xindex> to vector<32xi32>\n"
+    "  %f = arith.sitofp %i : vector<32xi32> to vector<32xf32>\n"
+    "  %raw = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true]} : memref<32x32xf32>, vector<32xf32>\n"
+    f"  %v = iree_vector_ext.to_layout %raw to layout({nested([1], [2], [1], [8], [2], [0], [1])}) : vector<32xf32>\n"
+    "  %w = arith.addf %v, %f : vector<32xf32>\n"
+    "  vector.transfer_write %w, %dst[%c0, %c0] {in_bounds = [true]} : vector<32xf32>, memref<32x32xf32>\n",
+    "shape_cast": read() + "  %s = vector.shape_cast %v : vector<32x32xf32> to vector<2x16x32xf32>\n"
+    "  %e = math.exp %s : vector<2x16x32xf32>\n"
+    "  %t = vector.shape_cast %e : vector<2x16x32xf32> to vector<32x32xf32>\n" + write("%t"),
+    "broadcast_vector": "  %raw = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true]} : memref<32x32xf32>, vector<32xf32>\n"
+    "  %b = vector.broadcast %raw : vector<32xf32> to vector<32x32xf32>\n"
+    f"  %c = iree_vector_ext.to_layout %b to layout({L64}) : vector<32x32xf32>\n" + write("%c"),
+    "non_splat_constant": read() + "  %k = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : vector<2x2xf32>\n"
+    "  %r = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x32xf32>, vector<2x2xf32>\n"
+    f"  %a = iree_vector_ext.to_layout %r to layout({nested([1, 1], [1, 1], [1, 1], [2, 2], [1, 1], [0, 0], [2, 1])}) : vector<2x2xf32>\n"
+    "  %w = arith.mulf %a, %k : vector<2x2xf32>\n"
+    "  vector.transfer_write %w, %dst[%c0, %c0] {in_bounds = [true, true]} : vector<2x2xf32>, memref<32x32xf32>\n",
+    "transposed_read": "  %raw = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true], "
+    "permutation_map = affine_map<(d0, d1) -> (d1, d0)>} : memref<32x32xf32>, vector<32x32xf32>\n"
+    f"  %v = iree_vector_ext.to_layout %raw to layout({L64}) : vector<32x32xf32>\n" + write("%v"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_op(name):
+    _check_with_n(program(CASES[name]))
+
+
+def _check_with_n(text: str):
+    import numpy as np
+
+    from simtify.ir import parse, print_module
+    from simtify.sim import run
+    from simtify.transforms.pipelines import Options, run_pipeline
+
+    rng = np.random.default_rng(1)
+    inputs = {"src": rng.uniform(0.1, 1, (32, 32)).astype(np.float32),
+              "dst": rng.uniform(-1, -0.1, (32, 32)).astype(np.float32), "n": np.int64(19)}
+    ref = run(parse(text, "in.mlir"), "f", {k: np.copy(v) for k, v in inputs.items()}, block=(1,), level="workgroup")
+    m = parse(text, "in.mlir")
+    run_pipeline(m, "nested-distribute", Options())
+    out = print_module(m)
+    new = run(parse(out, "out.mlir"), "f", {k: np.copy(v) for k, v in inputs.items()}, sanitize=True)
+    assert not new.findings, "\n".join(map(str, new.findings)) + out
+    np.testing.assert_allclose(new.arguments["dst"], ref.arguments["dst"], rtol=1e-6, err_msg=out)
+
+
+def contract_program(m, n, k, la, lb, transposed_b=False) -> str:
+    bmap = "affine_map<(d0, d1, d2) -> (d1, d2)>" if transposed_b else "affine_map<(d0, d1, d2) -> (d2, d1)>"
+    bshape = f"{n}x{k}" if transposed_b else f"{k}x{n}"
+    return f"""
+func.func @mm(%a: memref<{m}x{k}xf32>, %b: memref<{bshape}xf32>, %c: memref<{m}x{n}xf32>) {{
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %ra = vector.transfer_read %a[%c0, %c0], %pad {{in_bounds = [true, true]}} : memref<{m}x{k}xf32>, vector<{m}x{k}xf32>
+  %rb = vector.transfer_read %b[%c0, %c0], %pad {{in_bounds = [true, true]}} : memref<{bshape}xf32>, vector<{bshape}xf32>
+  %rc = vector.transfer_read %c[%c0, %c0], %pad {{in_bounds = [true, true]}} : memref<{m}x{n}xf32>, vector<{m}x{n}xf32>
+  %va = iree_vector_ext.to_layout %ra to layout({la}) : vector<{m}x{k}xf32>
+  %vb = iree_vector_ext.to_layout %rb to layout({lb}) : vector<{bshape}xf32>
+  %r = vector.contract {{indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, {bmap}, affine_map<(d0, d1, d2) -> (d0, d1)>],
+      iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>}} %va, %vb, %rc
+      : vector<{m}x{k}xf32>, vector<{bshape}xf32> into vector<{m}x{n}xf32>
+  vector.transfer_write %r, %c[%c0, %c0] {{in_bounds = [true, true]}} : vector<{m}x{n}xf32>, memref<{m}x{n}xf32>
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("case", ["k_in_registers", "k_over_lanes", "k_over_subgroups", "transposed_b"])
+def test_contract(case):
+    if case == "k_in_registers":  # each thread owns whole K rows: no cross-thread reduction
+        la = nested([1, 1], [1, 1], [1, 1], [8, 1], [1, 16], [0, 0], [1, 0])
+        lb = nested([1, 1], [1, 1], [1, 1], [1, 8], [16, 1], [0, 0], [0, 8])
+        text = contract_program(8, 8, 16, la, lb)
+    elif case == "k_over_lanes":  # K split over 4 lanes: subgroup_reduce clusters
+        la = nested([1, 1], [2, 1], [1, 1], [4, 4], [1, 4], [0, 0], [4, 1])
+        lb = nested([1, 1], [1, 2], [1, 1], [4, 4], [4, 1], [0, 0], [1, 16])
+        text = contract_program(8, 8, 16, la, lb)
+    elif case == "k_over_subgroups":  # K split over 2 subgroups: workgroup memory
+        la = nested([1, 2], [4, 1], [1, 1], [2, 4], [1, 2], [0, 1], [4, 1])
+        lb = nested([2, 1], [1, 1], [1, 1], [4, 8], [2, 1], [1, 0], [1, 8])
+        text = contract_program(8, 8, 16, la, lb)
+    else:
+        la = nested([1, 1], [2, 1], [1, 1], [4, 4], [1, 4], [0, 0], [4, 1])
+        lb = nested([1, 1], [2, 1], [1, 1], [4, 4], [1, 4], [0, 0], [16, 1])
+        text = contract_program(8, 8, 16, la, lb, transposed_b=True)
+    check_distribution(text, "mm", rtol=1e-5, atol=1e-5)
