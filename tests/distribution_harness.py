@@ -9,19 +9,20 @@ from simtify.sim import find_function, random_inputs, run
 from simtify.transforms.pipelines import Options, run_pipeline
 
 
-def distribute_text(text: str, **opts) -> str:
+def distribute_text(text: str, pipeline: str = "nested-distribute", **opts) -> str:
     module = parse(text, "input.mlir")
-    run_pipeline(module, "nested-distribute", Options(**opts))
+    run_pipeline(module, pipeline, Options(**opts))
     return print_module(module)
 
 
-def check_distribution(text: str, func: str, *, seed: int = 0, grid=(1,), rtol=1e-5, atol=1e-5, **opts) -> str:
+def check_distribution(text: str, func: str, *, seed: int = 0, grid=(1,), rtol=1e-5, atol=1e-5,
+                       pipeline: str = "nested-distribute", **opts) -> str:
     """Run `text` at workgroup level and its nested distribution at SIMT level on the
     same random inputs; every memref argument must agree and no sanitizer may fire."""
     ref_module = parse(text, "input.mlir")
     inputs = random_inputs(find_function(ref_module, func), seed)
     ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, grid=grid, block=(1,), level="workgroup")
-    out_text = distribute_text(text, **opts)
+    out_text = distribute_text(text, pipeline, **opts)
     new_module = parse(out_text, "distributed.mlir")
     new = run(new_module, func, {k: v.copy() for k, v in inputs.items()}, grid=grid,
               target=opts.get("target", "gfx942"), sanitize=True)

@@ -217,3 +217,73 @@ def test_contract(case):
         lb = nested([1, 1], [2, 1], [1, 1], [4, 4], [1, 4], [0, 0], [16, 1])
         text = contract_program(8, 8, 16, la, lb, transposed_b=True)
     check_distribution(text, "mm", rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", [0, 2, 5, 9])
+def test_reductions_with_shuffle_butterflies(case):
+    layout, dims, kind = REDUCTIONS[case]
+    out = check_distribution(reduction_program(layout, dims, kind), "reduce", pipeline="nested-distribute-shuffles")
+    assert "gpu.subgroup_reduce" not in out and "gpu.shuffle xor" in out
+
+
+BAD = {
+    "unsupported_op": ("  %v = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
+                       f"  %a = iree_vector_ext.to_layout %v to layout({L64}) : vector<32x32xf32>\n"
+                       "  %g = vector.extract %a[0] : vector<32xf32> from vector<32x32xf32>\n"
+                       f"  %h = iree_vector_ext.to_layout %g to layout({nested([1], [1], [1], [32], [1], [0], [1])}) : vector<32xf32>\n"
+                       "  vector.transfer_write %h, %dst[%c0, %c0] {in_bounds = [true]} : vector<32xf32>, memref<32x32xf32>\n",
+                       "does not support 'vector.extract'"),
+    "no_layout": ("  %v = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
+                  "  vector.transfer_write %v, %dst[%c0, %c0] {in_bounds = [true, true]} : vector<32x32xf32>, memref<32x32xf32>\n",
+                  "no layout reaches"),
+    "layout_too_wide": (read(layout=nested([1, 1], [1, 1], [1, 1], [32, 32], [1, 1], [0, 0], [32, 1])) + write("%v"),
+                        "exceeds the subgroup size"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_programs_are_errors_with_locations(name, tmp_path, capsys):
+    from simtify.cli.main import main
+
+    body, words = BAD[name]
+    f = tmp_path / "bad.mlir"
+    f.write_text(program(body))
+    assert main(["opt", str(f), "--pipeline", "nested-distribute"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {f}:") and words in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.iree
+def test_simt_output_parses_in_iree_opt(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("iree-opt") is None:
+        pytest.skip("iree-opt (iree-base-compiler 3.12.0) is not installed")
+    from distribution_harness import distribute_text
+
+    texts = [reduction_program(*REDUCTIONS[i][:2], REDUCTIONS[i][2]) for i in (0, 6, 9)]
+    texts += [program(CASES[n]) for n in ("masked", "convert_memory", "loop_accumulate", "non_splat_constant")]
+    for i, text in enumerate(texts):
+        out = tmp_path / f"simt{i}.mlir"
+        out.write_text(distribute_text(text))
+        p = subprocess.run(["iree-opt", str(out)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr + out.read_text()
+
+
+def test_gather_rows():
+    # random index values are 1..100: the source has 128 rows so every gathered row exists
+    text = """
+func.func @g(%src: memref<128x8xf32>, %idx: memref<16xindex>, %dst: memref<16x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %i = vector.transfer_read %idx[%c0], %c0 {in_bounds = [true]} : memref<16xindex>, vector<16xindex>
+  %v = iree_vector_ext.transfer_gather %src[%c0, %c0] [%i : vector<16xindex>], %pad {indexing_maps = [affine_map<(d0, d1)[s0] -> (s0, d1)>, affine_map<(d0, d1)[s0] -> (d0)>]} : memref<128x8xf32>, vector<16x8xf32>
+  %a = iree_vector_ext.to_layout %v to layout(LAYOUT) : vector<16x8xf32>
+  %e = math.exp %a : vector<16x8xf32>
+  vector.transfer_write %e, %dst[%c0, %c0] {in_bounds = [true, true]} : vector<16x8xf32>, memref<16x8xf32>
+  return
+}
+""".replace("LAYOUT", nested([1, 1], [2, 1], [1, 1], [8, 4], [1, 2], [0, 0], [1, 8]))
+    out = check_distribution(text, "g")
+    assert out.count("iree_vector_ext.transfer_gather") == 2

@@ -58,6 +58,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except Exception as e:  # a bug, not the user's fault: say so in one line
+        import os
+
+        if os.environ.get("SIMTIFY_TRACEBACK"):
+            raise
+        print(f"error: internal error ({type(e).__name__}: {e}); this is a simtify bug, please report it "
+              "(SIMTIFY_TRACEBACK=1 shows where)", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

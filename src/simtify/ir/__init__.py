@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 from xdsl.ir import Operation
-from xdsl.traits import NoTerminator
+from xdsl.traits import IsolatedFromAbove, NoTerminator
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from simtify.errors import SimtifyError
@@ -86,6 +86,38 @@ def verify(module: Operation) -> None:
             raise error.at(_where(op, source)) from None
         except DiagnosticException as error:
             raise SimtifyError(f"'{op.name}' op {_first_line(str(error))}", _where(op, source)) from None
+    _verify_dominance(module, source)
+
+
+def _verify_dominance(root: Operation, source) -> None:
+    """Every operand is defined before its use: earlier in the same block, in an
+    enclosing block, or as an argument of one (xDSL does not check this). Regions of
+    several blocks (unstructured control flow) are checked block by block."""
+
+    def visit_block(block, visible: set) -> None:
+        seen = set(visible) | set(block.args)
+        for op in block.ops:
+            for v in op.operands:
+                if v not in seen:
+                    name = f"%{v.name_hint}" if v.name_hint else "a value"
+                    raise SimtifyError(f"'{op.name}' op uses {name} before it is defined", _where(op, source))
+            if not op.has_trait(IsolatedFromAbove):
+                for region in op.regions:
+                    for b in region.blocks:
+                        visit_block(b, seen)
+            else:
+                for region in op.regions:
+                    for b in region.blocks:
+                        visit_block(b, set())
+            seen.update(op.results)
+
+    for region in root.regions:
+        if len(region.blocks) == 1:
+            visit_block(region.blocks.first, set())
+        else:
+            for b in region.blocks:  # unstructured: only what the block itself defines is ordered
+                visit_block(b, {r for other in region.blocks for o in other.ops for r in o.results
+                                if other is not b} | {a for other in region.blocks for a in other.args})
 
 
 def print_module(module: Operation) -> str:

@@ -477,6 +477,51 @@ class NestedDistribution:
         self.write_groups(self.m(op.vector), self.m(op.source), [self.m(i) for i in op.indices], perm, lay, in_bounds,
                           target, mask, mask_layout(op, lay) if mask is not None else None)
 
+    def op_iree_vector_ext_transfer_gather(self, op: Operation, em: Emitter) -> None:
+        """Per register group, a gather of the thread's element block: offsets move by
+        the group's coordinate on the dims the source map reads directly; index vectors
+        and mask are cut to the same block."""
+        from simtify.ir.iree_vector_ext import TransferGatherOp
+
+        if op.indexing_maps is None:
+            raise SimtifyError("transfer_gather is distributed in IREE 3.12's indexing_maps form")
+        lay = self.L(op.results[0])
+        r = lay.rank
+        maps = [m.data for m in op.indexing_maps.data]
+        vt = op.results[0].type
+        ebox = VectorType(vt.element_type, list(lay.element_tile))
+        offsets = [self.m(o) for o in op.offsets]
+        direct: dict[int, int] = {}
+        for j, e in enumerate(maps[0].results):
+            if isinstance(e, AffineDimExpr):
+                direct[j] = e.position
+            elif e.used_dims() if hasattr(e, "used_dims") else False:
+                raise SimtifyError("transfer_gather source maps must read a vector dim directly (d_k), "
+                                   "a symbol or a constant")
+        acc = em.broadcast(self.m(op.padding), dist_type(vt, lay))
+        for b, o in self.register_groups(lay):
+            offs = list(offsets)
+            for j, k in direct.items():
+                offs[j] = self.index_for(offsets[j], lay, k, b, o, em)
+            vecs = []
+            for vec, m in zip(op.index_vecs, maps[1:]):
+                if not is_vector(vec):
+                    vecs.append(self.m(vec))
+                    continue
+                dims = result_dims(m)
+                sub = lay.apply(dims)
+                vecs.append(em.extract(self.m(vec), [b[d] for d in dims] + [o[d] for d in dims],
+                                       VectorType(vec.type.element_type, list(sub.element_tile))))
+            mask = []
+            if op.mask is not None:
+                mask = [em.extract(self.m(op.mask), list(b) + list(o),
+                                   VectorType(op.mask.type.element_type, list(lay.element_tile)))]
+            piece = em.value(TransferGatherOp.build(
+                operands=[self.m(op.base), offs, vecs, self.m(op.padding), mask], result_types=[ebox],
+                properties={"indexing_maps": op.indexing_maps}))
+            acc = em.insert_strided(piece, acc, list(b) + list(o) + [0] * r)
+        self.vmap[op.results[0]] = acc
+
     # --- conversions --------------------------------------------------------------
 
     def convert(self, value: SSAValue, src: NestedLayout, dst: NestedLayout, vtype: VectorType, em: Emitter,

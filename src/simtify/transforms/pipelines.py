@@ -94,12 +94,23 @@ def _translation_info(threads: int, sg: int):
     return next(op for op in m.walk() if op.name == "func.func").attributes["translation_info"]
 
 
+def expand_subgroup_reduce(module: ModuleOp, opts: Options) -> None:
+    from simtify.transforms.expand_subgroup_reduce import expand_all
+
+    for func in _functions(module):
+        sg, _threads = launch_for(func, opts)
+        expand_all(func, sg)
+
+
 PASSES = {
+    "expand-subgroup-reduce": (expand_subgroup_reduce, "gpu.subgroup_reduce -> gpu.shuffle xor butterfly"),
     "propagate-layouts": (propagate_layouts, "give every vector value a nested layout; print them"),
 }
 PIPELINES = {
     "nested-distribute": ([nested_distribute],
                           "propagate nested layouts, then distribute to SIMT code (IREE vector distribution)"),
+    "nested-distribute-shuffles": ([nested_distribute, expand_subgroup_reduce],
+                                   "nested-distribute, with subgroup reductions expanded to xor shuffles"),
 }
 
 

@@ -200,6 +200,9 @@ class Propagation:
             self.assign(op.acc, self.L(op.results[0]))
         elif name == "vector.transfer_read" and op.mask is not None and self.L(op.results[0]):
             self.assign(op.mask, mask_layout(op, self.L(op.results[0])))
+        elif name == "iree_vector_ext.transfer_gather" and self.L(op.results[0]):
+            for i, lay in self.gather_requirements(op).items():
+                self.assign(op.operands[i], lay)
         elif name == "scf.for":
             block = op.regions[0].blocks.first
             for init, arg, res, y in zip(op.operands[3:], list(block.args)[1:], op.results, block.ops.last.operands):
@@ -219,6 +222,21 @@ class Propagation:
         proj = res.project(list(range(lead))) if lead else res
         stretched = [i for i, (s, r) in enumerate(zip(src_shape, proj.undistributed_shape)) if s == 1 and r != 1]
         return with_unit_dims(proj, stretched) if stretched else proj
+
+    def gather_requirements(self, op: Operation) -> dict[int, NestedLayout]:
+        """A gather's index vectors take the result's layout on the dims they are read
+        at; its mask the result's layout."""
+        lay = self.L(op.results[0])
+        out: dict[int, NestedLayout] = {}
+        if lay is None or op.indexing_maps is None:
+            return out
+        first = 1 + len(op.offsets)  # operands: base, offsets, index vectors, padding, mask
+        for k, (vec, m) in enumerate(zip(op.index_vecs, op.indexing_maps.data[1:])):
+            if is_vector(vec):
+                out[first + k] = lay.apply(result_dims(m.data))
+        if op.mask is not None:
+            out[len(op.operands) - 1] = lay
+        return out
 
     def iteration_layout(self, op: Operation) -> NestedLayout | None:
         """The layout of a contraction's iteration space, read off its lhs and rhs."""
@@ -270,6 +288,8 @@ class Propagation:
                 out[1] = it.apply(maps[1])
                 if is_vector(op.acc):
                     out[2] = it.apply(maps[2])
+        elif name == "iree_vector_ext.transfer_gather":
+            out.update(self.gather_requirements(op))
         elif name in ("vector.transfer_read", "vector.transfer_write") and op.mask is not None:
             vec = self.L(op.results[0]) if name == "vector.transfer_read" else self.L(op.vector)
             if vec is not None:

@@ -64,3 +64,44 @@ def _to_simd(sim, op):
     regs = np.broadcast_to(regs, (regs.shape[0], sim.T, omap.num_registers)).reshape(regs.shape[0], -1)
     whole = regs[:, first]
     return [whole.reshape((whole.shape[0], 1) + shape_of(op.results[0].type))]
+
+
+@handles("iree_vector_ext.transfer_gather")
+def _transfer_gather(sim, op):
+    """IREE 3.12's form: ``indexing_maps[0]`` sends each vector position (dims) and the
+    index vectors' values there (symbols) to a source index, added to the offsets;
+    ``indexing_maps[k]`` says where index vector k is read. Positions outside the source,
+    or masked off, take the padding value."""
+    from simtify.sim.affine_eval import eval_expr, eval_map
+
+    if op.indexing_maps is None:
+        raise SimtifyError("the simulator runs transfer_gather in IREE 3.12's indexing_maps form")
+    t = op.results[0].type
+    vshape = shape_of(t)
+    full = (sim.W, sim.T) + vshape
+    pos = [c.reshape((1, 1) + vshape) for c in np.indices(vshape, dtype=np.int64)]
+    maps = [m.data for m in op.indexing_maps.data]
+    syms = []
+    for vec, m in zip(op.index_vecs, maps[1:]):
+        v = np.broadcast_to(lead(sim.get(vec)).astype(np.int64), (sim.W, sim.T) + shape_of(vec.type))
+        where = [np.broadcast_to(np.asarray(r, dtype=np.int64), full) for r in eval_map(m, pos)]
+        w_ix = np.arange(sim.W).reshape((sim.W, 1) + (1,) * len(vshape))
+        t_ix = np.arange(sim.T).reshape((1, sim.T) + (1,) * len(vshape))
+        syms.append(v[(np.broadcast_to(w_ix, full), np.broadcast_to(t_ix, full)) + tuple(where)])
+    mem = sim.get(op.base)
+    idx = []
+    for off, e in zip(op.offsets, maps[0].results):
+        base = np.asarray(sim.get(off), dtype=np.int64)
+        base = base.reshape(base.shape + (1,) * (len(full) - base.ndim)) if base.ndim else base
+        idx.append(base + np.asarray(eval_expr(e, pos, syms), dtype=np.int64))
+    valid = np.ones(full, dtype=bool)
+    for i, n in zip(idx, mem.shape):
+        valid &= (np.broadcast_to(i, full) >= 0) & (np.broadcast_to(i, full) < n)
+    if op.mask is not None:
+        valid &= np.broadcast_to(lead(sim.get(op.mask)).astype(bool), full)
+    vals = sim.load(op, mem, idx, vshape, mask=valid)
+    pad = np.asarray(sim.get(op.padding))
+    pad = pad.reshape(pad.shape + (1,) * len(vshape)) if pad.ndim >= 2 else pad
+    from simtify.sim.types import fit
+
+    return [fit(np.where(valid, vals, pad), t)]
