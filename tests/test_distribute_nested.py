@@ -61,6 +61,11 @@ REDUCTIONS = [
     (L([1, 2, 1], [2, 1, 2], [1, 1, 1], [2, 4, 8], [1, 2, 1], [0, 1, 0], [32, 8, 1]), [1], "add"),
     (L([1, 2, 1], [2, 1, 2], [1, 1, 1], [2, 4, 8], [1, 2, 1], [0, 1, 0], [32, 8, 1]), [0, 2], "maximumf"),
     (L([1, 1], [1, 1], [1, 1], [8, 4], [1, 1], [0, 0], [1, 16]), [0], "add"),  # replicated lanes (gap)
+    # spans of at most 32 lanes, so that they run on sm_90 too
+    (L([2, 2], [1, 2], [1, 1], [4, 8], [2, 2], [1, 2], [8, 1]), [1], "add"),
+    (L([2, 2], [1, 2], [1, 1], [4, 8], [2, 2], [1, 2], [8, 1]), [0], "maximumf"),
+    (L([4], [1], [2], [6], [1], [1], [4]), [0], "add"),  # 6 lanes at stride 4: through memory
+    (L([1, 1, 2], [1, 2, 1], [1, 1, 1], [2, 2, 8], [2, 1, 1], [0, 0, 1], [16, 8, 1]), [0, 1, 2], "add"),
 ]
 
 
@@ -74,10 +79,18 @@ def test_reductions(case, target):
     check_distribution(reduction_program(layout, dims, kind), "reduce", target=target, subgroup_size=sg)
 
 
-L64 = nested([1, 1], [2, 2], [1, 1], [8, 8], [2, 2], [0, 0], [8, 1])  # 32x32 on 64 lanes
-L64T = nested([1, 1], [2, 2], [1, 1], [8, 8], [2, 2], [0, 0], [1, 8])  # transposed thread order
-L2SG = nested([2, 1], [1, 2], [1, 1], [8, 8], [2, 2], [1, 0], [8, 1])  # 2 subgroups
-LBO = nested([1, 1], [1, 1], [2, 2], [8, 8], [2, 2], [0, 0], [8, 1])  # same owners as L64, outer not batch
+# 32x32 layouts per target: (plain, transposed thread order, more subgroups, outer instead of batch)
+LAYOUTS = {
+    "gfx942": (nested([1, 1], [2, 2], [1, 1], [8, 8], [2, 2], [0, 0], [8, 1]),
+               nested([1, 1], [2, 2], [1, 1], [8, 8], [2, 2], [0, 0], [1, 8]),
+               nested([2, 1], [1, 2], [1, 1], [8, 8], [2, 2], [1, 0], [8, 1]),
+               nested([1, 1], [1, 1], [2, 2], [8, 8], [2, 2], [0, 0], [8, 1])),
+    "sm_90": (nested([2, 1], [2, 2], [1, 1], [4, 8], [2, 2], [1, 0], [8, 1]),
+              nested([1, 2], [2, 2], [1, 1], [8, 4], [2, 2], [0, 1], [1, 8]),
+              nested([2, 2], [1, 2], [1, 1], [8, 4], [2, 2], [1, 2], [4, 1]),
+              nested([2, 1], [1, 1], [2, 2], [4, 8], [2, 2], [1, 0], [8, 1])),
+}
+L64, L64T, L2SG, LBO = LAYOUTS["gfx942"]
 
 
 def program(body: str, src="32x32", dst="32x32") -> str:
@@ -102,63 +115,68 @@ def write(value, shape="32x32"):
             f"vector<{shape}xf32>, memref<{shape}xf32>\n")
 
 
-CASES = {
-    "elementwise": read() + "  %w = arith.mulf %v, %v : vector<32x32xf32>\n  %x = math.tanh %w : vector<32x32xf32>\n"
-    + write("%x"),
-    "splat_constant": read() + "  %k = arith.constant dense<2.5> : vector<32x32xf32>\n"
-    "  %w = arith.addf %v, %k : vector<32x32xf32>\n" + write("%w"),
-    "transpose": read() + "  %t = vector.transpose %v, [1, 0] : vector<32x32xf32> to vector<32x32xf32>\n" + write("%t"),
-    "broadcast_scalar": read() + "  %s = arith.constant 3.0 : f32\n  %b = vector.broadcast %s : f32 to vector<32x32xf32>\n"
-    "  %w = arith.subf %v, %b : vector<32x32xf32>\n" + write("%w"),
-    "convert_batch_outer": read() + f"  %c = iree_vector_ext.to_layout %v to layout({LBO}) : vector<32x32xf32>\n" + write("%c"),
-    "convert_memory": read() + f"  %c = iree_vector_ext.to_layout %v to layout({L64T}) : vector<32x32xf32>\n"
-    "  %w = arith.addf %c, %c : vector<32x32xf32>\n" + write("%w"),
-    "convert_forced_memory": read() + f"  %c = iree_vector_ext.to_layout %v to layout({L64}) {{shared_memory_conversion}} : "
-    "vector<32x32xf32>\n" + write("%c"),
-    "convert_subgroups": read() + f"  %c = iree_vector_ext.to_layout %v to layout({L2SG}) : vector<32x32xf32>\n" + write("%c"),
-    "conflicting_operands": read("%a") + read("%b", L64T) + "  %w = arith.addf %a, %b : vector<32x32xf32>\n" + write("%w"),
-    "masked": "  %m = vector.create_mask %n, %n : vector<32x32xi1>\n"
-    "  %raw = vector.transfer_read %src[%c0, %c0], %pad, %m {in_bounds = [true, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
-    f"  %v = iree_vector_ext.to_layout %raw to layout({L64}) : vector<32x32xf32>\n"
-    "  %w = arith.addf %v, %v : vector<32x32xf32>\n"
-    "  vector.transfer_write %w, %dst[%c0, %c0], %m {in_bounds = [true, true]} : vector<32x32xf32>, memref<32x32xf32>\n",
-    "out_of_bounds_padding": "  %c20 = arith.constant 20 : index\n"
-    "  %raw = vector.transfer_read %src[%c20, %c0], %pad {in_bounds = [false, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
-    f"  %v = iree_vector_ext.to_layout %raw to layout({L64}) : vector<32x32xf32>\n" + write("%v"),
-    "loop_accumulate": read() + "  %c1 = arith.constant 1 : index\n  %c4 = arith.constant 4 : index\n"
-    "  %z = arith.constant dense<0.0> : vector<32x32xf32>\n"
-    "  %acc = scf.for %i = %c0 to %c4 step %c1 iter_args(%a = %z) -> (vector<32x32xf32>) {\n"
-    "    %s = arith.addf %a, %v : vector<32x32xf32>\n    scf.yield %s : vector<32x32xf32>\n  }\n" + write("%acc"),
-    "step_iota": "  %s = vector.step : vector<32xindex>\n"
-    "  %i = arith.index_cast %s : vector<32xindex> to vector<32xi32>\n"
-    "  %f = arith.sitofp %i : vector<32xi32> to vector<32xf32>\n"
-    "  %raw = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true]} : memref<32x32xf32>, vector<32xf32>\n"
-    f"  %v = iree_vector_ext.to_layout %raw to layout({nested([1], [2], [1], [8], [2], [0], [1])}) : vector<32xf32>\n"
-    "  %w = arith.addf %v, %f : vector<32xf32>\n"
-    "  vector.transfer_write %w, %dst[%c0, %c0] {in_bounds = [true]} : vector<32xf32>, memref<32x32xf32>\n",
-    "shape_cast": read() + "  %s = vector.shape_cast %v : vector<32x32xf32> to vector<2x16x32xf32>\n"
-    "  %e = math.exp %s : vector<2x16x32xf32>\n"
-    "  %t = vector.shape_cast %e : vector<2x16x32xf32> to vector<32x32xf32>\n" + write("%t"),
-    "broadcast_vector": "  %raw = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true]} : memref<32x32xf32>, vector<32xf32>\n"
-    "  %b = vector.broadcast %raw : vector<32xf32> to vector<32x32xf32>\n"
-    f"  %c = iree_vector_ext.to_layout %b to layout({L64}) : vector<32x32xf32>\n" + write("%c"),
-    "non_splat_constant": read() + "  %k = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : vector<2x2xf32>\n"
-    "  %r = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x32xf32>, vector<2x2xf32>\n"
-    f"  %a = iree_vector_ext.to_layout %r to layout({nested([1, 1], [1, 1], [1, 1], [2, 2], [1, 1], [0, 0], [2, 1])}) : vector<2x2xf32>\n"
-    "  %w = arith.mulf %a, %k : vector<2x2xf32>\n"
-    "  vector.transfer_write %w, %dst[%c0, %c0] {in_bounds = [true, true]} : vector<2x2xf32>, memref<32x32xf32>\n",
-    "transposed_read": "  %raw = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true], "
-    "permutation_map = affine_map<(d0, d1) -> (d1, d0)>} : memref<32x32xf32>, vector<32x32xf32>\n"
-    f"  %v = iree_vector_ext.to_layout %raw to layout({L64}) : vector<32x32xf32>\n" + write("%v"),
-}
+def make_cases(L64, L64T, L2SG, LBO):
+    return {
+        "elementwise": read(layout=L64) + "  %w = arith.mulf %v, %v : vector<32x32xf32>\n  %x = math.tanh %w : vector<32x32xf32>\n"
+        + write("%x"),
+        "splat_constant": read(layout=L64) + "  %k = arith.constant dense<2.5> : vector<32x32xf32>\n"
+        "  %w = arith.addf %v, %k : vector<32x32xf32>\n" + write("%w"),
+        "transpose": read(layout=L64) + "  %t = vector.transpose %v, [1, 0] : vector<32x32xf32> to vector<32x32xf32>\n" + write("%t"),
+        "broadcast_scalar": read(layout=L64) + "  %s = arith.constant 3.0 : f32\n  %b = vector.broadcast %s : f32 to vector<32x32xf32>\n"
+        "  %w = arith.subf %v, %b : vector<32x32xf32>\n" + write("%w"),
+        "convert_batch_outer": read(layout=L64) + f"  %c = iree_vector_ext.to_layout %v to layout({LBO}) : vector<32x32xf32>\n" + write("%c"),
+        "convert_memory": read(layout=L64) + f"  %c = iree_vector_ext.to_layout %v to layout({L64T}) : vector<32x32xf32>\n"
+        "  %w = arith.addf %c, %c : vector<32x32xf32>\n" + write("%w"),
+        "convert_forced_memory": read(layout=L64) + f"  %c = iree_vector_ext.to_layout %v to layout({L64}) {{shared_memory_conversion}} : "
+        "vector<32x32xf32>\n" + write("%c"),
+        "convert_subgroups": read(layout=L64) + f"  %c = iree_vector_ext.to_layout %v to layout({L2SG}) : vector<32x32xf32>\n" + write("%c"),
+        "conflicting_operands": read("%a", L64) + read("%b", L64T) + "  %w = arith.addf %a, %b : vector<32x32xf32>\n" + write("%w"),
+        "masked": "  %m = vector.create_mask %n, %n : vector<32x32xi1>\n"
+        "  %raw = vector.transfer_read %src[%c0, %c0], %pad, %m {in_bounds = [true, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
+        f"  %v = iree_vector_ext.to_layout %raw to layout({L64}) : vector<32x32xf32>\n"
+        "  %w = arith.addf %v, %v : vector<32x32xf32>\n"
+        "  vector.transfer_write %w, %dst[%c0, %c0], %m {in_bounds = [true, true]} : vector<32x32xf32>, memref<32x32xf32>\n",
+        "out_of_bounds_padding": "  %c20 = arith.constant 20 : index\n"
+        "  %raw = vector.transfer_read %src[%c20, %c0], %pad {in_bounds = [false, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
+        f"  %v = iree_vector_ext.to_layout %raw to layout({L64}) : vector<32x32xf32>\n" + write("%v"),
+        "loop_accumulate": read(layout=L64) + "  %c1 = arith.constant 1 : index\n  %c4 = arith.constant 4 : index\n"
+        "  %z = arith.constant dense<0.0> : vector<32x32xf32>\n"
+        "  %acc = scf.for %i = %c0 to %c4 step %c1 iter_args(%a = %z) -> (vector<32x32xf32>) {\n"
+        "    %s = arith.addf %a, %v : vector<32x32xf32>\n    scf.yield %s : vector<32x32xf32>\n  }\n" + write("%acc"),
+        "step_iota": "  %s = vector.step : vector<32xindex>\n"
+        "  %i = arith.index_cast %s : vector<32xindex> to vector<32xi32>\n"
+        "  %f = arith.sitofp %i : vector<32xi32> to vector<32xf32>\n"
+        "  %raw = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true]} : memref<32x32xf32>, vector<32xf32>\n"
+        f"  %v = iree_vector_ext.to_layout %raw to layout({nested([1], [2], [1], [8], [2], [0], [1])}) : vector<32xf32>\n"
+        "  %w = arith.addf %v, %f : vector<32xf32>\n"
+        "  vector.transfer_write %w, %dst[%c0, %c0] {in_bounds = [true]} : vector<32xf32>, memref<32x32xf32>\n",
+        "shape_cast": read(layout=L64) + "  %s = vector.shape_cast %v : vector<32x32xf32> to vector<2x16x32xf32>\n"
+        "  %e = math.exp %s : vector<2x16x32xf32>\n"
+        "  %t = vector.shape_cast %e : vector<2x16x32xf32> to vector<32x32xf32>\n" + write("%t"),
+        "broadcast_vector": "  %raw = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true]} : memref<32x32xf32>, vector<32xf32>\n"
+        "  %b = vector.broadcast %raw : vector<32xf32> to vector<32x32xf32>\n"
+        f"  %c = iree_vector_ext.to_layout %b to layout({L64}) : vector<32x32xf32>\n" + write("%c"),
+        "non_splat_constant": read(layout=L64) + "  %k = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : vector<2x2xf32>\n"
+        "  %r = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x32xf32>, vector<2x2xf32>\n"
+        f"  %a = iree_vector_ext.to_layout %r to layout({nested([1, 1], [1, 1], [1, 1], [2, 2], [1, 1], [0, 0], [2, 1])}) : vector<2x2xf32>\n"
+        "  %w = arith.mulf %a, %k : vector<2x2xf32>\n"
+        "  vector.transfer_write %w, %dst[%c0, %c0] {in_bounds = [true, true]} : vector<2x2xf32>, memref<32x32xf32>\n",
+        "transposed_read": "  %raw = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true], "
+        "permutation_map = affine_map<(d0, d1) -> (d1, d0)>} : memref<32x32xf32>, vector<32x32xf32>\n"
+        f"  %v = iree_vector_ext.to_layout %raw to layout({L64}) : vector<32x32xf32>\n" + write("%v"),
+    }
 
 
+CASES = make_cases(L64, L64T, L2SG, LBO)
+
+
+@pytest.mark.parametrize("target", ["gfx942", "sm_90"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_op(name):
-    _check_with_n(program(CASES[name]))
+def test_op(name, target):
+    _check_with_n(program(make_cases(*LAYOUTS[target])[name]), target)
 
 
-def _check_with_n(text: str):
+def _check_with_n(text: str, target: str = "gfx942"):
     import numpy as np
 
     from simtify.ir import parse, print_module
@@ -170,9 +188,9 @@ def _check_with_n(text: str):
               "dst": rng.uniform(-1, -0.1, (32, 32)).astype(np.float32), "n": np.int64(19)}
     ref = run(parse(text, "in.mlir"), "f", {k: np.copy(v) for k, v in inputs.items()}, block=(1,), level="workgroup")
     m = parse(text, "in.mlir")
-    run_pipeline(m, "nested-distribute", Options())
+    run_pipeline(m, "nested-distribute", Options(target=target))
     out = print_module(m)
-    new = run(parse(out, "out.mlir"), "f", {k: np.copy(v) for k, v in inputs.items()}, sanitize=True)
+    new = run(parse(out, "out.mlir"), "f", {k: np.copy(v) for k, v in inputs.items()}, sanitize=True, target=target)
     assert not new.findings, "\n".join(map(str, new.findings)) + out
     np.testing.assert_allclose(new.arguments["dst"], ref.arguments["dst"], rtol=1e-6, err_msg=out)
 
