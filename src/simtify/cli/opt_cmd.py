@@ -37,6 +37,10 @@ def read_source(path: str) -> tuple[str, str]:
     """(text, name used in error locations) for a FILE argument; '-' is stdin."""
     if path == "-":
         return sys.stdin.read(), "<stdin>"
+    if path.startswith("example:"):
+        from simtify.examples import example_program
+
+        return example_program(path[len("example:"):]), path
     try:
         return Path(path).read_text(encoding="utf-8"), path
     except OSError as e:

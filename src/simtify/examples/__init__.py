@@ -1,5 +1,5 @@
 """Built-in examples, named so that the CLI can run on them with no files:
-``simtify layout show example:seed-64x64``. Each is a worked example of the seeds."""
+``simtify layout show example:seed-64x64``, ``simtify opt example:row-max ...``."""
 
 from simtify.errors import SimtifyError
 
@@ -28,3 +28,14 @@ def example_layout(name: str) -> str:
     if name not in LAYOUTS:
         raise SimtifyError(f"no built-in example '{name}' (have: {', '.join(sorted(LAYOUTS))})", "layout")
     return LAYOUTS[name]
+
+
+def example_program(name: str) -> str:
+    """A built-in MLIR program (``example:row-max``), shipped as package data."""
+    from importlib.resources import files
+
+    programs = sorted(p.name[: -len(".mlir")].replace("_", "-") for p in files(__package__).iterdir()
+                      if p.name.endswith(".mlir"))
+    if name not in programs:
+        raise SimtifyError(f"no built-in program '{name}' (have: {', '.join(programs)})", "example")
+    return files(__package__).joinpath(name.replace("-", "_") + ".mlir").read_text()

@@ -527,16 +527,12 @@ class NestedDistribution:
     def convert(self, value: SSAValue, src: NestedLayout, dst: NestedLayout, vtype: VectorType, em: Emitter,
                 force_memory: bool = False) -> SSAValue:
         if not force_memory and self.analysis.same(src, dst):
-            return em.shape_cast(value, dist_type(vtype, dst)) if src.distributed_shape != dst.distributed_shape \
-                and src.batch_tile == dst.batch_tile else self._same_owner_permute(value, src, dst, vtype, em)
+            # identical ownership maps: the same registers in the same order, maybe
+            # grouped into a differently shaped [B.., O.., E..]
+            return em.shape_cast(value, dist_type(vtype, dst))
         if not force_memory and self._batch_outer_only(src, dst):
             return self._batch_outer_permute(value, src, dst, vtype, em)
         return self.through_memory(value, src, dst, vtype, em)
-
-    def _same_owner_permute(self, value, src, dst, vtype, em):
-        if src.distributed_shape == dst.distributed_shape:
-            return value
-        return self._batch_outer_permute(value, src, dst, vtype, em)
 
     @staticmethod
     def _batch_outer_only(src: NestedLayout, dst: NestedLayout) -> bool:
