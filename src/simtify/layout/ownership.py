@@ -17,6 +17,25 @@ import numpy as np
 from simtify.errors import SimtifyError
 
 
+def unravel(flat, shape) -> tuple[np.ndarray, ...]:
+    """Row-major coordinates of flat indices, by integer division. (numpy 2.4's
+    `np.unravel_index` returns wrong digits for some multi-dimensional inputs.)"""
+    flat = np.asarray(flat, dtype=np.int64)
+    out = []
+    for n in reversed(tuple(shape)):
+        out.append(flat % n)
+        flat = flat // n
+    return tuple(reversed(out))
+
+
+def ravel(coords, shape) -> np.ndarray:
+    """Row-major flat indices of per-dim coordinates (the inverse of `unravel`)."""
+    flat = np.int64(0)
+    for c, n in zip(coords, shape):
+        flat = flat * n + np.asarray(c, dtype=np.int64)
+    return np.asarray(flat)
+
+
 @dataclass(frozen=True, eq=False)
 class OwnershipMap:
     shape: tuple[int, ...]
@@ -45,7 +64,7 @@ class OwnershipMap:
     @cached_property
     def coords(self) -> np.ndarray:
         """``[thread, register, dim]`` element coordinates."""
-        return np.stack(np.unravel_index(self.flat, self.shape), axis=-1)
+        return np.stack(unravel(self.flat, self.shape), axis=-1)
 
     def elements_of(self, tid: int) -> list[tuple[int, ...]]:
         """The coordinates thread `tid` holds, in register order."""
@@ -92,7 +111,7 @@ class OwnershipMap:
         """``(tid, register)`` pairs holding the element at `coord`."""
         if len(coord) != len(self.shape) or any(not 0 <= c < n for c, n in zip(coord, self.shape)):
             raise SimtifyError(f"element {list(coord)} is outside the shape {list(self.shape)}")
-        index = int(np.ravel_multi_index(tuple(coord), self.shape))
+        index = int(ravel(coord, self.shape))
         tids, regs = np.nonzero(self.flat == index)
         return [(int(t), int(r)) for t, r in zip(tids, regs)]
 

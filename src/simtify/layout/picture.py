@@ -24,6 +24,8 @@ from html import escape
 
 import numpy as np
 
+from simtify.layout.ownership import unravel
+
 from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap
 
@@ -86,7 +88,7 @@ class _View:
 
     def coord_texts(self) -> list[str]:
         """``[i, j, ...]`` for every drawn cell."""
-        g, r, c = np.unravel_index(np.arange(self.num_cells), (self.grids, self.rows, self.cols))
+        g, r, c = unravel(np.arange(self.num_cells), (self.grids, self.rows, self.cols))
         rank = len(self.omap.shape)
         if rank == 0:
             return ["[]"] * self.num_cells
@@ -99,7 +101,7 @@ class _View:
     def lead_prefixes(self) -> list[tuple[int, ...]]:
         if not self.lead_shape:
             return [()] * self.grids
-        idx = np.unravel_index(np.arange(self.grids), self.lead_shape)
+        idx = unravel(np.arange(self.grids), self.lead_shape)
         return [tuple(int(a[k]) for a in idx) for k in range(self.grids)]
 
     def grid_heading(self, k: int) -> str:
@@ -228,7 +230,7 @@ def threads_text(omap: OwnershipMap, max_threads: int | None = None) -> str:
     out = [_header(omap)]
     part = omap.flat[:shown, :per_line]
     if omap.shape:
-        coords = np.stack(np.unravel_index(part, omap.shape), axis=-1).tolist()
+        coords = np.stack(unravel(part, omap.shape), axis=-1).tolist()
     else:
         coords = [[[] for _ in range(per_line)] for _ in range(shown)]
     for t in range(shown):
