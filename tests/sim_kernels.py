@@ -3,7 +3,7 @@ random (never zero) inputs."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +14,7 @@ from simtify.sim import find_function, random_inputs, run
 KERNELS = Path(__file__).parent / "kernels"
 
 
-@lru_cache(maxsize=None)
+@cache
 def module(name: str):
     """`tests/kernels/NAME.mlir`, parsed (the simulator never changes a module)."""
     path = KERNELS / f"{name}.mlir"

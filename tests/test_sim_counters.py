@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sim_kernels import KERNELS, inputs, module, simulate
 
 from simtify.ir import parse
 from simtify.sim import run
-from sim_kernels import KERNELS, inputs, module, simulate
 
 
 def strided(stride: int, target: str = "gfx942"):
@@ -94,7 +94,8 @@ func.func @k(%in: memref<4096xf32>, %out: memref<64xf32>) {
   return
 }
 """
-    x = {"in": np.random.default_rng(0).uniform(1, 2, 4096).astype(np.float32), "out": np.ones(64, np.float32)}
+    rng = np.random.default_rng(0)
+    x = {"in": rng.uniform(1, 2, 4096).astype(np.float32), "out": rng.uniform(1, 2, 64).astype(np.float32)}
     r = run(parse(text), "k", x, grid=(1,), block=(64,))
     # 64 lanes x 64 contiguous bytes = 4 KiB: 128 sectors
     assert r.stats_by_op["vector.load"]["global_sectors"] == 128
@@ -113,6 +114,9 @@ AGREE = [
     ("strided_access", "strided", (1,), (64,)),
     ("workgroup_level", "matmul", (1,), (1,)),
     ("workgroup_level", "col_max", (2,), (1,)),
+    ("race_missing_barrier", "workgroup_sum", (4,), (256,)),
+    ("uninit_read_before_write", "accumulate", (4,), (64,)),
+    ("oob_off_by_one", "shift", (4,), (64,)),
 ]
 
 

@@ -3,7 +3,7 @@ and give numpy's answer; `simtify check` finds them equal to their inputs."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ CASES = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def fixture(name: str):
     path = IREE / name
     return parse(path.read_text(), str(path))

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sim_kernels import KERNELS, inputs, simulate
 
-from sim_kernels import inputs, simulate
+from simtify.ir import parse
+from simtify.sim import run
 
-F32 = dict(rtol=1e-5, atol=1e-5)
+F32 = {"rtol": 1e-5, "atol": 1e-5}
 
 
 def test_butterfly_shuffle_sum_of_each_row():
@@ -27,10 +29,6 @@ def test_workgroup_tree_reduction_through_workgroup_memory():
 
 @pytest.mark.parametrize("padded", [True, False])
 def test_transpose_through_workgroup_memory(padded):
-    from simtify.ir import parse
-    from sim_kernels import KERNELS
-    from simtify.sim import run
-
     text = (KERNELS / "transpose.mlir").read_text()
     if not padded:
         text = text.replace("32x33xf32", "32x32xf32")

@@ -4,10 +4,10 @@ the address, and stays silent on the fixed kernel."""
 from __future__ import annotations
 
 import numpy as np
+from sim_kernels import KERNELS, inputs, simulate
 
 from simtify.ir import parse
 from simtify.sim import run
-from sim_kernels import KERNELS, inputs, simulate
 
 
 def line_of(name: str, needle: str) -> int:
@@ -104,7 +104,8 @@ func.func @k(%out: memref<64xf32>) {
 
 def small(body: str):
     m = parse(SMALL.replace("BODY", body), "small.mlir")
-    return run(m, "k", {"out": np.full(64, 3.0, np.float32)}, grid=(2,), block=(64,))
+    out = np.random.default_rng(0).uniform(1, 2, 64).astype(np.float32)
+    return run(m, "k", {"out": out}, grid=(2,), block=(64,))
 
 
 def test_two_threads_writing_one_element_in_one_store_race():

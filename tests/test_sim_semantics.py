@@ -51,7 +51,7 @@ def shuffle_reference(mode, x, offset, width, subgroup=64):
 def test_shuffle_modes_and_width(mode, offset, width):
     module = parse(SHUFFLE.replace("MODE", mode))
     x = floats(128)
-    args = {"in": x, "out": floats(128), "valid": np.full(128, 7, np.int32), "offset": np.int32(offset),
+    args = {"in": x, "out": floats(128), "valid": RNG.integers(2, 100, 128).astype(np.int32), "offset": np.int32(offset),
             "width": np.int32(width)}
     r = run(module, "shuffle", args, grid=(2,), block=(128,))  # two subgroups of 64 per workgroup
     want, valid = shuffle_reference(mode, x, offset, width)
@@ -196,7 +196,8 @@ func.func @loops(%in: memref<16xf32>, %sum: memref<64xf32>, %steps: memref<64xi3
 
 def test_divergent_for_bounds_and_while_trip_counts():
     x = floats(16)
-    args = {"in": x, "sum": floats(64), "steps": np.full(64, 9, np.int32), "last": np.full(64, 9, np.int32)}
+    args = {"in": x, "sum": floats(64), "steps": RNG.integers(1, 100, 64).astype(np.int32),
+            "last": RNG.integers(1, 100, 64).astype(np.int32)}
     r = run(parse(LOOPS), "loops", args, grid=(2,), block=(64,))
     assert r.findings == []
     for t in range(64):

@@ -26,7 +26,7 @@ from simtify.ir.context import make_context
 from simtify.ir.parser import MLIRParser
 from simtify.ir.printer import MLIRPrinter
 
-__all__ = ["make_context", "parse", "print_module", "verify"]
+__all__ = ["location_of", "make_context", "parse", "print_module", "verify"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,15 @@ def _verify_dominance(root: Operation, source) -> None:
             for b in region.blocks:  # unstructured: only what the block itself defines is ordered
                 visit_block(b, {r for other in region.blocks for o in other.ops for r in o.results
                                 if other is not b} | {a for other in region.blocks for a in other.args})
+
+
+def location_of(op: Operation) -> str:
+    """``FILE:LINE:COL`` of `op` as it was parsed (a transformation's new ops: their
+    nearest parsed ancestor), for messages about an op long after parsing."""
+    root = op
+    while (parent := root.parent_op()) is not None:
+        root = parent
+    return _where(op, _SOURCES.get(root) if isinstance(root, ModuleOp) else None)
 
 
 def print_module(module: Operation) -> str:

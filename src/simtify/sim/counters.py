@@ -4,6 +4,9 @@
 active lanes touch. `shared_bank_conflicts`: per workgroup-memory instruction and
 subgroup, lanes taken in phases of (banks × bank width) bytes of accesses; each phase
 adds the largest number of distinct words one bank must serve, minus one.
+`dma_bytes`: bytes DMA ops (gather_to_lds, global_load_dma, cp.async) moved from global
+to workgroup memory without a register holding them; `dma_instructions`: their
+instructions, one per subgroup and issue.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 FIELDS = ("global_bytes", "global_sectors", "shared_bytes", "shared_bank_conflicts", "shuffles", "barriers",
-          "max_registers_per_thread")
+          "max_registers_per_thread", "dma_bytes", "dma_instructions")
 
 
 @dataclass
@@ -84,7 +87,7 @@ def count_bank_conflicts(group: np.ndarray, lane: np.ndarray, element: np.ndarra
     per_phase = max(1, (banks * bank_width) // (chunk * elem_bytes))
     instrs = -(-elements // chunk)
     phases = int(lane.max()) // per_phase + 1
-    rank, groups = _rows(group)
+    rank, _ = _rows(group)
     # one row per (group, instruction, phase), a column per (lane in phase, element in chunk)
     row = (rank * instrs + element // chunk) * phases + lane // per_phase
     # a phase with one access cannot conflict: keep the rows with two or more

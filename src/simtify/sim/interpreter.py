@@ -26,16 +26,9 @@ TERMINATORS = {"scf.yield", "func.return", "gpu.return", "gpu.yield", "linalg.yi
 
 def location_of(op: Operation) -> str:
     """``FILE:LINE:COL`` of `op` as the IR layer recorded it when parsing."""
-    import simtify.ir as ir
+    from simtify.ir import location_of as ir_location
 
-    public = getattr(ir, "location_of", None)
-    if public is not None:
-        return public(op)
-    # The IR layer does not export its lookup yet: use it through the parsed module.
-    top = op
-    while top.parent_op() is not None:
-        top = top.parent_op()
-    return ir._where(op, ir._SOURCES.get(top))
+    return ir_location(op)
 
 
 @dataclass
@@ -181,6 +174,7 @@ class Interpreter:
             subgroup_size=self.subgroup_size, first_workgroup=int(self.state.wg_linear[0]),
             active=active, sanitize=self.sanitize, findings=self.findings, counters=self.counters,
             target=self.target, seen=self.seen, active_threads=None if active is None else self.active_threads(),
+            grid=self.launch.grid, block=self.launch.block if self.launch.level == "simt" else (1, 1, 1),
         )
 
     def active_threads(self) -> tuple:

@@ -78,6 +78,18 @@ def function_args(func: Operation) -> list[tuple[str, object]]:
     return out
 
 
+# The workgroup count a kernel generator recorded on the function (``simtify.workgroup_count
+# = array<i64: X, Y, Z>``); `run` launches that grid when none is given.
+WORKGROUP_COUNT = "simtify.workgroup_count"
+
+
+def recorded_grid(func: Operation) -> tuple[int, ...] | None:
+    attr = func.attributes.get(WORKGROUP_COUNT)
+    if attr is not None and hasattr(attr, "get_values"):
+        return tuple(int(x) for x in attr.get_values())
+    return None
+
+
 def _recorded_sizes(func: Operation) -> tuple[tuple[int, ...] | None, int | None]:
     info = func.attributes.get("translation_info")
     if info is not None and hasattr(info, "workgroup_size"):
@@ -96,7 +108,9 @@ def _xyz(sizes, what: str) -> tuple[int, int, int]:
 
 
 def detect_level(func: Operation) -> str:
-    return "simt" if any(op.name in SIMT_OPS for op in func.walk()) else "workgroup"
+    from simtify.sim.ops.xegpu import is_lane_level
+
+    return "simt" if any(op.name in SIMT_OPS or is_lane_level(op) for op in func.walk()) else "workgroup"
 
 
 def random_inputs(func: Operation, seed: int = 0) -> dict[str, np.ndarray]:
@@ -145,7 +159,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
         raise SimtifyError(f"the function is compiled for subgroups of {rec_sg} lanes, not {subgroup_size}",
                            "--subgroup-size")
     launch = Launch(
-        grid=_xyz(grid or (1,), "grid"),
+        grid=_xyz(grid or recorded_grid(func) or (1,), "grid"),
         block=block,
         subgroup_size=int(subgroup_size or rec_sg or tgt.subgroup_size),
         level=level,
@@ -162,6 +176,10 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     n_wg = launch.num_workgroups
     per_wg = T * max(1, _largest_vector(func))
     batch = max(1, min(n_wg, BATCH_ELEMENTS // per_wg))
+    for plane in (launch.grid[0] * launch.grid[1], launch.grid[0]):  # whole rows of the grid per batch:
+        if plane <= batch < n_wg:  # block ids stay affine in the batch's digits
+            batch -= batch % plane
+            break
     returns: list = []
     n_inputs = len(func.function_type.inputs.data)
     block_args = list(func.body.blocks.first.args)

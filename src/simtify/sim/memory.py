@@ -6,13 +6,22 @@ one flat array per workgroup of the batch (``[W, n]``). A memref value is a view
 goes through `access`: it checks bounds against the memref's shape, masks inactive
 threads, feeds the counters, and (workgroup memory) the race and uninitialised-read
 checks, whose state is reset at each barrier.
+
+Two paths, one meaning: an access whose address is affine in (workgroup, thread,
+vector position), with every thread active, is a strided view of the buffer, checked at
+its corners and counted from one subgroup per alignment class (`_affine_access`); any
+other access works entry by entry on its active entries only. A large read handed out
+as a view makes the buffer copy itself before its next write (`Buffer.before_write`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import prod
 
 import numpy as np
+
+from simtify.layout.ownership import ravel
 
 from simtify.sim.counters import count_bank_conflicts, count_sectors
 from simtify.sim.report import Finding
@@ -34,18 +43,19 @@ class Buffer:
     writer: np.ndarray | None = None  # workgroup: [W, n] tid that wrote since the last barrier; -1 none, -2 several
     reader: np.ndarray | None = None  # workgroup: [W, n] tid that read since the last barrier; -1 none, -2 several
     lent: bool = False  # `data` backs values handed out as views: copy it before the next write
+    claims: np.ndarray | None = None  # workgroup: scratch for finding several threads on one element
 
     @property
     def elem_bytes(self) -> int:
         return byte_width(self.elem_type)
 
     @classmethod
-    def workgroup(cls, name: str, elem_type, size: int, num_workgroups: int) -> "Buffer":
+    def workgroup(cls, name: str, elem_type, size: int, num_workgroups: int) -> Buffer:
         dt = dtype_of(elem_type)
         # never zeros: a read of memory nobody wrote must not look like a plausible value
         fill = np.nan if dt.kind == "f" else (True if dt.kind == "b" else np.iinfo(dt).min)
         data = np.full((num_workgroups, size), fill, dtype=dt)
-        shadow = lambda v, t: np.full((num_workgroups, size), v, dtype=t)  # noqa: E731
+        shadow = lambda v, t: np.full((num_workgroups, size), v, dtype=t)
         return cls(name, WORKGROUP, elem_type, data, init=shadow(False, bool), writer=shadow(-1, np.int32),
                    reader=shadow(-1, np.int32))
 
@@ -92,6 +102,8 @@ class AccessContext:
     target: object
     seen: set = field(default_factory=set)
     active_threads: tuple | None = None  # (w, t) of the active threads when `active` is given
+    grid: tuple = (1, 1, 1)
+    block: tuple = (1, 1, 1)  # of a SIMT launch; (1, 1, 1) at workgroup level
 
 
 def _report(ctx: AccessContext, kind: str, buffer: Buffer, where: np.ndarray, w: np.ndarray, t: np.ndarray,
@@ -123,7 +135,7 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
     vec_shape = tuple(vec_shape)
     full = (W, T) + vec_shape
     buf = mem.buffer
-    if ctx.active is None and mask is None and not (ctx.sanitize and buf.space == WORKGROUP):
+    if ctx.active is None and mask is None:
         done, result = _affine_access(ctx, mem, idx, full, values, contiguous)
         if done:
             return result
@@ -135,14 +147,11 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
         act = m if act is None else act & m
     sel = _entries(act, full, ctx.active_threads if mask is None else None)
     w, t = sel[0], sel[1]
-    e = np.ravel_multi_index(sel[2:], vec_shape) if vec_shape else np.zeros(w.shape, np.int64)
+    e = ravel(sel[2:], vec_shape) if vec_shape else np.zeros(w.shape, np.int64)
 
     def at_entries(a):
         a = np.asarray(a, dtype=np.int64)
-        if a.ndim == 0:
-            return np.full(w.shape, a)
-        a = a.reshape(a.shape + (1,) * (len(full) - a.ndim))
-        return np.broadcast_to(a, full)[sel]
+        return np.full(w.shape, a) if a.ndim == 0 else np.broadcast_to(_lead_shaped(a, len(full)), full)[sel]
 
     iv = [at_entries(i) for i in idx]
     lin = at_entries(mem.offset)
@@ -169,10 +178,15 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
     if w.size:
         buf.written = True
         buf.before_write()
-        vals = np.asarray(values)
-        vals = vals.reshape(vals.shape + (1,) * (len(full) - vals.ndim)) if vals.ndim >= 2 else vals
-        buf.data[where] = np.broadcast_to(vals, full)[sel]
+        buf.data[where] = np.broadcast_to(_lead_shaped(values, len(full)), full)[sel]
     return None
+
+
+def _lead_shaped(a, rank: int) -> np.ndarray:
+    """`a` ([W?, T?, ...] or a scalar) with trailing unit axes up to `rank`: per-thread
+    values broadcast over the vector positions of an access."""
+    a = np.asarray(a)
+    return a.reshape(a.shape + (1,) * (rank - a.ndim)) if 2 <= a.ndim < rank else a
 
 
 def _entries(act, full: tuple, threads: tuple | None = None) -> tuple:
@@ -211,38 +225,87 @@ def _count(ctx: AccessContext, buf: Buffer, w, t, e, lin, elements: int, contigu
                          count_bank_conflicts(group, t % sg, e, addr, elements, eb, ctx.target.shared_banks,
                                               ctx.target.bank_width_bytes, contiguous))
 
+
 # --- affine accesses ------------------------------------------------------------------
-# Most accesses of real kernels have an address that is affine in (workgroup, thread,
-# vector position) with every thread active: `in[row, tid * 16 + e]`. Such an access is
-# a strided view of the buffer (no gather), its bounds are those of its corners, and
-# its counts follow from one subgroup's pattern per alignment class.
+# Most accesses of real kernels have an address that is affine in the digits of the
+# workgroup id, the thread id and the vector position, with every thread active:
+# `in[row, tid * 16 + e]`, or `in[by * 32 + ty, bx * 32 + tx]`, or IREE's
+# `delinearize_index %tid into (4, 16)`. The thread id is taken apart into the block's
+# x, y, z and each of those into binary digits (any mixed-radix digit of a power-of-two
+# size is affine in them), the workgroup id into the grid's digits when the batch covers
+# whole rows of the grid. Such an access is a strided view of the buffer (no gather),
+# its bounds are those of its corners, and its counts follow from each subgroup's
+# pattern once per alignment class.
 
 VIEW_ELEMENTS = 1 << 16  # smaller reads are copied: a view is worth its copy-on-write only when large
 
 
-def _affine_terms(a: np.ndarray, rank: int):
-    """(constant, per-axis step) if `a` (broadcastable to a rank-`rank` shape whose two
-    leading axes are [W, T]) is c + sum_k step_k * i_k; else None."""
+def _radices(n: int) -> list[int]:
+    """Digits of [0, n), most significant first: the odd part of n, then binary digits."""
+    if n <= 1:
+        return []
+    twos = (n & -n).bit_length() - 1
+    odd = n >> twos
+    return ([odd] if odd > 1 else []) + [2] * twos
+
+
+def _digit_axes(ctx: AccessContext) -> tuple[list[int], list[int]]:
+    """The workgroup and thread axes of an access, taken apart into digits."""
+    W, T = ctx.num_workgroups, ctx.threads
+    gx, gy, _ = ctx.grid
+    w_axes = _radices(W)
+    for plane, inner in ((gx * gy, _radices(gy) + _radices(gx)), (gx, _radices(gx))):
+        if 1 < plane <= W and W % plane == 0 and ctx.first_workgroup % plane == 0:
+            w_axes = [n for n in [W // plane] if n > 1] + inner
+            break
+    bx, by, bz = ctx.block
+    t_axes = _radices(bz) + _radices(by) + _radices(bx) if T == bx * by * bz else _radices(T)
+    return w_axes, t_axes
+
+
+def _affine_terms(a, w_axes: list[int], t_axes: list[int], vec: tuple):
+    """(constant, per-axis step) if `a` (broadcastable to [W, T, *vec]) is c + sum_k
+    step_k * i_k over the digit axes `w_axes + t_axes + vec`; else None."""
     a = np.asarray(a, dtype=np.int64)
+    rank = len(w_axes) + len(t_axes) + len(vec)
     if a.ndim == 0:
         return int(a), [0] * rank
-    if a.ndim < 2 or a.ndim > rank:
+    if a.ndim < 2 or a.ndim > 2 + len(vec):
         return None
-    a = a.reshape(a.shape + (1,) * (rank - a.ndim))
+    a = a.reshape(a.shape + (1,) * (2 + len(vec) - a.ndim))
+    if a.shape[0] not in (1, prod(w_axes)) or a.shape[1] not in (1, prod(t_axes)):
+        return None
     c = int(a.flat[0])
+    # affine over the digits = the sum of its marginals along each axis, each of them
+    # affine over that axis's digits
     steps, pred = [], np.int64(c)
-    for k, n in enumerate(a.shape):
-        if n == 1:
-            steps.append(0)
+    for k, digits in enumerate([w_axes, t_axes] + [[n] for n in vec]):
+        if a.shape[k] == 1:
+            steps += [0] * len(digits)
             continue
-        at = [0] * rank
-        at[k] = 1
-        step = int(a[tuple(at)]) - c
-        steps.append(step)
-        pred = pred + step * np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (rank - 1 - k))
+        marginal = a[(0,) * k + (slice(None),) + (0,) * (a.ndim - k - 1)] - c
+        fit = _affine_vector(marginal, digits)
+        if fit is None:
+            return None
+        steps += fit
+        pred = pred + marginal.reshape((1,) * k + (-1,) + (1,) * (a.ndim - k - 1))
     if a.size > 1 and not np.array_equal(a, np.broadcast_to(pred, a.shape)):
         return None
     return c, steps
+
+
+def _affine_vector(v: np.ndarray, digits: list[int]) -> list[int] | None:
+    """Steps s_j with v = sum_j s_j * d_j over the mixed-radix `digits` of v's index
+    (v[0] = 0), or None."""
+    m = v.reshape(digits)
+    steps, pred = [], np.int64(0)
+    for j, n in enumerate(digits):
+        at = [0] * len(digits)
+        at[j] = 1
+        step = int(m[tuple(at)]) if n > 1 else 0
+        steps.append(step)
+        pred = pred + step * np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (len(digits) - 1 - j))
+    return steps if np.array_equal(m, np.broadcast_to(pred, m.shape)) else None
 
 
 def _corner(terms, shape, pick) -> int:
@@ -265,68 +328,96 @@ def _injective(shape, steps) -> bool:
 def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, values, contiguous: bool):
     """(True, result) when the access is affine, in bounds and every thread is active;
     (False, None) to take the general path (which also reports what is wrong)."""
-    rank = len(full)
     buf = mem.buffer
-    terms = [_affine_terms(mem.offset, rank)]
+    w_axes, t_axes = _digit_axes(ctx)
+    vec = tuple(full[2:])
+    shape = w_axes + t_axes + list(vec)
+    terms = [_affine_terms(mem.offset, w_axes, t_axes, vec)]
     for i, n, stride in zip(idx, mem.shape, mem.strides):
-        t = _affine_terms(i, rank)
-        if t is None or not 0 <= _corner(t, full, min) <= _corner(t, full, max) < n:
+        t = _affine_terms(i, w_axes, t_axes, vec)
+        if t is None or not 0 <= _corner(t, shape, min) <= _corner(t, shape, max) < n:
             return False, None
         terms.append((t[0] * stride, [s * stride for s in t[1]]))
     if terms[0] is None:
         return False, None
     c = sum(t[0] for t in terms)
-    steps = [sum(t[1][k] for t in terms) for k in range(rank)]
+    steps = [sum(t[1][k] for t in terms) for k in range(len(shape))]
     size = buf.data.shape[-1]
-    if not 0 <= _corner((c, steps), full, min) <= _corner((c, steps), full, max) < size:
+    if not 0 <= _corner((c, steps), shape, min) <= _corner((c, steps), shape, max) < size:
         return False, None
-    is_write = values is not None
-    if is_write and not _injective(full, steps):
-        return False, None  # several threads storing to one address: the general path orders them
-    _count_affine(ctx, buf, c, steps, full, contiguous)
+    data_steps = list(steps)
     if buf.space == WORKGROUP:  # one row of `data` per workgroup
-        steps[0] += size
+        for k in range(len(w_axes)):
+            data_steps[k] += size * prod(w_axes[k + 1:])
+    is_write = values is not None
+    if is_write and not _injective(shape, data_steps):
+        return False, None  # several threads storing to one address: the general path orders them
+    nw, nt = len(w_axes), len(t_axes)
+    at_w, at_t, at_e = (_offsets(w_axes, steps[:nw]), _offsets(t_axes, steps[nw:nw + nt]),
+                        _offsets(list(vec), steps[nw + nt:]))
+    _count_affine(ctx, buf, c, at_w, at_t, at_e, contiguous)
+    if ctx.sanitize and buf.space == WORKGROUP:  # the shadow state needs every entry
+        W, T, n = at_w.size, at_t.size, at_e.size
+        lin = (c + at_w[:, None, None] + at_t[None, :, None] + at_e[None, None, :]).reshape(-1)
+        w = np.repeat(np.arange(W, dtype=np.int64), T * n)
+        t = np.tile(np.repeat(np.arange(T, dtype=np.int64), n), W)
+        _check_workgroup(ctx, buf, w, t, lin, is_write)
+    steps = data_steps
     if is_write:
         buf.written = True
         buf.before_write()
     flat = buf.data.reshape(-1)
     eb = flat.itemsize
-    view = np.lib.stride_tricks.as_strided(flat[c:], shape=full, strides=[s * eb for s in steps],
+    view = np.lib.stride_tricks.as_strided(flat[c:], shape=shape, strides=[s * eb for s in steps],
                                            writeable=is_write)
     if is_write:
-        view[...] = np.broadcast_to(np.asarray(values), full)
+        view[...] = np.broadcast_to(_lead_shaped(values, len(full)), full).reshape(shape)
         return True, None
-    if view.size < VIEW_ELEMENTS:
-        return True, np.array(view)
+    out = view.reshape(full)  # a view where the digits merge back, else a strided copy
+    if not np.may_share_memory(out, flat):
+        return True, out
+    if out.size < VIEW_ELEMENTS:
+        return True, out.copy()
     buf.lent = True
-    return True, view
+    return True, out
 
 
-def _count_affine(ctx: AccessContext, buf: Buffer, c: int, steps, full, contiguous: bool) -> None:
+def _offsets(shape: list[int], steps: list[int]) -> np.ndarray:
+    """sum_k steps_k * i_k for every position of `shape`, row-major."""
+    if not shape:
+        return np.zeros(1, dtype=np.int64)
+    return np.tensordot(np.asarray(steps, dtype=np.int64), np.indices(shape, dtype=np.int64), axes=1).reshape(-1)
+
+
+def _count_affine(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, contiguous: bool) -> None:
+    """Counters of an affine access: element offsets c + at_w[w] + at_t[t] + at_e[e]."""
     eb = buf.elem_bytes
-    W, T = full[:2]
-    n = int(np.prod(full[2:])) if len(full) > 2 else 1
+    W, T, n = ctx.num_workgroups, ctx.threads, at_e.size
     sg = ctx.subgroup_size if T % ctx.subgroup_size == 0 else T
-    groups = T // sg
-    # byte address of each subgroup's lane 0, element 0; and of every (lane, element) relative to it
-    start = (buf.base + (c + steps[0] * np.arange(W, dtype=np.int64)[:, None]
-                         + steps[1] * sg * np.arange(groups, dtype=np.int64)[None, :]) * eb).reshape(-1)
-    rel = steps[1] * np.arange(sg, dtype=np.int64).reshape(sg, 1)
-    coords = np.indices(full[2:], dtype=np.int64).reshape(len(full) - 2, -1) if len(full) > 2 else np.zeros((0, 1), np.int64)
-    rel = (rel + sum(s * coords[k] for k, s in enumerate(steps[2:]))) * eb
-    rel = np.broadcast_to(rel, (sg, n))
+    # subgroups with the same pattern of (lane, element) addresses relative to their
+    # first, counted together from the byte address where each starts
+    patterns: dict[bytes, tuple[np.ndarray, list]] = {}
+    for s in range(T // sg):
+        lanes = at_t[s * sg:(s + 1) * sg]
+        rel = (lanes[:, None] - lanes[0] + at_e[None, :]) * eb
+        start = buf.base + (c + at_w + lanes[0]) * eb
+        patterns.setdefault(rel.tobytes(), (rel, []))[1].append(start)
     nbytes = W * T * n * eb
     if buf.space == GLOBAL:
         period = ctx.target.global_sector_bytes
-        count = lambda a: count_sectors(*_one_subgroup(a), eb, period)  # noqa: E731
+        count = lambda a: count_sectors(*_one_subgroup(a), eb, period)
         ctx.counters.add(ctx.op_name, "global_bytes", nbytes)
-        ctx.counters.add(ctx.op_name, "global_sectors", _per_alignment(start, rel, period, count))
+        key = "global_sectors"
     elif buf.space == WORKGROUP:
         period = ctx.target.shared_banks * ctx.target.bank_width_bytes
-        count = lambda a: count_bank_conflicts(*_one_subgroup(a), eb, ctx.target.shared_banks,  # noqa: E731
+        count = lambda a: count_bank_conflicts(*_one_subgroup(a), eb, ctx.target.shared_banks,
                                                ctx.target.bank_width_bytes, contiguous)
         ctx.counters.add(ctx.op_name, "shared_bytes", nbytes)
-        ctx.counters.add(ctx.op_name, "shared_bank_conflicts", _per_alignment(start, rel, period, count))
+        key = "shared_bank_conflicts"
+    else:
+        return
+    ctx.counters.add(ctx.op_name, key, sum(_per_alignment(np.concatenate(starts), rel, period, count)
+                                           for rel, starts in patterns.values()))
 
 
 def _one_subgroup(addr: np.ndarray):
@@ -351,17 +442,10 @@ def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool)
     if w.size == 0:
         return
     t = t.astype(np.int32)
-    writer = buf.writer[w, lin]
-    reader = buf.reader[w, lin]
-    # several threads of this one op on one element
     key = w.astype(np.int64) * buf.data.shape[-1] + lin
-    order = np.lexsort((t, key))
-    ks, ts = key[order], t[order]
-    multi_key = np.zeros(ks.shape, dtype=bool)
-    multi_key[1:] = (ks[1:] == ks[:-1]) & (ts[1:] != ts[:-1])
-    several = np.zeros(lin.shape, dtype=bool)
-    if multi_key.any():
-        several[order] = np.isin(ks, ks[multi_key])
+    writers, readers, init = buf.writer.reshape(-1), buf.reader.reshape(-1), buf.init.reshape(-1)
+    writer, reader = writers[key], readers[key]
+    several = _several(buf, key, t)
 
     def flag(kind, cond, detail, other=None):
         _report(ctx, kind, buf, cond, w, t, lin, detail, other)
@@ -372,10 +456,25 @@ def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool)
         flag("race", other_writer | other_reader | several,
              "another thread accessed this element since the last barrier, and this is a write",
              np.where(other_writer, writer, np.where(other_reader, reader, -1)))
-        buf.writer[w, lin] = np.where(several, -2, t)
-        buf.init[w, lin] = True
+        writers[key] = np.where(several, -2, t)
+        init[key] = True
     else:
-        flag("uninitialized-read", ~buf.init[w, lin], "no thread wrote this element since it was allocated")
+        flag("uninitialized-read", ~init[key], "no thread wrote this element since it was allocated")
         flag("race", (writer != -1) & (writer != t), "another thread wrote this element since the last barrier",
              writer)
-        buf.reader[w, lin] = np.where(several | ((reader != -1) & (reader != t)), -2, t)
+        readers[key] = np.where(several | ((reader != -1) & (reader != t)), -2, t)
+
+
+def _several(buf: Buffer, key: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per entry: does another thread of this same access touch its element? (Each
+    entry claims its element; an entry that finds another thread's claim marks it.)"""
+    if buf.claims is None:
+        buf.claims = np.full(buf.data.size, -1, dtype=np.int32)
+    buf.claims[key] = t
+    clash = buf.claims[key] != t
+    buf.claims[key] = -1
+    if not clash.any():
+        return clash
+    marked = np.zeros(buf.data.size, dtype=bool)
+    marked[key[clash]] = True
+    return marked[key]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-KINDS = ("out-of-bounds", "race", "uninitialized-read", "divergent-barrier", "invalid-access")
+KINDS = ("out-of-bounds", "race", "uninitialized-read", "divergent-barrier", "invalid-access",
+         "non-uniform-destination")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ def constant(attr, t) -> np.ndarray:
     shape = shape_of(t)
     if isinstance(attr, DenseIntOrFPElementsAttr):
         vals = np.asarray(attr.get_values())
-        vals = np.broadcast_to(vals, shape) if vals.size == 1 else vals.reshape(shape)
+        vals = vals.reshape(shape) if vals.size == int(np.prod(shape)) else np.broadcast_to(vals, shape)
         return fit(vals, t).reshape((1, 1) + shape)
     if isinstance(attr, (IntegerAttr, FloatAttr)):
         v = attr.value.data

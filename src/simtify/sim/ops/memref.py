@@ -143,7 +143,7 @@ def _subview(sim, op):
 
 
 def _reassociation(op) -> list[list[int]]:
-    return [[int(x.data) for x in group.data] for group in op.reassociation.data]
+    return [[int(x.value.data) for x in group.data] for group in op.reassociation.data]
 
 
 @handles("memref.collapse_shape")

@@ -13,7 +13,11 @@ from simtify.sim.values import placeholder
 
 
 def _is_uniform(sim, a) -> tuple[bool, object]:
+    """(every active thread has the same value, that value; None when no thread is active)."""
     a = np.asarray(a)
+    if sim.state.mask is None:  # every thread active: look at the value as stored, unbroadcast
+        flat = a.reshape(-1)
+        return bool((flat == flat[0]).all()), flat[0]
     act = sim.active()
     full = np.broadcast_to(a, (sim.W, sim.T))
     vals = full[act]
@@ -62,7 +66,7 @@ def _for(sim, op):
     active = sim.active() & (iv < ub)
     while active.any():
         cur = iv.copy()
-        new = sim.with_mask(active, lambda: sim.run_region(body, [cur] + values))
+        new = sim.with_mask(active, lambda cur=cur, values=values: sim.run_region(body, [cur] + values))
         values = [sim.merge(active, n, v) for n, v in zip(new, values)]
         iv = iv + st
         active = active & (iv < ub)
@@ -76,14 +80,14 @@ def _while(sim, op):
     active = sim.active().copy()
     results = None
     while True:
-        res = sim.with_mask(active, lambda: sim.run_region(before, values))
+        res = sim.with_mask(active, lambda values=values: sim.run_region(before, values))
         cond, forwarded = np.broadcast_to(np.asarray(res[0], dtype=bool), (sim.W, sim.T)), res[1:]
         leaving = active & ~cond
         results = forwarded if results is None else [sim.merge(leaving, f, r) for f, r in zip(forwarded, results)]
         active = active & cond
         if not active.any():
             return results
-        new = sim.with_mask(active, lambda: sim.run_region(after, forwarded))
+        new = sim.with_mask(active, lambda forwarded=forwarded: sim.run_region(after, forwarded))
         values = [sim.merge(active, n, v) for n, v in zip(new, values)]
 
 

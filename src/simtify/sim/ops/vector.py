@@ -8,7 +8,6 @@ import string
 
 import numpy as np
 
-from simtify.errors import SimtifyError
 from simtify.sim.affine_eval import result_dims
 from simtify.sim.ops import handles
 from simtify.sim.types import dtype_of, fit, shape_of
@@ -300,10 +299,18 @@ def _contract(sim, op):
     letters = string.ascii_lowercase
     subs = ["".join(letters[d] for d in result_dims(m)) for m in maps]
     kind = kind_name(op)
-    if kind != "add":
-        raise SimtifyError(f"vector.contract with kind <{kind}> is not simulated (only add)")
     rt = op.results[0].type
     wide = np.float64 if dtype_of(rt).kind == "f" else np.int64
+    if kind != "add":
+        # products over the whole iteration space, then the kind's reduction and combine
+        n = op.indexing_maps.data[0].data.num_dims
+        every = letters[:n]
+        full = np.einsum(f"...{subs[0]},...{subs[1]}->...{every}", lhs.astype(wide), rhs.astype(wide))
+        axes = tuple(full.ndim - n + d for d in range(n) if letters[d] not in subs[2])
+        kept = "".join(c for c in every if c in subs[2])
+        red = np.einsum(f"...{kept}->...{subs[2]}", reduce(kind, full, axes)) if kept != subs[2] else \
+            reduce(kind, full, axes)
+        return [fit(combine(kind, red, acc.astype(wide)), rt)]
     prod_ = np.einsum(f"...{subs[0]},...{subs[1]}->...{subs[2]}", lhs.astype(wide), rhs.astype(wide))
     return [fit(prod_ + acc, rt)]
 
