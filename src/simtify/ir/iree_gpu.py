@@ -63,6 +63,7 @@ from simtify.ir.attribute_syntax import (
     split_properties,
 )
 from simtify.layout.basis import Basis
+from simtify.layout.reduction_config import ExpandDims, ReductionConfig
 from simtify.layout.syntax import format_ints
 
 # --- small attributes ----------------------------------------------------------------
@@ -162,19 +163,7 @@ class ExpandDimsAttr(Data[tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]]):
 
     @staticmethod
     def check(groups: tuple[tuple[int, ...], ...], shape: tuple[int, ...]):
-        flat = [d for g in groups for d in g]
-        if flat != list(range(len(flat))) or any(not g for g in groups):
-            raise SimtifyError(
-                f"reassociation {[list(g) for g in groups]} must list 0..n-1 in order, in non-empty groups"
-            )
-        if len(shape) != len(flat):
-            raise SimtifyError(f"output_shape has {len(shape)} sizes for {len(flat)} expanded dims")
-        for g in groups:
-            sizes = [shape[d] for d in g]
-            if sizes.count(DYNAMIC) > 1:
-                raise SimtifyError(f"group {list(g)} has more than one '?' size")
-            if any(s != DYNAMIC and s < 1 for s in sizes):
-                raise SimtifyError(f"output_shape sizes must be positive or '?', got {format_dynamic_ints(shape)}")
+        ExpandDims(groups, shape)  # raises SimtifyError saying what is wrong
         return (groups, shape)
 
     def print_parameter(self, printer: Printer) -> None:
@@ -191,29 +180,16 @@ class ExpandDimsAttr(Data[tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]]):
     def output_shape(self) -> tuple[int, ...]:
         return self.data[1]
 
+    @property
+    def value(self) -> ExpandDims:
+        """The expansion as a `simtify.layout.reduction_config.ExpandDims` (``?`` is None)."""
+        return ExpandDims(*self.data)
+
     def expand(self, sizes: Sequence[int]) -> tuple[int, ...] | None:
         """The expanded sizes of an iteration space of `sizes`, or None where the
         expansion is not statically valid (IREE then ignores it): a wrong rank, or a
         size the static factors of its group do not divide."""
-        groups, shape = self.data
-        if len(sizes) != len(groups):
-            return None
-        out: list[int] = []
-        for size, group in zip(sizes, groups):
-            factors = [shape[d] for d in group]
-            static = 1
-            for f in factors:
-                if f != DYNAMIC:
-                    static *= f
-            if DYNAMIC in factors:
-                if size % static:
-                    return None
-                out.extend(size // static if f == DYNAMIC else f for f in factors)
-            elif static != size:
-                return None
-            else:
-                out.extend(factors)
-        return tuple(out)
+        return self.value.expand(sizes)
 
 
 # --- lowering_config -----------------------------------------------------------------
@@ -284,6 +260,10 @@ class LoweringConfigAttr(Data[tuple[tuple[str, Any], ...]]):
         if len(set(ranks.values())) > 1:
             desc = ", ".join(f"{k} {r}" for k, r in sorted(ranks.items()))
             raise SimtifyError(f"tile levels and basis mappings cover different numbers of dims ({desc})")
+        expand = entries.get("expand_dims")
+        if isinstance(expand, ExpandDimsAttr) and ranks and expand.value.expanded_rank not in ranks.values():
+            raise SimtifyError(f"expand_dims expands to {expand.value.expanded_rank} dims but the tile levels "
+                               f"cover {next(iter(ranks.values()))} (they are written for the expanded space)")
         return tuple(sorted(entries.items()))
 
     @classmethod
@@ -329,6 +309,14 @@ class LoweringConfigAttr(Data[tuple[tuple[str, Any], ...]]):
     def expand_dims(self) -> ExpandDimsAttr | None:
         return self.get("expand_dims")
 
+    def reduction_config(self) -> ReductionConfig:
+        """What a reduction reads from this config (`simtify.layout.reduction_config`);
+        an error if it lacks a basis."""
+        entries = {k: v for k, v in self.data if k in TILE_LEVELS or k in BASES}
+        if self.expand_dims is not None:
+            entries["expand_dims"] = self.expand_dims.value
+        return ReductionConfig.from_entries(entries)
+
 
 # --- DMA ops ---------------------------------------------------------------------------
 
@@ -340,8 +328,10 @@ def _shape(type_: Attribute) -> tuple[int, ...]:
 
 @irdl_op_definition
 class GlobalLoadDMAOp(IRDLOperation):
-    """Seed op: each lane of a subgroup copies one element (32 bits) from global memory
-    at ``src[src_indices]`` to ``dst[dst_indices] + lane_id`` in workgroup memory.
+    """Seed op: each lane of a subgroup copies 32 bits (as IREE lowered it; a
+    ``transfer_type`` attribute such as ``{transfer_type = vector<4xf32>}`` names another
+    width) from global memory at ``src[src_indices]`` to slot ``lane_id`` from
+    ``dst[dst_indices]`` in workgroup memory: `amdgpu.gather_to_lds`'s meaning.
 
     ``iree_gpu.global_load_dma %src[%i, %j] -> %dst[%k, %l] : memref<..> -> memref<..>``
     (the form IREE had before removing it), or on tensors with a result:
