@@ -23,6 +23,7 @@ from xdsl.irdl import (
     operand_def,
     opt_prop_def,
     prop_def,
+    result_def,
     var_operand_def,
 )
 from xdsl.parser import AttrParser, Parser
@@ -163,8 +164,95 @@ class GatherToLDSOp(IRDLOperation):
             raise VerifyException("the destination must be in workgroup memory (#gpu.address_space<workgroup>)")
 
 
-AMDGPU = Dialect("amdgpu", [GatherToLDSOp], [AddressSpaceAttr])
+@irdl_op_definition
+class MFMAOp(IRDLOperation):
+    """``%d = amdgpu.mfma 16x16x16 %a * %b + %c : vector<4xf16>, vector<4xf16>, vector<4xf32>``:
+    a subgroup's matrix multiply-accumulate D[M,N] = A[M,K]·B[K,N] + C (CDNA's MFMA);
+    each lane passes its fragments (see `simtify.target.mma` for whose elements they
+    are). Only the default modifiers (blocks 1, no cbsz/abid/blgp broadcast) are modelled."""
+
+    name = "amdgpu.mfma"
+
+    sourceA = operand_def(Attribute)
+    sourceB = operand_def(Attribute)
+    destC = operand_def(Attribute)
+    destD = result_def(Attribute)
+    m = prop_def(Attribute)
+    n = prop_def(Attribute)
+    k = prop_def(Attribute)
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("m", "n", "k")
+
+    def __init__(self, a, b, c, shape: tuple[int, int, int]):
+        from xdsl.dialects.builtin import IntegerAttr, i32
+        from xdsl.ir import SSAValue
+
+        m, n, k = shape
+        super().__init__(operands=[a, b, c], result_types=[SSAValue.get(c).type],
+                         properties={"m": IntegerAttr(m, i32), "n": IntegerAttr(n, i32), "k": IntegerAttr(k, i32)})
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return tuple(int(getattr(self, d).value.data) for d in ("m", "n", "k"))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MFMAOp:
+        from xdsl.dialects.builtin import IntegerAttr, i32
+
+        pos = parser.pos
+        # "16x16x16" lexes as the integer 16 and the identifier "x16x16"
+        dims = f"{parser.parse_integer(allow_negative=False)}{parser.parse_identifier()}"
+        try:
+            m, n, k = (int(x) for x in dims.split("x"))
+        except ValueError:
+            parser.raise_error(f"expected MxNxK dimensions, found '{dims}'", pos)
+        a = parser.parse_unresolved_operand()
+        parser.parse_punctuation("*")
+        b = parser.parse_unresolved_operand()
+        parser.parse_punctuation("+")
+        c = parser.parse_unresolved_operand()
+        _, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
+        if parser.parse_optional_keyword("blgp") is not None:
+            parser.parse_punctuation("=")
+            if parser.parse_identifier() != "none":
+                parser.raise_error("only blgp = none is modelled")
+        parser.parse_punctuation(":")
+        ta = parser.parse_type()
+        parser.parse_punctuation(",")
+        tb = parser.parse_type()
+        parser.parse_punctuation(",")
+        tc = parser.parse_type()
+        return cls.build(operands=[parser.resolve_operand(a, ta), parser.resolve_operand(b, tb),
+                                   parser.resolve_operand(c, tc)], result_types=[tc],
+                         properties={"m": IntegerAttr(m, i32), "n": IntegerAttr(n, i32), "k": IntegerAttr(k, i32)},
+                         attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        m, n, k = self.shape
+        printer.print_string(f" {m}x{n}x{k} ")
+        printer.print_ssa_value(self.sourceA)
+        printer.print_string(" * ")
+        printer.print_ssa_value(self.sourceB)
+        printer.print_string(" + ")
+        printer.print_ssa_value(self.destC)
+        print_sorted_attr_dict(printer, dict(self.attributes))
+        printer.print_string(" : ")
+        printer.print_list([o.type for o in self.operands], printer.print_attribute)
+
+    def verify_(self) -> None:
+        m, n, k = self.shape
+        if self.destD.type != self.destC.type:
+            raise VerifyException(f"the result type {self.destD.type} must be C's type {self.destC.type}")
+        for name, v, elems in (("A", self.sourceA, m * k), ("B", self.sourceB, k * n), ("C", self.destC, m * n)):
+            t = v.type
+            per_lane = prod(t.get_shape()) if isinstance(t, VectorType) else 1
+            if per_lane * 64 != elems:
+                raise VerifyException(f"{name} holds {per_lane} elements per lane; a {m}x{n}x{k} MFMA "
+                                      f"needs {elems // 64} per lane of 64")
+
+
+AMDGPU = Dialect("amdgpu", [GatherToLDSOp, MFMAOp], [AddressSpaceAttr])
 
 DIALECTS: list[Dialect] = [AMDGPU]
 
-__all__ = ["AMDGPU", "AddressSpaceAttr", "DIALECTS", "GatherToLDSOp", "TRANSFER_BITS", "transfer_bits"]
+__all__ = ["AMDGPU", "AddressSpaceAttr", "DIALECTS", "GatherToLDSOp", "MFMAOp", "TRANSFER_BITS", "transfer_bits"]
