@@ -29,6 +29,9 @@ def add_parser(subparsers, name: str, help_text: str):
     parser.add_argument("--subgroup-size", type=int, help="lanes per subgroup (default: the target's)")
     parser.add_argument("--workgroup-size", type=int,
                         help="threads per workgroup (default: subgroups the layouts use × subgroup size)")
+    parser.add_argument("--warp-size", type=int, help="warp pipelines: lanes of a warp region (default: the subgroup size)")
+    parser.add_argument("--max-whole-write", type=int, default=1, metavar="N",
+                        help="warp pipelines: transfer_writes of at most N elements stay whole on lane 0 (default 1)")
     parser.set_defaults(run=run)
     return parser
 
@@ -82,7 +85,9 @@ def run(args) -> int:
             raise SimtifyError(f"subgroup size {args.subgroup_size} must be positive", "--subgroup-size")
         if args.workgroup_size is not None and args.workgroup_size < 1:
             raise SimtifyError(f"workgroup size {args.workgroup_size} must be positive", "--workgroup-size")
-        opts = Options(args.target, args.subgroup_size, args.workgroup_size)
+        if args.warp_size is not None and args.warp_size < 1:
+            raise SimtifyError(f"warp size {args.warp_size} must be positive", "--warp-size")
+        opts = Options(args.target, args.subgroup_size, args.workgroup_size, args.warp_size, args.max_whole_write)
         if args.pipeline:
             run_pipeline(module, args.pipeline, opts)
         if args.pass_name:

@@ -690,12 +690,24 @@ class WarpExecuteOnLane0Op(IRDLOperation):
         parser.parse_punctuation("]")
         args: list[SSAValue] = []
         if parser.parse_optional_keyword("args") is not None:
-            def parse_arg() -> SSAValue:
-                operand = parser.parse_unresolved_operand()
-                parser.parse_punctuation(":")
-                return parser.resolve_operand(operand, parser.parse_type())
-
-            args = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parse_arg)
+            # upstream: args(%a, %b : t1, t2); the per-value form args(%a : t1, %b : t2) is read too
+            parser.parse_punctuation("(")
+            operands = [parser.parse_unresolved_operand()]
+            types: list[Attribute] = []
+            while True:
+                if parser.parse_optional_punctuation(":") is not None:
+                    types.append(parser.parse_type())
+                if parser.parse_optional_punctuation(",") is None:
+                    break
+                operand = parser.parse_optional_unresolved_operand()
+                if operand is not None:
+                    operands.append(operand)
+                else:
+                    types.append(parser.parse_type())
+            parser.parse_punctuation(")")
+            if len(types) != len(operands):
+                parser.raise_error(f"args: {len(operands)} values with {len(types)} types")
+            args = [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
         result_types: list[Attribute] = []
         if parser.parse_optional_punctuation("->") is not None:
             result_types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
@@ -716,7 +728,9 @@ class WarpExecuteOnLane0Op(IRDLOperation):
         printer.print_string(f")[{self.warp_size.value.data}]")
         if self.args:
             printer.print_string(" args(")
-            printer.print_list(self.args, lambda a: (printer.print_operand(a), printer.print_string(" : "), printer.print_attribute(a.type)))
+            printer.print_list(self.args, printer.print_operand)
+            printer.print_string(" : ")
+            printer.print_list([a.type for a in self.args], printer.print_attribute)
             printer.print_string(")")
         if self.warp_results:
             printer.print_string(" -> (")

@@ -1,0 +1,186 @@
+"""Distributing transfers: each lane reads or writes its own block.
+
+A transfer of a ``vector<k_0·n_0 x ..>`` split by the ratios ``k`` becomes, on lane
+``(l_0, ..)``, a transfer of ``vector<n_0 x ..>`` whose index along the memref dim of
+vector dim i moves by ``l_i·n_i`` (a broadcast dim does not move). Elements keep their
+memref positions, so ``in_bounds`` and padding mean what they meant; a mask is split
+like the vector.
+
+    %r = warp -> (vector<2xf32>) { %v = vector.transfer_read %A[%i], %pad : .., vector<64xf32>
+                                   gpu.yield %v : vector<64xf32> }
+  becomes
+    %j = affine.apply (d0, d1) -> (d0 + d1 · 2) (%i, %laneid)
+    %r = vector.transfer_read %A[%j], %pad : .., vector<2xf32>
+
+A write must be the region's last op (fission makes it so) and is split by the
+distribution map: lanes over its dims in the order the map gives (innermost first by
+default, so that neighbouring lanes write neighbouring elements), more than one dim
+when one is not enough. A write of at most `max_whole_write` elements, or one that
+does not split evenly, is kept whole on lane 0 (in a region of its own).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import Operation
+
+from simtify.sim.affine_eval import result_dims
+from simtify.transforms.warp_region import (
+    Boundary,
+    WarpConfig,
+    add_offset,
+    after,
+    block_offsets,
+    distributed_type,
+    ratios,
+    shape,
+    split_lanes,
+    writes_after,
+    yield_of,
+)
+
+
+def _clone(op: Operation, operands, result_types) -> Operation:
+    return type(op).create(operands=list(operands), result_types=list(result_types),
+                           properties=dict(op.properties), attributes=dict(op.attributes))
+
+
+def _mask_ratios(op: Operation, ks) -> tuple[int, ...] | None:
+    """The split of a transfer's mask (indexed in memref-dim order) for a vector split
+    by `ks`; None where a broadcast dim is split (its mask cannot follow)."""
+    perm = result_dims(op.permutation_map.data)
+    order = sorted((d, j) for j, d in enumerate(perm) if d is not None)
+    if any(d is None and k > 1 for d, k in zip(perm, ks)):
+        return None
+    return tuple(ks[j] for _, j in order)
+
+
+def _moved_indices(em, op, indices, ks, block, laneid):
+    perm = result_dims(op.permutation_map.data)
+    out = list(indices)
+    for j, off in enumerate(block_offsets(em, laneid, ks, block)):
+        if off is not None and perm[j] is not None:
+            out[perm[j]] = add_offset(em, out[perm[j]], off)
+    return out
+
+
+def sink_transfer_read(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool:
+    """A read whose only use is the yield, with no write after it in the region,
+    becomes a per-lane read after the region; a read yielded whole is done whole by
+    every lane.
+
+        %r = warp -> (vector<1x4xf32>) { %v = vector.transfer_read %A[%c0, %c0] .. : vector<8x16xf32>
+                                         gpu.yield %v : vector<8x16xf32> }
+      becomes (ratios 8 x 4, lane digits (l0, l1) = delinearize %laneid into (8, 4))
+        %r = vector.transfer_read %A[%l0, %l1 · 4] .. : vector<1x4xf32>"""
+    if op.name != "vector.transfer_read":
+        return False
+    y = yield_of(warp)
+    if any(use.operation is not y for use in op.results[0].uses) or writes_after(op):
+        return False
+    res_t = warp.results[i].type
+    ks = ratios(op.results[0].type, res_t)
+    mask_ks = None
+    if op.mask is not None:
+        mask_ks = _mask_ratios(op, ks)
+        if mask_ks is None:
+            return False
+    b = Boundary(warp)
+    src = b.need(op.source)
+    if src not in b.direct:
+        return False  # a memref made in the region, or one that differs between lanes
+    for idx in op.indices:
+        b.need(idx)
+    b.need(op.padding)
+    if op.mask is not None:
+        b.need(op.mask, distributed_type(op.mask.type, mask_ks) if any(k > 1 for k in mask_ks) else op.mask.type)
+    new, vals = b.cross()
+    em = after(new)
+    n_idx = len(op.indices)
+    source, indices, padding = vals[0], vals[1:1 + n_idx], vals[1 + n_idx]
+    indices = _moved_indices(em, op, indices, ks, shape(res_t), new.laneid)
+    mask = vals[2 + n_idx:]
+    made = em.add(_clone(op, [source] + indices + [padding] + mask, [res_t]))
+    new.results[i].replace_all_uses_with(made.results[0])
+    return True
+
+
+def write_ratios(t: VectorType, cfg: WarpConfig) -> tuple[int, ...] | None:
+    """The distribution map of writes: the ratios splitting `t` over the warp."""
+    if prod(t.get_shape()) <= cfg.max_whole_write:
+        return None
+    dims = list(range(t.get_num_dims()))
+    return split_lanes(t.get_shape(), cfg.warp_size, dims if cfg.write_dims == "outermost" else dims[::-1])
+
+
+def distribute_last_write(warp: Operation, cfg: WarpConfig) -> bool:
+    """The region's last op, ``vector.transfer_write %v, %B[%i] : vector<64xf32>``,
+    becomes ``vector.transfer_write %r, %B[%i + %laneid · 2] : vector<2xf32>`` after
+    the region, which yields %v split 2 per lane."""
+    y = yield_of(warp)
+    w = y.prev_op
+    if w is None or w.name != "vector.transfer_write" or w.results:
+        return False
+    vt = w.vector.type
+    ks = write_ratios(vt, cfg)
+    if ks is None:
+        return False
+    mask_ks = None
+    if w.mask is not None:
+        mask_ks = _mask_ratios(w, ks)
+        if mask_ks is None:
+            return False
+    b = Boundary(warp)
+    b.need(w.vector, distributed_type(vt, ks))
+    dest = b.need(w.source)
+    if dest not in b.direct:
+        return False
+    for idx in w.indices:
+        b.need(idx)
+    if w.mask is not None:
+        b.need(w.mask, distributed_type(w.mask.type, mask_ks))
+    new, vals = b.cross()
+    em = after(new)
+    n_idx = len(w.indices)
+    vector, dest_v, indices, mask = vals[0], vals[1], vals[2:2 + n_idx], vals[2 + n_idx:]
+    block = shape(vector.type)
+    indices = _moved_indices(em, w, indices, ks, block, new.laneid)
+    em.add(_clone(w, [vector, dest_v] + indices + mask, []))
+    w.detach()
+    w.erase()
+    return True
+
+
+def sink_load(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool:
+    """``memref.load`` (yielded whole: every lane loads the same element) and
+    ``vector.load`` (each lane loads its block: the index of vector dim i, a trailing
+    memref dim, moves by ``l_i·n_i``), under the same conditions as reads.
+
+        %r = warp -> (f32) { %x = memref.load %in[%c0] : memref<2xf32>  gpu.yield %x : f32 }
+      becomes
+        %r = memref.load %in[%c0] : memref<2xf32>"""
+    if op.name not in ("memref.load", "vector.load"):
+        return False
+    y = yield_of(warp)
+    if any(use.operation is not y for use in op.results[0].uses) or writes_after(op):
+        return False
+    res_t = warp.results[i].type
+    ks = ratios(op.results[0].type, res_t)
+    b = Boundary(warp)
+    mem = b.need(op.operands[0])
+    if mem not in b.direct:
+        return False
+    for idx in op.operands[1:]:
+        b.need(idx)
+    new, vals = b.cross()
+    em = after(new)
+    indices = list(vals[1:])
+    lead = len(indices) - len(ks)
+    for j, off in enumerate(block_offsets(em, new.laneid, ks, shape(res_t))):
+        if off is not None:
+            indices[lead + j] = add_offset(em, indices[lead + j], off)
+    made = em.add(_clone(op, [vals[0]] + indices, [res_t]))
+    new.results[i].replace_all_uses_with(made.results[0])
+    return True
