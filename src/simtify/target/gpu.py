@@ -21,6 +21,14 @@ class MatrixInstruction:
     b_type: str
     c_type: str
 
+    @property
+    def intrinsic(self):
+        """Its operand and result layouts (`simtify.target.mma.MMAIntrinsic`: A, B, C as
+        NestedLayouts); an error for instructions whose layouts are not modelled."""
+        from simtify.target.mma import intrinsic
+
+        return intrinsic(self.name)
+
 
 @dataclass(frozen=True)
 class Target:
@@ -115,7 +123,11 @@ TARGETS: dict[str, Target] = {
             memory_bandwidth_bytes_per_s=3.2e12, memory_latency_ns=800.0, clock_hz=1.6e9,
             peak_flops={"f16": 838.9e12, "bf16": 838.9e12, "f32": 52.4e12},
             peak_vector_flops={"f16": 104.9e12, "f32": 52.4e12},
-            matrix_instructions=(MatrixInstruction("DPAS_8x16x16_F16", 8, 16, 16, "f16", "f16", "f32"),),
+            matrix_instructions=(
+                MatrixInstruction("DPAS_8x16x16_F16", 8, 16, 16, "f16", "f16", "f32"),
+                MatrixInstruction("DPAS_8x16x16_BF16", 8, 16, 16, "bf16", "bf16", "f32"),
+                MatrixInstruction("DPAS_8x16x32_I8", 8, 16, 32, "i8", "i8", "i32"),
+            ),
         ),
     )
 }

@@ -1,0 +1,339 @@
+"""`xegpu`: tensor descriptors, block loads and stores, and DPAS at every level.
+
+A tensor descriptor is a simulator value (`TensorDesc`): a memref view, the origin the
+descriptor was created at (older IR puts offsets on `create_nd_tdesc`), the block shape
+and its layout. Load, store and DPAS read their level off the vector shapes:
+
+- **whole block** (the vector has the block's shape, or its transposed / VNNI-packed /
+  ``array_length`` form): at workgroup level the one logical thread does it; in a SIMT
+  program the op is subgroup-cooperative — the first active lane of each subgroup
+  performs the access and every lane of the subgroup gets the whole value (a
+  subgroup-level program);
+- **lane fragment** (fewer elements): each lane holds the elements its lane layout
+  gives it, in register order (`simtify.layout.xegpu`); the layout is the op's
+  ``layout`` property, else the descriptor's, else the hardware's default (lanes
+  along the last dim, VNNI ``lane_data`` for packed loads).
+
+Blocks with ``boundary_check`` (the default) read zeros outside the memref and drop
+stores there; without it an access outside is an out-of-bounds finding. Lane-level
+``dpas`` is subgroup-cooperative: the subgroup's fragments of A, B and C are gathered
+into whole tiles by their lane layouts, multiplied, and the result handed back as
+fragments; the tile shape is the target's DPAS shape (M ≤ 8 rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from simtify.layout.ownership import ravel, unravel
+from xdsl.dialects.builtin import MemRefType
+
+from simtify.errors import SimtifyError
+from simtify.ir.attribute_syntax import DYNAMIC
+from simtify.layout import XeGPULayout, XeGPUSlice
+from simtify.sim.memory import MemRef
+from simtify.sim.ops import handles
+from simtify.sim.types import dtype_of, fit, shape_of
+from simtify.sim.values import lead
+from simtify.target.xe import block_load_layout, dpas_lane_layouts, dpas_shape, element_bits
+
+
+@dataclass(eq=False)
+class TensorDesc:
+    """A block of `shape` elements of `memref`, anchored at `origin` (one entry per
+    memref dim: an int or a per-thread ``[W, T]`` array)."""
+
+    memref: MemRef
+    origin: tuple
+    shape: tuple[int, ...]
+    element_type: object
+    boundary_check: bool
+    array_length: int
+    layout: XeGPULayout | XeGPUSlice | None
+
+
+def _mixed(sim, static, dynamic) -> list:
+    if static is None:
+        return []
+    dyn = iter(dynamic)
+    return [np.asarray(sim.get(next(dyn)), dtype=np.int64) if s == DYNAMIC else int(s)
+            for s in static.get_values()]
+
+
+def _layout_attr(attr) -> XeGPULayout | XeGPUSlice | None:
+    data = getattr(attr, "data", None)
+    return data if isinstance(data, (XeGPULayout, XeGPUSlice)) else None
+
+
+@handles("xegpu.create_nd_tdesc")
+def _create_nd_tdesc(sim, op):
+    src = sim.get(op.source)
+    if not isinstance(src, MemRef) or not isinstance(op.source.type, MemRefType):
+        raise SimtifyError("the simulator reads descriptors over memrefs, not raw addresses")
+    t = op.tensor_desc.type
+    origin = _mixed(sim, op.const_offsets, op.offsets) or [0] * len(src.shape)
+    block = t.block_attr
+    return [TensorDesc(src, tuple(origin), t.get_shape(), t.element_type,
+                       block.data[2] if block is not None else True, t.array_length, _layout_attr(t.distribute_layout))]
+
+
+# --- which elements an access touches --------------------------------------------------
+
+
+def _fragment_coords(sim, layout, shape) -> np.ndarray:
+    """``[subgroup_size, P, rank]``: each lane's coordinates in `shape`, register order."""
+    sg = sim.subgroup_size
+    own = layout.ownership(tuple(shape), sg, sg)
+    return own.coords
+
+
+def _positions(sim, op, desc: TensorDesc, vec_shape, *, transpose, packed, layout):
+    """(per-thread block coordinates ``[T?, P, rank]``, whole): where each position of
+    the vector (in register order) lies in the block."""
+    block = desc.shape
+    logical = tuple(block[p] for p in transpose) if transpose else block
+    if desc.array_length > 1:
+        logical = (desc.array_length,) + logical
+    whole = prod(vec_shape) == prod(logical)
+    if whole:
+        coords = np.stack(unravel(np.arange(prod(logical)), logical), axis=-1)
+        if packed and tuple(vec_shape) != tuple(logical):
+            # vector<K/v x N x v>: element (k, n, j) is row k·v + j of the block
+            kv, n, v = vec_shape[-3:]
+            k, nn, j = unravel(np.arange(prod(vec_shape)), vec_shape)[-3:]
+            coords = np.stack([k * v + j, nn], axis=-1)
+        coords = coords[None]
+    else:
+        if desc.array_length > 1:
+            raise SimtifyError("lane fragments of array_length > 1 blocks are not simulated")
+        if layout is None:
+            layout = block_load_layout(len(logical), element_bits(desc.element_type), packed, sim.subgroup_size)
+        coords = _fragment_coords(sim, layout, logical)
+        if coords.shape[1] != prod(vec_shape):
+            raise SimtifyError(f"the lane layout gives each lane {coords.shape[1]} elements of the "
+                               f"{'x'.join(map(str, logical))} block, but the vector has {prod(vec_shape)}")
+        lane = np.arange(sim.T) % sim.subgroup_size
+        coords = coords[lane]
+    if transpose:
+        inv = np.empty(len(transpose), dtype=np.int64)
+        inv[list(transpose)] = np.arange(len(transpose))
+        arr = coords[..., -len(block):]
+        coords = np.concatenate([coords[..., :-len(block)], arr[..., inv]], axis=-1)
+    if desc.array_length > 1:
+        # block a of an array lies a·width columns to the right
+        a, rest = coords[..., 0], coords[..., 1:]
+        rest = rest.copy()
+        rest[..., -1] += a * block[-1]
+        coords = rest
+    return coords, whole
+
+
+def _indices(desc: TensorDesc, offsets, coords):
+    """Per memref dim, the index of every position: ``[W?, T?, P]`` arrays."""
+    mem = desc.memref
+    lead_dims = len(mem.shape) - len(desc.shape)
+    idx = []
+    for j in range(len(mem.shape)):
+        base = np.asarray(desc.origin[j] if j < len(desc.origin) else 0, dtype=np.int64)
+        if j >= lead_dims:
+            k = j - lead_dims
+            if offsets:
+                base = base + np.asarray(offsets[k], dtype=np.int64)
+            base = base.reshape(base.shape + (1,)) if base.ndim else base
+            idx.append(base + coords[..., k])
+        else:
+            idx.append(base.reshape(base.shape + (1,)) if base.ndim else base)
+    return [i if np.ndim(i) == 3 else np.asarray(i).reshape((1,) * (3 - np.ndim(i)) + np.shape(i)) for i in idx]
+
+
+def _performers(sim) -> np.ndarray | None:
+    """``[W, T]``: the first active lane of each subgroup (None at workgroup level: the
+    one logical thread does it)."""
+    if sim.T == 1:
+        return None
+    sg = sim.subgroup_size
+    act = sim.active().reshape(sim.W, sim.T // sg, sg)
+    first = np.argmax(act, axis=2)
+    chosen = np.zeros_like(act)
+    w, s = np.indices(first.shape)
+    chosen[w, s, first] = act[w, s, first]
+    return chosen.reshape(sim.W, sim.T)
+
+
+def _share_in_subgroup(sim, values: np.ndarray, performers: np.ndarray | None) -> np.ndarray:
+    """Every lane of a subgroup gets its performer's values."""
+    if performers is None:
+        return values
+    sg = sim.subgroup_size
+    v = np.broadcast_to(values, (sim.W, sim.T) + values.shape[2:]).reshape((sim.W, sim.T // sg, sg) + values.shape[2:])
+    first = np.argmax(performers.reshape(sim.W, sim.T // sg, sg), axis=2)
+    w, s = np.indices(first.shape)
+    picked = v[w, s, first]
+    return np.repeat(picked[:, :, None], sg, axis=2).reshape((sim.W, sim.T) + values.shape[2:])
+
+
+def _in_bounds(desc: TensorDesc, idx) -> np.ndarray | None:
+    if not desc.boundary_check:
+        return None
+    inside = None
+    for i, n in zip(idx, desc.memref.shape):
+        ok = (i >= 0) & (i < n)
+        inside = ok if inside is None else inside & ok
+    return None if inside is None or inside.all() else inside
+
+
+def _block_access(sim, op, desc: TensorDesc, offsets, vec_shape, *, transpose=None, packed=False, layout=None,
+                  values=None):
+    coords, whole = _positions(sim, op, desc, vec_shape, transpose=transpose, packed=packed, layout=layout)
+    idx = _indices(desc, offsets, coords)
+    mask = _in_bounds(desc, idx)
+    performers = _performers(sim) if whole else None
+    if performers is not None:
+        p = performers.reshape(sim.W, sim.T, 1)
+        mask = p if mask is None else (mask & p)
+    P = coords.shape[-2]
+    if values is not None:
+        flat = np.broadcast_to(values, (values.shape[0], values.shape[1]) + tuple(vec_shape))
+        flat = flat.reshape(flat.shape[:2] + (P,))
+        sim.store(op, desc.memref, idx, flat, (P,), mask=mask)
+        return None
+    read = sim.load(op, desc.memref, idx, (P,), mask=mask)
+    read = np.asarray(read)
+    if mask is not None:
+        read = np.where(mask, read, np.zeros((), read.dtype))
+    read = _share_in_subgroup(sim, read, performers)
+    return read.reshape(read.shape[:2] + tuple(vec_shape))
+
+
+def _perm(attr) -> tuple[int, ...] | None:
+    return tuple(int(x) for x in attr.get_values()) if attr is not None else None
+
+
+@handles("xegpu.load_nd")
+def _load_nd(sim, op):
+    desc: TensorDesc = sim.get(op.tensor_desc)
+    t = op.value.type
+    offsets = _mixed(sim, op.const_offsets, op.offsets)
+    layout = _layout_attr(op.layout) or desc.layout
+    vals = _block_access(sim, op, desc, offsets, shape_of(t), transpose=_perm(op.transpose),
+                         packed=op.packed is not None, layout=layout)
+    return [fit(vals, t)]
+
+
+@handles("xegpu.store_nd")
+def _store_nd(sim, op):
+    desc: TensorDesc = sim.get(op.tensor_desc)
+    offsets = _mixed(sim, op.const_offsets, op.offsets)
+    layout = _layout_attr(op.layout) or desc.layout
+    _block_access(sim, op, desc, offsets, shape_of(op.value.type), layout=layout, values=lead(sim.get(op.value)))
+    return []
+
+
+@handles("xegpu.prefetch_nd")
+def _prefetch_nd(sim, op):
+    """A cache hint: no value, no effect on memory."""
+    sim.get(op.tensor_desc)
+    return []
+
+
+@handles("xegpu.convert_layout")
+def _convert_layout(sim, op):
+    """The same value; only where it lives changes (a whole-tile value is the same
+    array at every level)."""
+    return [sim.get(op.source)]
+
+
+# --- dpas ------------------------------------------------------------------------------
+
+
+def _wide(a: np.ndarray, t) -> np.ndarray:
+    return a.astype(np.float64 if dtype_of(t).kind == "f" else np.int64)
+
+
+def _unpack_b(b: np.ndarray) -> np.ndarray:
+    """VNNI ``[K/v, N, v]`` -> ``[K, N]`` on the trailing axes."""
+    kv, n, v = b.shape[-3:]
+    return np.swapaxes(b, -1, -2).reshape(b.shape[:-3] + (kv * v, n))
+
+
+def _per_subgroup(sim, a: np.ndarray) -> np.ndarray:
+    """One lane's copy per subgroup of a subgroup-uniform value (``[W, S, ...]``)."""
+    if a.shape[1] == 1:
+        return a
+    return a[:, :: sim.subgroup_size]
+
+
+@handles("xegpu.dpas")
+def _dpas(sim, op):
+    rt = op.result.type
+    a, b = lead(sim.get(op.lhs)), lead(sim.get(op.rhs))
+    c = lead(sim.get(op.acc)) if op.acc is not None else None
+    if len(shape_of(op.lhs.type)) == 1:
+        return [_dpas_fragments(sim, op, a, b, c)]
+    if len(shape_of(op.rhs.type)) == 3:
+        b = _unpack_b(b)
+    cooperative = sim.T > 1 and sim.T % sim.subgroup_size == 0
+    if cooperative:
+        a, b = _per_subgroup(sim, a), _per_subgroup(sim, b)
+        c = _per_subgroup(sim, c) if c is not None else None
+    d = np.matmul(_wide(a, rt), _wide(b, rt))
+    if c is not None:
+        d = d + _wide(c, rt)
+    if cooperative and d.shape[1] > 1:
+        d = np.repeat(d, sim.subgroup_size, axis=1)
+    return [fit(d, rt)]
+
+
+def _gather_tile(frag: np.ndarray, coords: np.ndarray, shape, sg: int) -> np.ndarray:
+    """``[W, S, *shape]`` tiles from per-lane fragments ``[W, T, P]`` and the lanes'
+    coordinates ``[sg, P, rank]``."""
+    W, T, P = frag.shape
+    f = frag.reshape(W, T // sg, sg, P)
+    tile = np.zeros((W, T // sg) + tuple(shape), dtype=frag.dtype)
+    flat = ravel(tuple(np.moveaxis(coords, -1, 0)), shape)  # [sg, P]
+    tile.reshape(W, T // sg, -1)[:, :, flat.reshape(-1)] = f.reshape(W, T // sg, -1)
+    return tile
+
+
+def _dpas_fragments(sim, op, a, b, c):
+    sg = sim.subgroup_size
+    if sim.T % sg:
+        raise SimtifyError(f"a lane-level dpas needs whole subgroups of {sg} lanes")
+    rt = op.result.type
+    a_t = op.lhs.type.element_type
+    n_c = shape_of(rt)[0]
+    m, n, k = dpas_shape(sim.target, a_t, n_c, sg)
+    defaults = dpas_lane_layouts(a_t, sg)
+    layouts = [_layout_attr(getattr(op, f)) or d for f, d in zip(("layout_a", "layout_b", "layout_cd"), defaults)]
+    shapes = [(m, k), (k, n), (m, n)]
+    coords = [lay.ownership(s, sg, sg).coords for lay, s in zip(layouts, shapes)]
+    for what, co, v in (("A", coords[0], op.lhs), ("B", coords[1], op.rhs), ("C", coords[2], op.result)):
+        if co.shape[1] != shape_of(v.type)[0]:
+            raise SimtifyError(f"dpas {what}: the lane layout gives {co.shape[1]} elements per lane of the "
+                               f"{m}x{n}x{k} operation, the fragment has {shape_of(v.type)[0]}")
+    T = sim.T
+
+    def full(x):
+        return np.broadcast_to(x, (sim.W, T) + x.shape[2:])
+
+    A = _gather_tile(full(_wide(a, rt)), coords[0], shapes[0], sg)
+    B = _gather_tile(full(_wide(b, rt)), coords[1], shapes[1], sg)
+    D = np.matmul(A, B)
+    if c is not None:
+        D = D + _gather_tile(full(_wide(c, rt)), coords[2], shapes[2], sg)
+    flat = ravel(tuple(np.moveaxis(coords[2], -1, 0)), shapes[2])  # [sg, P]
+    out = D.reshape(sim.W, T // sg, -1)[:, :, flat]  # [W, S, sg, P]
+    return fit(out.reshape(sim.W, T, -1), rt)
+
+
+def is_lane_level(op) -> bool:
+    """An XeGPU op on lane fragments (what makes a program without gpu ids SIMT-level)."""
+    if op.name == "xegpu.dpas":
+        return len(shape_of(op.lhs.type)) == 1
+    if op.name in ("xegpu.load_nd", "xegpu.store_nd"):
+        block = op.tensor_desc.type
+        return prod(shape_of(op.value.type)) < prod(block.get_shape()) * block.array_length
+    return False

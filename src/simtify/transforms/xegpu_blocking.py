@@ -1,0 +1,147 @@
+"""Blocking: a subgroup's tiles cut into the blocks one instruction handles
+(``inst_data``), each block one op.
+
+Block ``b`` of a tile starts at ``b·inst_data`` (row-major over the blocks, the register
+order of `simtify.layout.xegpu`). A dpas becomes one DPAS per (M, N) block of C, chained
+over the K blocks; each must be a shape the target runs (xe: M ≤ 8, N = 16, K = 16 for
+f16/bf16, 32 for i8), which is what `xegpu_completion` derives when a layout gives no
+``inst_data``. A convert_layout between two blockings re-cuts the tile with
+``extract_strided_slice`` / ``insert_strided_slice``; what still differs between the
+lanes is left as a convert_layout per block for the lane level.
+
+    %d = xegpu.dpas %a, %b, %c : vector<32x32xf16>, vector<32x64xf16>, vector<32x64xf32>
+  becomes, per C block (m, n), with K blocks k = 0, 1:
+    %d_mn = xegpu.dpas %a_m0, %b_0n, %c_mn : vector<8x16xf16>, vector<16x16xf16>, vector<8x16xf32>
+    %d_mn' = xegpu.dpas %a_m1, %b_1n, %d_mn : ...
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+from xdsl.dialects.builtin import IndexType, IntegerType, VectorType
+from xdsl.ir import Operation, SSAValue
+
+from simtify.errors import SimtifyError
+from simtify.ir import vector as vector_ir
+from simtify.ir import xegpu as xegpu_ir
+from simtify.target import get_target
+from simtify.target.xe import check_dpas_shape
+from simtify.transforms import xegpu_annotations as notes
+from simtify.transforms.emit import Emitter
+from simtify.transforms.xegpu_layouts import has, plan, strip
+from simtify.transforms.xegpu_propagate import XeGPULayouts, shape
+from simtify.transforms.xegpu_unroll import Unroller, linear_index
+
+
+class Blocking(Unroller):
+    level = "xegpu-blocking"
+
+    def __init__(self, func: Operation, analysis: XeGPULayouts, target: str = "xe"):
+        super().__init__(func, analysis)
+        self.target = get_target(target)
+
+    def _plans(self, layout, shape_):
+        if has(layout, "sg_layout"):
+            raise SimtifyError(f"{layout} still distributes among subgroups; run xegpu-wg-to-sg before "
+                               "xegpu-blocking")
+        return plan(layout, shape_)
+
+    def grid(self, layout, shape_):
+        return tuple(p.nb for p in self._plans(layout, shape_))
+
+    def piece_shape(self, layout, shape_):
+        return tuple(p.I for p in self._plans(layout, shape_))
+
+    def piece_layout(self, layout):
+        return strip(layout, ("inst_data",))
+
+    def piece_offsets(self, layout, shape_, q, em):
+        return [b * p.I for b, p in zip(q, self._plans(layout, shape_))]
+
+    # --- dpas -------------------------------------------------------------------------
+
+    def op_xegpu_dpas(self, op: Operation, em: Emitter) -> None:
+        a, b, c = self.L(op.lhs), self.L(op.rhs), self.L(op.result)
+        if len(shape(op.rhs)) != 2:
+            raise SimtifyError("blocking takes B as KxN, not VNNI-packed")
+        (bm, bk), (bk2, bn), (cm, cn) = self.grid_of(op.lhs), self.grid_of(op.rhs), self.grid_of(op.result)
+        (im, ik), (ik2, in_), (jm, jn) = (self.piece_shape(x, shape(v)) for x, v in
+                                           ((a, op.lhs), (b, op.rhs), (c, op.result)))
+        if (im, ik) != (jm, ik2) or (in_ != jn) or (bm, bk, bn) != (cm, bk2, cn):
+            raise SimtifyError(f"dpas blocks do not line up: A {im}x{ik}, B {ik2}x{in_}, C {jm}x{jn} "
+                               f"(inst_data of {a}, {b}, {c})")
+        check_dpas_shape(self.target, op.lhs.type.element_type, jm, jn, ik)
+        ap, bp = self.pieces(op.lhs), self.pieces(op.rhs)
+        cp = self.pieces(op.acc) if op.acc is not None else None
+        rt = self.piece_type(op.result)
+        out = []
+        for i, j in product(range(cm), range(cn)):
+            acc = cp[i * cn + j] if cp is not None else None
+            for k in range(bk):
+                operands = [ap[i * bk + k], bp[k * bn + j]] + ([acc] if acc is not None else [])
+                new = xegpu_ir.DpasOp.build(operands=[operands[0], operands[1], operands[2:]], result_types=[rt])
+                for key, x in (("layout_a", a), ("layout_b", b), ("layout_cd", c)):
+                    notes.set_inherent(new, key, self.piece_layout(x))
+                acc = em.value(new)
+            out.append(acc)
+        self.vmap[op.result] = out
+
+    # --- re-cutting a tile ---------------------------------------------------------------
+
+    def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
+        src, r = op.source, op.result
+        have, want = self.L(src), self.L(r)
+        vshape = shape(src)
+        hgrid, wgrid = self.grid(have, vshape), self.grid(want, vshape)
+        if hgrid == wgrid and self.A.same(have, want, vshape):
+            self.vmap[r] = self.pieces(src)
+            return
+        hsize, wsize = self.piece_shape(have, vshape), self.piece_shape(want, vshape)
+        hl, wl = self.piece_layout(have), self.piece_layout(want)
+        hp = self.pieces(src)
+        elt = src.type.element_type
+        out = []
+        for q in product(*[range(n) for n in wgrid]):
+            lo = [x * s for x, s in zip(q, wsize)]
+            piece = self._recut(hp, hgrid, hsize, hl, lo, wsize, elt, em)
+            if not self.A.same(hl, wl, wsize):
+                props = {"input_layout": notes.to_attr(hl), "target_layout": notes.to_attr(wl)}
+                piece = em.value(xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type],
+                                                                properties=props))
+            out.append(piece)
+        self.vmap[r] = out
+
+    def _recut(self, pieces, grid, size, layout, lo, want, elt, em: Emitter) -> SSAValue:
+        """The block at `lo` of shape `want`, cut from blocks of `size`."""
+        first = [x // s for x, s in zip(lo, size)]
+        last = [(x + w - 1) // s for x, w, s in zip(lo, want, size)]
+        vt = VectorType(elt, list(want))
+        if first == last:
+            piece = pieces[linear_index(first, grid)]
+            offs = [x - f * s for x, f, s in zip(lo, first, size)]
+            if list(want) == list(size):
+                return piece
+            new = vector_ir.ExtractStridedSliceOp(piece, offs, list(want), [1] * len(want), vt)
+            notes.set_result_layout(new, 0, layout)
+            return em.value(new)
+        acc = self.splat(em, 0 if isinstance(elt, (IntegerType, IndexType)) else 0.0, vt, layout)
+        for blk in product(*[range(f, e + 1) for f, e in zip(first, last)]):
+            start = [b * s for b, s in zip(blk, size)]
+            a = [max(x, st) for x, st in zip(lo, start)]
+            z = [min(x + w, st + s) for x, w, st, s in zip(lo, want, start, size)]
+            part_shape = [e - s for s, e in zip(a, z)]
+            part = pieces[linear_index(blk, grid)]
+            if part_shape != list(size):
+                new = vector_ir.ExtractStridedSliceOp(part, [x - st for x, st in zip(a, start)], part_shape,
+                                                      [1] * len(want), VectorType(elt, part_shape))
+                notes.set_result_layout(new, 0, layout)
+                part = em.value(new)
+            new = vector_ir.InsertStridedSliceOp(part, acc, [x - y for x, y in zip(a, lo)], [1] * len(want))
+            notes.set_result_layout(new, 0, layout)
+            acc = em.value(new)
+        return acc
+
+
+def block(func: Operation, analysis: XeGPULayouts, opts=None) -> None:
+    Blocking(func, analysis).run()

@@ -1,0 +1,120 @@
+"""The XeGPU stages as `simtify opt` runs them, on every ``func.func`` and ``gpu.func``.
+
+Each stage reads the layouts the IR states (anchors, ``layout_result_i``) and
+propagates them before it rewrites, so it can run alone on IR at its level, as
+upstream's passes do:
+
+- ``xegpu-propagate``: layouts everywhere, missing inst/lane fields from the xe target;
+- ``xegpu-wg-to-sg``: workgroup tiles to subgroup tiles (records the workgroup size);
+- ``xegpu-blocking``: subgroup tiles to instruction blocks (``inst_data``);
+- ``xegpu-sg-to-lane``: instruction blocks to per-lane vectors;
+- ``xegpu-distribute``: all of them.
+
+XeGPU runs on the ``xe`` target with 16-lane subgroups.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
+from xdsl.ir import Operation
+
+from simtify.errors import SimtifyError
+from simtify.transforms.xegpu_propagate import XeGPULayouts, annotate, propagate, where
+
+SUBGROUP_SIZE = 16
+TARGET = "xe"
+
+
+def functions(module: ModuleOp) -> list[Operation]:
+    return [op for op in module.walk() if op.name in ("func.func", "gpu.func") and op.body.blocks]
+
+
+def _subgroup_size(opts) -> int:
+    sg = getattr(opts, "subgroup_size", None) or SUBGROUP_SIZE
+    if sg != SUBGROUP_SIZE:
+        raise SimtifyError(f"XeGPU distribution runs {SUBGROUP_SIZE}-lane subgroups (xe's DPAS), not {sg}",
+                           "--subgroup-size")
+    return sg
+
+
+def _analyze(func: Operation, opts, *, inst: bool, lanes: bool) -> XeGPULayouts:
+    analysis = propagate(func, subgroup_size=_subgroup_size(opts), target=TARGET, inst=inst, lanes=lanes)
+    annotate(analysis)
+    return analysis
+
+
+def record_launch(func: Operation, threads: int) -> None:
+    """The workgroup size on the function, so that `simtify run` needs no --block."""
+    recorded = recorded_threads(func)
+    if recorded is not None:
+        if recorded != threads:
+            raise SimtifyError(f"the function records {recorded} threads per workgroup, but its layouts use "
+                               f"{threads // SUBGROUP_SIZE} subgroups of {SUBGROUP_SIZE}", where(func))
+        return
+    if func.name == "gpu.func":
+        func.properties["known_block_size"] = DenseArrayBase.from_list(i32, (threads, 1, 1))
+        return
+    from simtify.transforms.pipelines import _record_launch
+
+    _record_launch(func, SUBGROUP_SIZE, threads)
+
+
+def recorded_threads(func: Operation) -> int | None:
+    known = func.properties.get("known_block_size") if func.name == "gpu.func" else None
+    if known is not None:
+        n = 1
+        for x in known.get_values():
+            n *= int(x)
+        return n
+    info = func.attributes.get("translation_info")
+    if info is not None and getattr(info, "workgroup_size", None):
+        n = 1
+        for x in info.workgroup_size:
+            n *= int(x)
+        return n
+    return None
+
+
+def xegpu_propagate(module: ModuleOp, opts) -> None:
+    for func in functions(module):
+        _analyze(func, opts, inst=True, lanes=True)
+
+
+def xegpu_wg_to_sg(module: ModuleOp, opts) -> None:
+    from simtify.transforms.xegpu_wg_to_sg import distribute
+
+    for func in functions(module):
+        _wg_to_sg(func, _analyze(func, opts, inst=False, lanes=False), distribute)
+
+
+def _wg_to_sg(func: Operation, analysis: XeGPULayouts, distribute) -> None:
+    distribute(func, analysis)
+    if analysis.workgroup_level:
+        record_launch(func, analysis.threads)
+    elif recorded_threads(func) is None:
+        record_launch(func, SUBGROUP_SIZE)  # one subgroup's program
+
+
+def xegpu_blocking(module: ModuleOp, opts) -> None:
+    from simtify.transforms.xegpu_blocking import block
+
+    for func in functions(module):
+        block(func, _analyze(func, opts, inst=True, lanes=False), opts)
+
+
+def xegpu_sg_to_lane(module: ModuleOp, opts) -> None:
+    from simtify.transforms.xegpu_sg_to_lane import distribute_to_lanes
+
+    for func in functions(module):
+        distribute_to_lanes(func, _analyze(func, opts, inst=False, lanes=True))
+
+
+def xegpu_distribute(module: ModuleOp, opts) -> None:
+    from simtify.transforms.xegpu_blocking import block
+    from simtify.transforms.xegpu_sg_to_lane import distribute_to_lanes
+    from simtify.transforms.xegpu_wg_to_sg import distribute
+
+    for func in functions(module):
+        _wg_to_sg(func, _analyze(func, opts, inst=True, lanes=True), distribute)
+        block(func, _analyze(func, opts, inst=True, lanes=True), opts)
+        distribute_to_lanes(func, _analyze(func, opts, inst=False, lanes=True))

@@ -1,0 +1,604 @@
+"""Rewriting an XeGPU function piece by piece: the machinery the three distribution
+levels share.
+
+Each level cuts every vector value into a grid of pieces, per dim, as its layout's
+`DimPlan` says: workgroup→subgroup into the subgroup's round-robin rounds (``R`` pieces
+of ``sg_data``), blocking into instruction blocks (``D / inst_data`` pieces), subgroup→lane
+into one piece, the lane's fragment. A value maps to its list of pieces (row-major over
+the grid — the register order of `simtify.layout.xegpu`), and ops are rewritten one by
+one on pieces:
+
+    %w = arith.addf %v, %v : vector<128x128xf16>       // #L: 2 rounds of 32x128
+  becomes
+    %w0 = arith.addf %v0, %v0 : vector<32x128xf16>
+    %w1 = arith.addf %v1, %v1 : vector<32x128xf16>
+
+Ops that map pieces to pieces the same way at every level live here (elementwise,
+splat constants, transpose, broadcast, unit-dim shape_cast, reductions within the
+pieces, block loads and stores, ``scf.for`` / ``scf.if``); a level subclass says how
+pieces are placed (`piece_offsets`) and handles what crosses pieces or ids (dpas,
+cross-subgroup reductions, layout conversions).
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from math import prod
+from typing import Sequence
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FileLineColLoc,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    UnknownLoc,
+    VectorType,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr
+
+from simtify.errors import SimtifyError
+from simtify.ir import xegpu as xegpu_ir
+from simtify.ir.attribute_syntax import DYNAMIC, i64_array
+from simtify.transforms import xegpu_annotations as notes
+from simtify.transforms.distribute_nested import _neutral_value
+from simtify.transforms.emit import Emitter
+from simtify.transforms.xegpu_layouts import Layout
+from simtify.transforms.xegpu_propagate import XeGPULayouts, is_per_element, is_vector, shape, where
+
+Index = int | SSAValue
+
+
+class Descriptor:
+    """What the rewritten program needs to make a descriptor of any block shape over
+    the same memory: the (new) source, the origin older IR put on the descriptor."""
+
+    def __init__(self, source: SSAValue, origin: list[Index], tdesc_type: xegpu_ir.TensorDescType, at: Emitter):
+        self.source = source
+        self.origin = origin
+        self.type = tdesc_type
+        self.at = at  # where the original descriptor was made: new ones go there
+        self.made: dict = {}
+
+
+class Site:
+    """The source location of the op being rewritten: the ops made for it carry it, so
+    that a later stage's error points at the user's line."""
+
+    def __init__(self):
+        self.loc = None
+
+    def at(self, op: Operation) -> None:
+        text = where(op)
+        parts = text.rsplit(":", 2)
+        self.loc = None
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            self.loc = FileLineColLoc(StringAttr(parts[0]), IntAttr(int(parts[1])), IntAttr(int(parts[2])))
+
+
+class LocatedEmitter(Emitter):
+    def __init__(self, block: Block, before: Operation | None, site: Site):
+        super().__init__(block, before)
+        self.site = site
+
+    def add(self, op: Operation) -> Operation:
+        if self.site.loc is not None and isinstance(op.location, UnknownLoc):
+            op.location = self.site.loc
+        return super().add(op)
+
+    def if_then(self, cond: SSAValue) -> "LocatedEmitter":
+        body = Block()
+        self.add(scf.IfOp(cond, [], Region(body)))
+        y = scf.YieldOp()
+        body.add_op(y)
+        return LocatedEmitter(body, y, self.site)
+
+
+class Unroller:
+    level = "distribution"
+
+    def __init__(self, func: Operation, analysis: XeGPULayouts):
+        self.func = func
+        self.A = analysis
+        self.vmap: dict[SSAValue, list[SSAValue]] = {}
+        self.descs: dict[SSAValue, Descriptor] = {}
+        self.consts: dict = {}
+        self.markers: list[Operation] = []
+        self.site = Site()
+
+    # --- what a level decides -------------------------------------------------------
+
+    def grid(self, layout: Layout | None, shape_) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def piece_shape(self, layout: Layout | None, shape_) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def piece_layout(self, layout: Layout | None) -> Layout | None:
+        raise NotImplementedError
+
+    def piece_offsets(self, layout: Layout | None, shape_, q: tuple[int, ...], em: Emitter) -> list[Index]:
+        """Where piece `q` starts in the value, per dim."""
+        raise NotImplementedError
+
+    def piece_block(self, layout: Layout | None, shape_) -> tuple[int, ...]:
+        """The block a load or store of one piece reads or writes."""
+        return self.piece_shape(layout, shape_)
+
+    def access_layout(self, layout: Layout | None) -> Layout | None:
+        """The ``layout`` a load or store of one piece carries."""
+        return self.piece_layout(layout)
+
+    # --- values ---------------------------------------------------------------------
+
+    def L(self, v: SSAValue) -> Layout | None:
+        return self.A.get(v)
+
+    def pieces(self, v: SSAValue) -> list[SSAValue]:
+        try:
+            return self.vmap[v]
+        except KeyError:
+            raise SimtifyError(f"internal: a {v.type} value was not rewritten before its use") from None
+
+    def one(self, v: SSAValue) -> SSAValue:
+        got = self.pieces(v)
+        if len(got) != 1:
+            raise SimtifyError(f"a {v.type} value used where one piece is needed has {len(got)}")
+        return got[0]
+
+    def piece_type(self, v: SSAValue) -> VectorType:
+        return VectorType(v.type.element_type, list(self.piece_shape(self.L(v), shape(v))))
+
+    def grid_of(self, v: SSAValue) -> tuple[int, ...]:
+        return self.grid(self.L(v), shape(v))
+
+    def annotate(self, op: Operation, old: SSAValue, i: int = 0) -> Operation:
+        notes.set_result_layout(op, i, self.piece_layout(self.L(old)))
+        return op
+
+    def const(self, em: Emitter, n: int) -> SSAValue:
+        key = ("index", n)
+        if key not in self.consts:
+            self.consts[key] = self.prelude.index(n)
+        return self.consts[key]
+
+    def index(self, em: Emitter, x: Index) -> SSAValue:
+        return self.const(em, x) if isinstance(x, int) else x
+
+    def add(self, em: Emitter, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if isinstance(b, int) and b == 0:
+            return a
+        if isinstance(a, int) and a == 0:
+            return b
+        if isinstance(a, int):
+            a, b = b, a
+        if isinstance(b, int):
+            return em.apply(AffineDimExpr(0) + b, [a])
+        return em.apply(AffineDimExpr(0) + AffineDimExpr(1), [a, b])
+
+    # --- driving --------------------------------------------------------------------
+
+    def run(self) -> None:
+        old_entry = self.func.body.blocks.first
+        new_entry = Block(arg_types=[a.type for a in old_entry.args])
+        for old, new in zip(old_entry.args, new_entry.args):
+            new.name_hint = old.name_hint
+            if is_vector(old):
+                raise SimtifyError(f"vector function arguments are not distributed by {self.level}; pass memrefs",
+                                   where(self.func))
+            self.vmap[old] = [new]
+        marker = arith.ConstantOp(IntegerAttr(0, IndexType()))
+        new_entry.add_op(marker)
+        self.prelude = self.emitter(new_entry, before=marker)
+        self.start(self.prelude)
+        body = self.emitter(new_entry)
+        results = self.rewrite_block(old_entry, body)
+        terminator = old_entry.ops.last
+        body.add(type(terminator).create(operands=results, properties=dict(terminator.properties),
+                                         attributes=dict(terminator.attributes)))
+        for m in [marker] + self.markers:
+            m.detach()
+            m.erase()
+        region = self.func.body
+        region.detach_block(old_entry)
+        region.add_block(new_entry)
+        old_entry.erase(safe_erase=False)
+
+    def start(self, prelude: Emitter) -> None:
+        """Ops the level needs at the function entry (ids)."""
+
+    def emitter(self, block: Block, before: Operation | None = None) -> "LocatedEmitter":
+        return LocatedEmitter(block, before, self.site)
+
+    def rewrite_block(self, block: Block, em: Emitter) -> list[SSAValue]:
+        for op in block.ops:
+            if op.name in ("scf.yield", "func.return", "gpu.return"):
+                return [p for v in op.operands for p in self.pieces(v)]
+            self.site.at(op)
+            try:
+                self.rewrite(op, em)
+            except SimtifyError as e:
+                raise e if e.where else e.at(where(op))
+            for r in op.results:
+                if is_vector(r) and len(self.vmap.get(r, ())) != prod(self.grid_of(r)):
+                    raise SimtifyError(f"internal: {op.name} left {len(self.vmap.get(r, ()))} pieces for a value "
+                                       f"its layout cuts into {prod(self.grid_of(r))}", where(op))
+        return []
+
+    def rewrite(self, op: Operation, em: Emitter) -> None:
+        handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
+        if handler is not None:
+            handler(op, em)
+        elif is_per_element(op):
+            self.elementwise(op, em)
+        elif any(is_vector(v) for v in list(op.operands) + list(op.results)) or op.regions or any(
+                isinstance(v.type, xegpu_ir.TensorDescType) for v in op.operands):
+            raise SimtifyError(f"'{op.name}' is not distributed by {self.level}")
+        else:
+            clone = op.clone(value_mapper={k: v[0] for k, v in self.vmap.items() if len(v) == 1})
+            em.add(clone)
+            for old, new in zip(op.results, clone.results):
+                self.vmap[old] = [new]
+
+    # --- ops the same at every level --------------------------------------------------
+
+    def elementwise(self, op: Operation, em: Emitter) -> None:
+        r = op.results[0]
+        n = prod(self.grid_of(r))
+        operand_pieces = []
+        for o in op.operands:
+            if is_vector(o):
+                got = self.pieces(o)
+                if len(got) != n:
+                    raise SimtifyError(f"an operand in {len(got)} pieces meets a result in {n}: their layouts "
+                                       f"{self.L(o)} and {self.L(r)} cut the value differently")
+                operand_pieces.append(got)
+            else:
+                operand_pieces.append([self.one(o)] * n)
+        types = [self.piece_type(x) if is_vector(x) else x.type for x in op.results]
+        outs: list[list[SSAValue]] = [[] for _ in op.results]
+        for i in range(n):
+            new = type(op).create(operands=[p[i] for p in operand_pieces], result_types=types,
+                                  properties=dict(op.properties), attributes=dict(op.attributes))
+            notes.clear(new)
+            for k, x in enumerate(op.results):
+                if is_vector(x):
+                    self.annotate(new, x, k)
+            em.add(new)
+            for k in range(len(op.results)):
+                outs[k].append(new.results[k])
+        for x, o in zip(op.results, outs):
+            self.vmap[x] = o
+
+    def op_arith_constant(self, op: Operation, em: Emitter) -> None:
+        r = op.results[0]
+        if not is_vector(r):
+            clone = op.clone()
+            em.add(clone)
+            self.vmap[r] = [clone.results[0]]
+            return
+        attr = op.properties.get("value") or op.attributes.get("value")
+        vals = attr.get_values() if isinstance(attr, DenseIntOrFPElementsAttr) else None
+        if vals is None or len(set(vals)) != 1:
+            raise SimtifyError("only splat vector constants are distributed")
+        pt = self.piece_type(r)
+        new = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(pt, [vals[0]] * prod(pt.get_shape())), pt)
+        self.annotate(new, r)
+        v = em.value(new)
+        self.vmap[r] = [v] * prod(self.grid_of(r))
+
+    def splat(self, em: Emitter, value, vt: VectorType, layout: Layout | None) -> SSAValue:
+        new = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(vt, [value] * prod(vt.get_shape())), vt)
+        notes.set_result_layout(new, 0, layout)
+        return em.value(new)
+
+    def op_vector_transpose(self, op: Operation, em: Emitter) -> None:
+        from simtify.ir import vector as vector_ir
+
+        perm = [int(x) for x in op.permutation.get_values()]
+        src, r = op.vector, op.results[0]
+        sgrid, rgrid = self.grid_of(src), self.grid_of(r)
+        spieces = self.pieces(src)
+        out = []
+        for q in product(*[range(n) for n in rgrid]):
+            qs = [0] * len(perm)
+            for i, p in enumerate(perm):
+                qs[p] = q[i]
+            piece = spieces[linear_index(qs, sgrid)]
+            new = vector_ir.TransposeOp(piece, perm, self.piece_type(r))
+            out.append(em.value(self.annotate(new, r)))
+        self.vmap[r] = out
+
+    def op_vector_broadcast(self, op: Operation, em: Emitter) -> None:
+        from simtify.ir import vector as vector_ir
+
+        r = op.results[0]
+        rgrid = self.grid_of(r)
+        if not is_vector(op.source):
+            v = em.value(self.annotate(vector_ir.BroadcastOp(self.one(op.source), self.piece_type(r)), r))
+            self.vmap[r] = [v] * prod(rgrid)
+            return
+        src = op.source
+        sshape, rshape = shape(src), shape(r)
+        lead = len(rshape) - len(sshape)
+        sgrid = self.grid_of(src)
+        spieces = self.pieces(src)
+        out = []
+        made: dict[int, SSAValue] = {}
+        for q in product(*[range(n) for n in rgrid]):
+            qs = [0 if sshape[j] == 1 and rshape[lead + j] != 1 else q[lead + j] for j in range(len(sshape))]
+            k = linear_index(qs, sgrid)
+            if k not in made:
+                new = vector_ir.BroadcastOp(spieces[k], self.piece_type(r))
+                made[k] = em.value(self.annotate(new, r))
+            out.append(made[k])
+        self.vmap[r] = out
+
+    def op_vector_shape_cast(self, op: Operation, em: Emitter) -> None:
+        from simtify.ir import vector as vector_ir
+        from simtify.transforms.xegpu_propagate import unit_dims_map
+
+        src, r = op.source, op.results[0]
+        m = unit_dims_map(shape(src), shape(r))
+        if m is None:
+            raise SimtifyError(f"only shape_casts that add or drop unit dims are distributed, not "
+                               f"{src.type} to {r.type}")
+        drop, add = m
+        sgrid, rgrid = self.grid_of(src), self.grid_of(r)
+        spieces = self.pieces(src)
+        out = []
+        for q in product(*[range(n) for n in rgrid]):
+            kept = [x for j, x in enumerate(q) if j not in add]
+            qs = []
+            it = iter(kept)
+            for j in range(len(sgrid)):
+                qs.append(0 if j in drop else next(it))
+            new = vector_ir.ShapeCastOp(spieces[linear_index(qs, sgrid)], self.piece_type(r))
+            out.append(em.value(self.annotate(new, r)))
+        self.vmap[r] = out
+
+    def reduce_pieces(self, op: Operation, em: Emitter, *, from_acc: bool) -> list[SSAValue]:
+        """Per result piece, the reduction of every source piece that lands on it —
+        starting from the accumulator's piece (`from_acc`) or from the neutral value."""
+        from simtify.ir import vector as vector_ir
+
+        src, r = op.source, op.results[0]
+        dims = [int(x) for x in op.reduction_dims.get_values()]
+        kind = kind_of(op)
+        if not is_vector(r):
+            raise SimtifyError("a multi_reduction to a scalar is not distributed; keep one dim")
+        sgrid, rgrid = self.grid_of(src), self.grid_of(r)
+        keep = [d for d in range(len(sgrid)) if d not in dims]
+        if [sgrid[d] for d in keep] != list(rgrid):
+            raise SimtifyError(f"the result layout {self.L(r)} does not cut the kept dims as the source layout "
+                               f"{self.L(src)} does")
+        spieces = self.pieces(src)
+        pt = self.piece_type(r)
+        accs = self.pieces(op.acc) if from_acc else None
+        out = []
+        for i, qr in enumerate(product(*[range(n) for n in rgrid])):
+            acc = accs[i] if from_acc else self.splat(em, _neutral_value(kind, pt.element_type), pt,
+                                                      self.piece_layout(self.L(r)))
+            for qd in product(*[range(sgrid[d]) for d in dims]):
+                qs = [0] * len(sgrid)
+                for d, x in zip(keep, qr):
+                    qs[d] = x
+                for d, x in zip(dims, qd):
+                    qs[d] = x
+                new = vector_ir.MultiReductionOp(kind, spieces[linear_index(qs, sgrid)], acc, dims)
+                acc = em.value(self.annotate(new, r))
+            out.append(acc)
+        return out
+
+    def op_vector_multi_reduction(self, op: Operation, em: Emitter) -> None:
+        self.vmap[op.results[0]] = self.reduce_pieces(op, em, from_acc=True)
+
+    # --- control flow -----------------------------------------------------------------
+
+    def piece_types(self, v: SSAValue) -> list:
+        if is_vector(v):
+            return [self.piece_type(v)] * prod(self.grid_of(v))
+        if isinstance(v.type, xegpu_ir.TensorDescType):
+            raise SimtifyError(f"descriptors carried by loops or branches are not distributed by {self.level}; "
+                               "create them outside and give the loads offsets")
+        return [v.type]
+
+    def op_scf_for(self, op: Operation, em: Emitter) -> None:
+        old_body = op.regions[0].blocks.first
+        inits = [p for v in op.operands[3:] for p in self.pieces(v)]
+        arg_types = [IndexType()] + [t for a in list(old_body.args)[1:] for t in self.piece_types(a)]
+        body = Block(arg_types=arg_types)
+        body.args[0].name_hint = old_body.args[0].name_hint
+        self.vmap[old_body.args[0]] = [body.args[0]]
+        k = 1
+        for a in list(old_body.args)[1:]:
+            n = len(self.piece_types(a))
+            self.vmap[a] = list(body.args[k:k + n])
+            k += n
+        results = self.rewrite_block(old_body, self.emitter(body))
+        body.add_op(scf.YieldOp(*results))
+        new = scf.ForOp(self.one(op.operands[0]), self.one(op.operands[1]), self.one(op.operands[2]), inits,
+                        Region(body))
+        em.add(new)
+        self._split_results(op, list(new.results))
+
+    def op_scf_if(self, op: Operation, em: Emitter) -> None:
+        types = [t for r in op.results for t in self.piece_types(r)]
+        regions = []
+        for region in op.regions:
+            if not region.blocks:
+                regions.append(None)
+                continue
+            block = Block()
+            results = self.rewrite_block(region.blocks.first, self.emitter(block))
+            block.add_op(scf.YieldOp(*results))
+            regions.append(Region(block))
+        new = scf.IfOp(self.one(op.operands[0]), types, regions[0], regions[1])
+        em.add(new)
+        self._split_results(op, list(new.results))
+
+    def _split_results(self, op: Operation, flat: list[SSAValue]) -> None:
+        k = 0
+        for r in op.results:
+            n = len(self.piece_types(r))
+            self.vmap[r] = flat[k:k + n]
+            k += n
+
+    # --- descriptors, loads and stores ------------------------------------------------
+
+    def op_xegpu_create_nd_tdesc(self, op: Operation, em: Emitter) -> None:
+        t = op.tensor_desc.type
+        origin = _mixed(op.const_offsets, [self.one(o) for o in op.offsets])
+        if op.const_shape is not None:
+            raise SimtifyError(f"descriptors with shape and strides operands are not distributed by {self.level}")
+        marker = em.add(arith.ConstantOp(IntegerAttr(0, IndexType())))
+        self.markers.append(marker)
+        self.descs[op.tensor_desc] = Descriptor(self.one(op.source), origin, t,
+                                                  self.emitter(em.block, before=marker))
+        self.vmap[op.tensor_desc] = []
+
+    def descriptor(self, tdesc: SSAValue, block: Sequence[int], layout: Layout | None, em: Emitter) -> SSAValue:
+        """A descriptor of `block` over the memory of `tdesc` (made once per shape)."""
+        d = self.descs.get(tdesc)
+        if d is None:
+            raise SimtifyError(f"the descriptor must come from a create_nd_tdesc in this function to be "
+                               f"distributed by {self.level}")
+        key = (tuple(block), str(layout))
+        if key not in d.made:
+            t = xegpu_ir.TensorDescType(list(block), d.type.element_type, d.type.encoding if d.type.block_attr
+                                        else None, notes.to_attr(layout) if layout is not None else None)
+            new = xegpu_ir.CreateNdDescOp.build(operands=[d.source, [], [], []], result_types=[t])
+            src = d.source
+            # over a function argument: at the entry, so that loops reuse it
+            at = self.prelude if isinstance(src.owner, Block) and src.owner is self.prelude.block else d.at
+            d.made[key] = at.value(new)
+        return d.made[key]
+
+    def access_offsets(self, op: Operation, tdesc: SSAValue) -> list[Index]:
+        d = self.descs.get(tdesc)
+        own = _mixed(op.const_offsets, [self.one(o) for o in op.offsets])
+        rank = len(tdesc.type.get_shape())
+        if d is not None and d.origin:
+            if len(d.origin) != rank:
+                raise SimtifyError(f"offsets on a rank-{rank} descriptor over a rank-{len(d.origin)} memref "
+                                   f"are not distributed by {self.level}")
+            return [x if not own else _add_static(x, y) for x, y in zip(d.origin, own or [0] * rank)]
+        return own or [0] * rank
+
+    def piece_access(self, em: Emitter, op: Operation, value_layout: Layout | None, vshape, q, base: list[Index],
+                     perm: Sequence[int] | None) -> tuple[list[Index], tuple[int, ...]]:
+        """(block offsets, block shape) of piece `q` of a value read or written with
+        `value_layout`; `perm` the load's transpose."""
+        offs = self.piece_offsets(value_layout, vshape, q, em)
+        pshape = self.piece_block(value_layout, vshape)
+        if perm:
+            block_offs: list[Index] = [0] * len(perm)
+            block_shape = [0] * len(perm)
+            for i, p in enumerate(perm):
+                block_offs[p] = offs[i]
+                block_shape[p] = pshape[i]
+            offs, pshape = block_offs, tuple(block_shape)
+        return [self.add(em, b, o) for b, o in zip(base, offs)], tuple(pshape)
+
+    def op_xegpu_load_nd(self, op: Operation, em: Emitter) -> None:
+        r = op.value
+        lay = self.L(r)
+        if op.packed is not None and prod(self.grid_of(r)) > 1:
+            raise SimtifyError("packed (VNNI) loads of several pieces are not distributed")
+        perm = [int(x) for x in op.transpose.get_values()] if op.transpose is not None else None
+        base = self.access_offsets(op, op.tensor_desc)
+        out = []
+        for q in product(*[range(n) for n in self.grid_of(r)]):
+            offs, block = self.piece_access(em, op, lay, shape(r), q, base, perm)
+            tdesc = self.descriptor(op.tensor_desc, block, None, em)
+            props = {k: v for k, v in op.properties.items() if k in ("packed", "transpose", "l1_hint", "l2_hint",
+                                                                      "l3_hint")}
+            new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, self.access_layout(lay),
+                                   [self.piece_type(r)], em)
+            out.append(new.results[0])
+        self.vmap[r] = out
+
+    def op_xegpu_store_nd(self, op: Operation, em: Emitter) -> None:
+        v = op.value
+        lay = self.L(v)
+        base = self.access_offsets(op, op.tensor_desc)
+        target = self.store_guard(lay, shape(v), em)
+        for q, piece in zip(product(*[range(n) for n in self.grid_of(v)]), self.pieces(v)):
+            offs, block = self.piece_access(target, op, lay, shape(v), q, base, None)
+            tdesc = self.descriptor(op.tensor_desc, block, None, em)
+            props = {k: val for k, val in op.properties.items() if k in ("l1_hint", "l2_hint", "l3_hint")}
+            self.make_access(xegpu_ir.StoreNdOp, [piece, tdesc], offs, props, self.access_layout(lay), [], target)
+
+    def store_guard(self, layout: Layout | None, vshape, em: Emitter) -> Emitter:
+        """Where the stores of a value go (a level guards replicated data here)."""
+        return em
+
+    def op_xegpu_prefetch_nd(self, op: Operation, em: Emitter) -> None:
+        lay = notes.access_layout(op) or self.load_layout_of(op.tensor_desc)
+        vshape = op.tensor_desc.type.get_shape()
+        base = self.access_offsets(op, op.tensor_desc)
+        for q in product(*[range(n) for n in self.grid(lay, vshape)]):
+            offs, block = self.piece_access(em, op, lay, vshape, q, base, None)
+            tdesc = self.descriptor(op.tensor_desc, block, None, em)
+            props = {k: v for k, v in op.properties.items() if k in ("l1_hint", "l2_hint", "l3_hint")}
+            self.make_access(xegpu_ir.PrefetchNdOp, [tdesc], offs, props, self.access_layout(lay), [], em)
+
+    def load_layout_of(self, tdesc: SSAValue) -> Layout | None:
+        """A prefetch without a layout prefetches as the loads of its descriptor read."""
+        for use in tdesc.uses:
+            if use.operation.name == "xegpu.load_nd" and use.operation.transpose is None:
+                return self.L(use.operation.value)
+        return None
+
+    def make_access(self, cls, leading: list[SSAValue], offsets: list[Index], props: dict, layout, result_types,
+                    em: Emitter) -> Operation:
+        static = [o if isinstance(o, int) else DYNAMIC for o in offsets]
+        dynamic = [o for o in offsets if not isinstance(o, int)]
+        props = dict(props)
+        props["const_offsets"] = i64_array(static)
+        if layout is not None:
+            props["layout"] = notes.to_attr(layout)
+        new = cls.build(operands=[*leading, dynamic], result_types=result_types, properties=props)
+        em.add(new)
+        return new
+
+
+def kind_of(op: Operation) -> str:
+    """The combining kind of a reduction (``add``, ``maximumf``, ...)."""
+    k = op.kind.data
+    return k.value if hasattr(k, "value") else str(k)
+
+
+def linear_index(q: Sequence[int], grid: Sequence[int]) -> int:
+    """The position of grid index `q` in row-major order (the pieces' order)."""
+    k = 0
+    for x, n in zip(q, grid):
+        k = k * n + x
+    return k
+
+
+def _mixed(static, dynamic: list[SSAValue]) -> list[Index]:
+    if static is None:
+        return []
+    it = iter(dynamic)
+    return [next(it) if s == DYNAMIC else int(s) for s in static.get_values()]
+
+
+def _add_static(a: Index, b: Index) -> Index:
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if isinstance(b, int) and b == 0:
+        return a
+    if isinstance(a, int) and a == 0:
+        return b
+    raise SimtifyError("a descriptor with offsets read with offsets again is not distributed")
+
+
+def neutral(kind: str, elt):
+    """The value a `kind` reduction starts from (0 for add, -inf for maximumf, ...)."""
+    return _neutral_value(kind, elt)

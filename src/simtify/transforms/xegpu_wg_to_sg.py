@@ -1,0 +1,333 @@
+"""Workgroup→subgroup distribution: each subgroup keeps its own tiles of every value.
+
+A subgroup's id ``gpu.subgroup_id`` is delinearized over ``sg_layout`` with ``order[0]``
+fastest; per dim its tile of round ``q`` starts at ``(id·sg_data + q·U) mod n`` with
+``U = min(n, sg_layout·sg_data)`` — rounds when the dim is larger than the subgroups
+cover (each round one op), shared tiles when it is smaller. The seed's example:
+``vector<128x128xf16>`` on ``sg_layout = [2, 2]``, ``sg_data = [32, 128]`` gives subgroup
+(i, j) rows ``32·i`` and ``64 + 32·i`` (two rounds), all 128 columns (shared by j = 0, 1):
+
+    %v = xegpu.load_nd %t[%m, 0] <{layout = #a}> -> vector<128x128xf16>
+  becomes
+    %v0 = xegpu.load_nd %t'[%m + 32·i, 0] <{layout = #a'}> -> vector<32x128xf16>
+    %v1 = xegpu.load_nd %t'[%m + 32·i + 64, 0] <{layout = #a'}> -> vector<32x128xf16>
+
+(#a' is #a without its subgroup fields.) What needs other subgroups' data goes through
+shared local memory: a reduction over a dim split among subgroups writes each
+subgroup's partial (one copy of each, from the first subgroup holding it), waits at a
+barrier and reads back every partial; a ``convert_layout`` whose subgroup tiles differ
+writes the value once, waits, and reads the new tiles. A dpas needs, in each subgroup,
+the A rows and B columns of its C tiles with the whole K; layouts that give it less are
+an error (upstream distributes them anyway and computes partial sums it never adds).
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from math import prod
+
+import numpy as np
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr
+
+from simtify.errors import SimtifyError
+from simtify.ir import gpu as gpu_ir
+from simtify.ir import xegpu as xegpu_ir
+from simtify.layout.xegpu import delinearize
+from simtify.transforms import xegpu_annotations as notes
+from simtify.transforms.emit import Emitter
+from simtify.transforms.xegpu_layouts import SUBGROUP_FIELDS, Layout, flatten, kept_dims, plan, strip
+from simtify.transforms.xegpu_propagate import XeGPULayouts, shape
+from simtify.transforms.xegpu_unroll import Index, Unroller, kind_of
+
+
+class SubgroupDistribution(Unroller):
+    level = "xegpu-wg-to-sg"
+
+    def __init__(self, func: Operation, analysis: XeGPULayouts):
+        super().__init__(func, analysis)
+        self.S = analysis.num_subgroups
+        self.digit_cache: dict = {}
+        self.offset_cache: dict = {}
+
+    # --- pieces -----------------------------------------------------------------------
+
+    def grid(self, layout, shape_):
+        return tuple(p.R for p in plan(layout, shape_))
+
+    def piece_shape(self, layout, shape_):
+        return tuple(p.D for p in plan(layout, shape_))
+
+    def piece_layout(self, layout):
+        return strip(layout, SUBGROUP_FIELDS)
+
+    def start(self, prelude: Emitter) -> None:
+        self.sgid = prelude.value(gpu_ir.SubgroupIdOp())
+        self.sgid.name_hint = "sgid"
+
+    def digits(self, layout: Layout | None) -> list[SSAValue | None]:
+        """Per base dim, this subgroup's digit of `layout`'s sg_layout (None: layout 1)."""
+        if layout is None:
+            return []
+        base, _ = flatten(layout)
+        if base.sg_layout is None:
+            return [None] * (base.rank or 0)
+        order = base.order if base.order is not None else tuple(range(base.rank - 1, -1, -1))
+        key = (base.sg_layout, order)
+        if key not in self.digit_cache:
+            moving = [d for d in reversed(order) if base.sg_layout[d] > 1]  # slowest first
+            out: list[SSAValue | None] = [None] * base.rank
+            if moving:
+                results = self.prelude.delinearize(self.sgid, [base.sg_layout[d] for d in moving])[1:]
+                for d, r in zip(moving, results):
+                    out[d] = r
+            self.digit_cache[key] = out
+        return self.digit_cache[key]
+
+    def piece_offsets(self, layout, shape_, q, em) -> list[Index]:
+        plans = plan(layout, shape_)
+        kept = kept_dims(layout) if layout is not None else list(range(len(shape_)))
+        digits = self.digits(layout)
+        out: list[Index] = []
+        for j, (p, qj) in enumerate(zip(plans, q)):
+            if p.n % p.D:
+                raise SimtifyError(f"dim {j}: sg_data {p.D} does not divide the size {p.n}: a subgroup's tile "
+                                   "would wrap around the end")
+            digit = digits[kept[j]] if digits else None
+            if digit is None or p.D == p.n:  # one subgroup along the dim, or all share it
+                out.append(qj * p.U)
+                continue
+            key = (id(digit), p.D, p.U, p.n, qj)
+            if key not in self.offset_cache:
+                expr = AffineDimExpr(0) * p.D + qj * p.U
+                if p.L * p.D + qj * p.U > p.n:
+                    expr = expr % p.n
+                self.offset_cache[key] = self.prelude.apply(expr, [digit])
+            out.append(self.offset_cache[key])
+        return out
+
+    # --- which subgroups hold what ------------------------------------------------------
+
+    def host_offsets(self, layout: Layout | None, shape_) -> list[tuple[int, np.ndarray]]:
+        """Per kept dim, (tile size, ``[subgroups, rounds]`` tile starts) — the same
+        formula `piece_offsets` emits, on the host."""
+        plans = plan(layout, shape_)
+        ids = np.arange(self.S)
+        if layout is not None and flatten(layout)[0].sg_layout is not None:
+            base, _ = flatten(layout)
+            dig = delinearize(ids, base.sg_layout, base.order)
+            kept = kept_dims(layout)
+        else:
+            dig, kept = np.zeros((self.S, len(shape_)), np.int64), list(range(len(shape_)))
+        out = []
+        for j, p in enumerate(plans):
+            q = np.arange(p.R)
+            out.append((p.D, (dig[:, kept[j]][:, None] * p.D + q[None, :] * p.U) % p.n))
+        return out
+
+    def writer(self, layout: Layout | None, shape_, em: Emitter, skip=()) -> SSAValue | None:
+        """True in one subgroup among those holding the same tiles (None: no sharing);
+        base dims in `skip` are the caller's business."""
+        conds = []
+        if layout is None or flatten(layout)[0].sg_layout is None:
+            return em.cmpi("eq", self.sgid, self.const(em, 0)) if self.S > 1 else None
+        base, removed = flatten(layout)
+        digits = self.digits(layout)
+        if base.num_subgroups < self.S:  # later subgroups wrap around onto the first ones
+            conds.append(em.cmpi("ult", self.sgid, self.const(em, base.num_subgroups)))
+        for d in removed:
+            if digits[d] is not None and d not in skip:
+                conds.append(em.cmpi("eq", digits[d], self.const(em, 0)))
+        for j, (d, p) in enumerate(zip(kept_dims(layout), plan(layout, shape_))):
+            if digits[d] is not None and p.L * p.D > p.n:
+                conds.append(em.cmpi("ult", digits[d], self.const(em, p.n // p.D)))
+        return _all(em, conds)
+
+    # --- dpas -------------------------------------------------------------------------
+
+    def op_xegpu_dpas(self, op: Operation, em: Emitter) -> None:
+        a, b, c = self.L(op.lhs), self.L(op.rhs), self.L(op.result)
+        if len(shape(op.rhs)) != 2:
+            raise SimtifyError("a workgroup-level dpas takes B as KxN, not VNNI-packed")
+        k = shape(op.lhs)[1]
+        oa, ob, oc = (self.host_offsets(x, shape(v)) for x, v in ((a, op.lhs), (b, op.rhs), (c, op.result)))
+        for what, (size, offs) in (("A", oa[1]), ("B", ob[0])):
+            if offs.shape[1] != 1 or size != k:
+                raise SimtifyError(f"dpas: {what}'s layout gives a subgroup {size} of the K = {k} elements in "
+                                   f"{offs.shape[1]} round(s); each subgroup needs the whole K of its C tiles")
+        if oa[0][0] != oc[0][0] or not np.array_equal(oa[0][1], oc[0][1]):
+            raise SimtifyError(f"dpas: layout_a {a} does not give each subgroup the A rows of its C tiles "
+                               f"(layout_cd {c})")
+        if ob[1][0] != oc[1][0] or not np.array_equal(ob[1][1], oc[1][1]):
+            raise SimtifyError(f"dpas: layout_b {b} does not give each subgroup the B columns of its C tiles "
+                               f"(layout_cd {c})")
+        ap, bp = self.pieces(op.lhs), self.pieces(op.rhs)
+        cp = self.pieces(op.acc) if op.acc is not None else None
+        rm, rn = self.grid_of(op.result)
+        out = []
+        for i, j in product(range(rm), range(rn)):
+            operands = [ap[i], bp[j]] + ([cp[i * rn + j]] if cp is not None else [])
+            new = xegpu_ir.DpasOp.build(operands=[operands[0], operands[1], operands[2:]],
+                                        result_types=[self.piece_type(op.result)])
+            for key, x in (("layout_a", a), ("layout_b", b), ("layout_cd", c)):
+                notes.set_inherent(new, key, self.piece_layout(x))
+            out.append(em.value(new))
+        self.vmap[op.result] = out
+
+    # --- across subgroups: shared local memory --------------------------------------------
+
+    def in_loop(self, op: Operation) -> bool:
+        parent = op.parent_op()
+        while parent is not None and parent is not self.func:
+            if parent.name in ("scf.for", "scf.while"):
+                return True
+            parent = parent.parent_op()
+        return False
+
+    def slm(self, shape_, elt, em: Emitter) -> SSAValue:
+        return em.workgroup_alloc(list(shape_), elt)
+
+    def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
+        src, r = op.source, op.result
+        have, want = self.L(src), self.L(r)
+        if self.same_tiles(have, want, shape(src)):
+            pieces = []
+            for piece in self.pieces(src):
+                ph, pw = self.piece_layout(have), self.piece_layout(want)
+                if self.A.same(ph, pw, self.piece_shape(have, shape(src))):
+                    pieces.append(piece)
+                    continue
+                new = xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type], properties={
+                    "input_layout": notes.to_attr(ph), "target_layout": notes.to_attr(pw)})
+                pieces.append(em.value(new))
+            self.vmap[r] = pieces
+            return
+        self.vmap[r] = self.exchange(op, self.pieces(src), have, want, shape(src), src.type.element_type, em)
+
+    def same_tiles(self, a: Layout | None, b: Layout | None, shape_) -> bool:
+        ha, hb = self.host_offsets(a, shape_), self.host_offsets(b, shape_)
+        return all(x[0] == y[0] and np.array_equal(x[1], y[1]) for x, y in zip(ha, hb))
+
+    def exchange(self, op, pieces, have, want, shape_, elt, em: Emitter) -> list[SSAValue]:
+        """The value written to shared local memory in `have`'s tiles, read in `want`'s."""
+        buf = self.slm(shape_, elt, em)
+        if self.in_loop(op):
+            em.barrier()
+        tdesc_owner = _SharedBuffer(self, buf)
+        guard = self.writer(have, shape_, em)
+        target = em.if_then(guard) if guard is not None else em
+        for q, piece in zip(product(*[range(n) for n in self.grid(have, shape_)]), pieces):
+            offs = self.piece_offsets(have, shape_, q, target)
+            tdesc = tdesc_owner.descriptor(self.piece_shape(have, shape_), em)
+            self.make_access(xegpu_ir.StoreNdOp, [piece, tdesc], offs, {}, self.piece_layout(have), [], target)
+        em.barrier()
+        out = []
+        pt = VectorType(elt, list(self.piece_shape(want, shape_)))
+        for q in product(*[range(n) for n in self.grid(want, shape_)]):
+            offs = self.piece_offsets(want, shape_, q, em)
+            tdesc = tdesc_owner.descriptor(self.piece_shape(want, shape_), em)
+            out.append(self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, {}, self.piece_layout(want), [pt],
+                                        em).results[0])
+        return out
+
+    def op_vector_multi_reduction(self, op: Operation, em: Emitter) -> None:
+        src, r = op.source, op.results[0]
+        s_lay = self.L(src)
+        dims = [int(x) for x in op.reduction_dims.get_values()]
+        plans = plan(s_lay, shape(src))
+        groups = []
+        for j in dims:
+            p = plans[j]
+            groups.append(1 if p.L == 1 else (p.L if p.U == p.L * p.D else p.n // p.D))
+        if prod(groups) == 1:
+            self.vmap[r] = self.reduce_pieces(op, em, from_acc=True)
+            return
+        partials = self.reduce_pieces(op, em, from_acc=False)
+        kind = kind_of(op)
+        r_lay = self.L(r)
+        rshape = shape(r)
+        elt = r.type.element_type
+        G = prod(groups)
+        buf = self.slm((G * rshape[0],) + rshape[1:], elt, em)
+        if self.in_loop(op):
+            em.barrier()
+        shared = _SharedBuffer(self, buf)
+        digits = self.digits(s_lay)
+        kept = kept_dims(s_lay)
+        conds = []
+        group_digits = []
+        for j, g in zip(dims, groups):
+            d = digits[kept[j]]
+            if d is None:
+                continue
+            if g > 1:
+                group_digits.append((d, g))
+        # one copy of each partial: subgroups past the first g along a reduced dim, or
+        # sharing a kept dim or a sliced-away one, hold copies
+        row_guard = self.writer(s_lay, shape(src), em)
+        guard = _all(em, conds + ([row_guard] if row_guard is not None else []))
+        if len(group_digits) == 1:
+            gid = group_digits[0][0]
+        else:
+            gid = em.linearize([d for d, _ in group_digits], [g for _, g in group_digits])
+        target = em.if_then(guard) if guard is not None else em
+        pshape = self.piece_shape(r_lay, rshape)
+        playout = self.piece_layout(r_lay)
+        grid = self.grid(r_lay, rshape)
+        for q, piece in zip(product(*[range(n) for n in grid]), partials):
+            offs = self.piece_offsets(r_lay, rshape, q, target)
+            offs[0] = self.add(target, target.apply(AffineDimExpr(0) * rshape[0], [gid]), offs[0])
+            self.make_access(xegpu_ir.StoreNdOp, [piece, shared.descriptor(pshape, em)], offs, {}, playout, [],
+                             target)
+        em.barrier()
+        accs = self.pieces(op.acc)
+        out = []
+        pt = VectorType(elt, list(pshape))
+        for i, q in enumerate(product(*[range(n) for n in grid])):
+            total = None
+            for g in range(G):
+                offs = self.piece_offsets(r_lay, rshape, q, em)
+                offs[0] = self.add(em, offs[0], g * rshape[0])
+                v = self.make_access(xegpu_ir.LoadNdOp, [shared.descriptor(pshape, em)], offs, {}, playout, [pt],
+                                     em).results[0]
+                total = v if total is None else self.combine(em, kind, total, v, r)
+            out.append(self.combine(em, kind, total, accs[i], r))
+        self.vmap[r] = out
+
+    def combine(self, em: Emitter, kind: str, a: SSAValue, b: SSAValue, like: SSAValue) -> SSAValue:
+        v = em.combine(kind, a, b)
+        notes.set_result_layout(v.owner, 0, self.piece_layout(self.L(like)))
+        return v
+
+
+class _SharedBuffer:
+    """Descriptors over one shared-local-memory buffer, one per block shape."""
+
+    def __init__(self, owner: SubgroupDistribution, buf: SSAValue):
+        self.owner = owner
+        self.buf = buf
+        self.made: dict = {}
+
+    def descriptor(self, block, em: Emitter) -> SSAValue:
+        key = tuple(block)
+        if key not in self.made:
+            t = xegpu_ir.TensorDescType(list(block), self.buf.type.element_type)
+            new = xegpu_ir.CreateNdDescOp.build(operands=[self.buf, [], [], []], result_types=[t])
+            # right after the allocation, so that guarded stores and the loads share it
+            self.buf.owner.parent_block().insert_op_after(new, self.buf.owner)
+            self.made[key] = new.results[0]
+        return self.made[key]
+
+
+def _all(em: Emitter, conds: list[SSAValue]) -> SSAValue | None:
+    if not conds:
+        return None
+    out = conds[0]
+    for c in conds[1:]:
+        out = em.andi(out, c)
+    return out
+
+
+def distribute(func: Operation, analysis: XeGPULayouts) -> None:
+    SubgroupDistribution(func, analysis).run()

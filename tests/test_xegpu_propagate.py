@@ -1,0 +1,171 @@
+"""XeGPU layout propagation: the seed's rules from the anchors, conversions only where
+ownership maps differ, and the xe target's defaults for what layouts leave out."""
+
+from __future__ import annotations
+
+from simtify.ir import parse
+from simtify.layout import XeGPULayout, XeGPUSlice
+from xegpu_harness import check_xegpu, distribute
+
+L = "#xegpu.layout<sg_layout = [4, 2], sg_data = [16, 32], inst_data = [8, 16], lane_layout = [1, 16], lane_data = [1, 1]>"
+PARSED_L = XeGPULayout(sg_layout=(4, 2), sg_data=(16, 32), inst_data=(8, 16), lane_layout=(1, 16), lane_data=(1, 1))
+
+
+def program(body: str, args: str = "") -> str:
+    return f"""func.func @f(%A: memref<64x64xf32>, %B: memref<64x64xf32>{args}) {{
+  %ta = xegpu.create_nd_tdesc %A : memref<64x64xf32> -> !xegpu.tensor_desc<64x64xf32>
+  %tb = xegpu.create_nd_tdesc %B : memref<64x64xf32> -> !xegpu.tensor_desc<64x64xf32>
+  %a = xegpu.load_nd %ta[0, 0] <{{layout = {L}}}> : !xegpu.tensor_desc<64x64xf32> -> vector<64x64xf32>
+{body}
+  return
+}}
+"""
+
+
+def propagated(text: str):
+    return parse(distribute(text, "xegpu-propagate"), "p.mlir")
+
+
+def ops(module, name):
+    return [op for op in module.walk() if op.name == name]
+
+
+def result_layout(op):
+    return op.attributes["layout_result_0"].data
+
+
+def test_reduction_result_is_the_source_sliced_and_the_accumulator_follows():
+    m = propagated(program("""  %z = arith.constant dense<0.0> : vector<64xf32>
+  %r = vector.multi_reduction <add>, %a, %z [1] : vector<64x64xf32> to vector<64xf32>
+  %tc = xegpu.create_nd_tdesc %C : memref<64xf32> -> !xegpu.tensor_desc<64xf32>
+  xegpu.store_nd %r, %tc[0] : vector<64xf32>, !xegpu.tensor_desc<64xf32>""", ", %C: memref<64xf32>"))
+    (red,) = ops(m, "vector.multi_reduction")
+    assert result_layout(red) == XeGPUSlice(PARSED_L, (1,))
+    (cst,) = ops(m, "arith.constant")
+    assert result_layout(cst) == XeGPUSlice(PARSED_L, (1,))
+    assert not ops(m, "xegpu.convert_layout")
+
+
+def test_transpose_takes_the_inverse_permutation_back_to_the_load():
+    """The store fixes the transposed layout; the load gets it under the inverse
+    permutation, order included (subgroup (i, j) keeps its transposed tile)."""
+    store = "#xegpu.layout<sg_layout = [2, 4], sg_data = [32, 16], lane_layout = [16, 1], lane_data = [1, 1]>"
+    text = f"""func.func @f(%A: memref<64x64xf32>, %C: memref<64x64xf32>) {{
+  %ta = xegpu.create_nd_tdesc %A : memref<64x64xf32> -> !xegpu.tensor_desc<64x64xf32>
+  %a = xegpu.load_nd %ta[0, 0] : !xegpu.tensor_desc<64x64xf32> -> vector<64x64xf32>
+  %t = vector.transpose %a, [1, 0] : vector<64x64xf32> to vector<64x64xf32>
+  %tc = xegpu.create_nd_tdesc %C : memref<64x64xf32> -> !xegpu.tensor_desc<64x64xf32>
+  xegpu.store_nd %t, %tc[0, 0] <{{layout = {store}}}> : vector<64x64xf32>, !xegpu.tensor_desc<64x64xf32>
+  return
+}}
+"""
+    m = propagated(text)
+    (load,) = ops(m, "xegpu.load_nd")
+    got = load.layout.data
+    assert (got.sg_layout, got.sg_data, got.lane_layout, got.order) == ((4, 2), (16, 32), (1, 16), (0, 1))
+    check_xegpu(text, "f")
+
+
+def test_broadcast_source_is_the_result_sliced():
+    m = propagated(program("""  %tc = xegpu.create_nd_tdesc %C : memref<64xf32> -> !xegpu.tensor_desc<64xf32>
+  %c = xegpu.load_nd %tc[0] : !xegpu.tensor_desc<64xf32> -> vector<64xf32>
+  %bc = vector.broadcast %c : vector<64xf32> to vector<64x64xf32>
+  %s = arith.addf %a, %bc : vector<64x64xf32>
+  xegpu.store_nd %s, %tb[0, 0] : vector<64x64xf32>, !xegpu.tensor_desc<64x64xf32>""", ", %C: memref<64xf32>"))
+    loads = ops(m, "xegpu.load_nd")
+    assert loads[1].layout.data == XeGPUSlice(PARSED_L, (0,))
+
+
+def test_equal_ownership_needs_no_conversion_different_ownership_does():
+    """The store states the load's layout in other words (explicit default order and
+    sg_data): same ownership map, no convert_layout. A store in another layout gets one."""
+    same = ("#xegpu.layout<sg_layout = [4, 2], sg_data = [16, 32], inst_data = [8, 16], lane_layout = [1, 16], "
+            "lane_data = [1, 1], order = [1, 0]>")
+    m = propagated(program(f"  xegpu.store_nd %a, %tb[0, 0] <{{layout = {same}}}> : vector<64x64xf32>, "
+                           "!xegpu.tensor_desc<64x64xf32>"))
+    assert not ops(m, "xegpu.convert_layout")
+    other = "#xegpu.layout<sg_layout = [2, 4], sg_data = [32, 16], inst_data = [8, 16], lane_layout = [1, 16], lane_data = [1, 1]>"
+    text = program(f"  xegpu.store_nd %a, %tb[0, 0] <{{layout = {other}}}> : vector<64x64xf32>, "
+                   "!xegpu.tensor_desc<64x64xf32>")
+    (conv,) = ops(propagated(text), "xegpu.convert_layout")
+    assert conv.input_layout.data == PARSED_L and str(conv.target_layout.data) == other
+    out = check_xegpu(text, "f")
+    assert "gpu.barrier" in out  # the subgroups' tiles differ: through shared local memory
+
+
+def test_a_splat_constant_used_in_two_layouts_is_cloned_not_converted():
+    other = "#xegpu.layout<sg_layout = [2, 4], sg_data = [32, 16], inst_data = [8, 16], lane_layout = [1, 16], lane_data = [1, 1]>"
+    text = program(f"""  %one = arith.constant dense<1.0> : vector<64x64xf32>
+  %b = xegpu.load_nd %tb[0, 0] <{{layout = {other}}}> : !xegpu.tensor_desc<64x64xf32> -> vector<64x64xf32>
+  %x = arith.addf %a, %one : vector<64x64xf32>
+  %y = arith.addf %b, %one : vector<64x64xf32>
+  xegpu.store_nd %x, %ta[0, 0] : vector<64x64xf32>, !xegpu.tensor_desc<64x64xf32>
+  xegpu.store_nd %y, %tb[0, 0] : vector<64x64xf32>, !xegpu.tensor_desc<64x64xf32>""")
+    m = propagated(text)
+    assert not ops(m, "xegpu.convert_layout") and len(ops(m, "arith.constant")) == 2
+    check_xegpu(text, "f")
+
+
+def test_one_subgroups_program_gets_upstreams_lane_layouts():
+    """No layout anywhere (upstream's propagate-layout.mlir @dpas_f16): the dpas fixes the
+    lanes — A [1, 16] / [1, 1], B VNNI [1, 16] / [2, 1], C [1, 16] / [1, 1]."""
+    text = """func.func @f(%a: memref<8x16xf16>, %b: memref<16x16xf16>, %c: memref<8x16xf32>) {
+  %ta = xegpu.create_nd_tdesc %a : memref<8x16xf16> -> !xegpu.tensor_desc<8x16xf16>
+  %tb = xegpu.create_nd_tdesc %b : memref<16x16xf16> -> !xegpu.tensor_desc<16x16xf16>
+  %va = xegpu.load_nd %ta[0, 0] : !xegpu.tensor_desc<8x16xf16> -> vector<8x16xf16>
+  %vb = xegpu.load_nd %tb[0, 0] : !xegpu.tensor_desc<16x16xf16> -> vector<16x16xf16>
+  %d = xegpu.dpas %va, %vb : vector<8x16xf16>, vector<16x16xf16> -> vector<8x16xf32>
+  %tc = xegpu.create_nd_tdesc %c : memref<8x16xf32> -> !xegpu.tensor_desc<8x16xf32>
+  xegpu.store_nd %d, %tc[0, 0] : vector<8x16xf32>, !xegpu.tensor_desc<8x16xf32>
+  return
+}
+"""
+    (dpas,) = ops(propagated(text), "xegpu.dpas")
+    lanes = [(x.data.lane_layout, x.data.lane_data, x.data.inst_data)
+             for x in (dpas.layout_a, dpas.layout_b, dpas.layout_cd)]
+    assert lanes == [((1, 16), (1, 1), (8, 16)), ((1, 16), (2, 1), (16, 16)), ((1, 16), (1, 1), (8, 16))]
+
+
+def test_i8_dpas_packs_four_rows_of_b():
+    text = """func.func @f(%a: memref<8x32xi8>, %b: memref<32x16xi8>, %c: memref<8x16xi32>) {
+  %ta = xegpu.create_nd_tdesc %a : memref<8x32xi8> -> !xegpu.tensor_desc<8x32xi8>
+  %tb = xegpu.create_nd_tdesc %b : memref<32x16xi8> -> !xegpu.tensor_desc<32x16xi8>
+  %va = xegpu.load_nd %ta[0, 0] : !xegpu.tensor_desc<8x32xi8> -> vector<8x32xi8>
+  %vb = xegpu.load_nd %tb[0, 0] : !xegpu.tensor_desc<32x16xi8> -> vector<32x16xi8>
+  %d = xegpu.dpas %va, %vb : vector<8x32xi8>, vector<32x16xi8> -> vector<8x16xi32>
+  %tc = xegpu.create_nd_tdesc %c : memref<8x16xi32> -> !xegpu.tensor_desc<8x16xi32>
+  xegpu.store_nd %d, %tc[0, 0] : vector<8x16xi32>, !xegpu.tensor_desc<8x16xi32>
+  return
+}
+"""
+    (dpas,) = ops(propagated(text), "xegpu.dpas")
+    assert (dpas.layout_a.data.inst_data, dpas.layout_b.data.inst_data) == ((8, 32), (32, 16))
+    assert dpas.layout_b.data.lane_data == (4, 1)
+    check_xegpu(text, "f")
+
+
+def test_loop_carried_values_keep_one_layout():
+    text = program("""  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%x = %a) -> (vector<64x64xf32>) {
+    %y = arith.mulf %x, %x : vector<64x64xf32>
+    scf.yield %y : vector<64x64xf32>
+  }
+  xegpu.store_nd %r, %tb[0, 0] : vector<64x64xf32>, !xegpu.tensor_desc<64x64xf32>""")
+    m = propagated(text)
+    (loop,) = ops(m, "scf.for")
+    assert result_layout(loop) == PARSED_L and not ops(m, "xegpu.convert_layout")
+    check_xegpu(text, "f", rtol=1e-3)
+
+
+def test_lanes_alone_differ_through_each_subgroups_shared_memory():
+    """Same subgroup tiles, other lanes: no exchange between subgroups; each subgroup's
+    lanes trade fragments through its own region of shared local memory."""
+    other = "#xegpu.layout<sg_layout = [4, 2], sg_data = [16, 32], inst_data = [8, 16], lane_layout = [2, 8], lane_data = [1, 1]>"
+    text = program(f"  xegpu.store_nd %a, %tb[0, 0] <{{layout = {other}}}> : vector<64x64xf32>, "
+                   "!xegpu.tensor_desc<64x64xf32>")
+    out = check_xegpu(text, "f")
+    assert "memref<64x16xf32, #gpu.address_space<workgroup>>" in out  # 8 subgroups x one 8x16 block
+    sg_level = distribute(text, "xegpu-wg-to-sg")
+    assert "#gpu.address_space<workgroup>" not in sg_level
