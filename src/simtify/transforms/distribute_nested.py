@@ -16,18 +16,19 @@ Reductions go in four steps (per thread; across lanes with ``gpu.subgroup_reduce
 clusters, or through workgroup memory where the lanes of a cluster are not a power-of-two
 strided set inside one subgroup; across subgroups through workgroup memory, reading back
 every subgroup's partial; then the accumulator). Writes of replicated values are done
-by one owner only. Layout conversions are free when the ownership maps agree, register
-permutations when only batch and outer tiles differ, and go through workgroup memory
-otherwise.
+by one owner only. Layout conversions are free when the ownership maps agree; otherwise
+`plan_conversion` chooses a register permutation, lane shuffles or workgroup memory
+(padded or swizzled so that neither side has bank conflicts, with the widest vector
+accesses). A contraction whose operands carry a matrix intrinsic's layouts (`mma_kind`)
+becomes one `amdgpu.mfma` / `nvgpu.mma.sync` per batch tile of M, N and K.
 """
 
 from __future__ import annotations
 
-from itertools import product
+from itertools import pairwise, product
 from math import prod
 
 import numpy as np
-
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -35,6 +36,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     VectorType,
     i1,
+    i32,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
@@ -44,7 +46,12 @@ from simtify.ir import gpu as gpu_ir
 from simtify.layout import NestedLayout
 from simtify.sim.affine_eval import result_dims
 from simtify.transforms.emit import Emitter
-from simtify.transforms.propagate_layouts import LayoutAnalysis, is_elementwise, is_vector, mask_layout
+from simtify.transforms.propagate_layouts import (
+    LayoutAnalysis,
+    is_elementwise,
+    is_vector,
+    mask_layout,
+)
 
 
 def _where(op: Operation) -> str:
@@ -67,7 +74,11 @@ def _kind(op: Operation) -> str:
 
 
 class NestedDistribution:
-    def __init__(self, func: Operation, analysis: LayoutAnalysis, subgroup_size: int, threads: int):
+    def __init__(self, func: Operation, analysis: LayoutAnalysis, subgroup_size: int, threads: int,
+                 target: str | None = None):
+        from simtify.target import get_target
+
+        self.target = get_target(target or ("gfx942" if subgroup_size == 64 else "sm_90"))
         self.func = func
         self.analysis = analysis
         self.sg = subgroup_size
@@ -76,6 +87,7 @@ class NestedDistribution:
         self.digit_cache: dict = {}
         self.const_cache: dict[int, SSAValue] = {}
         self.writer_cache: dict = {}
+        self.loop_depth = 0  # scf.for bodies being distributed around the current op
 
     # --- entry: thread ids and uniform index math ---------------------------------
 
@@ -147,7 +159,7 @@ class NestedDistribution:
                     out[d] = r
             return out
         for st, n, d in dims:
-            e = (AffineDimExpr(0).floor_div(st)) % n
+            e = (AffineDimExpr(0) // st) % n
             out[d] = self.entry.apply(e, [x])
         return out
 
@@ -243,6 +255,9 @@ class NestedDistribution:
         return []
 
     def distribute(self, op: Operation, em: Emitter) -> None:
+        if not op.regions and _only_zero_d(op):
+            self.zero_d(op, em)
+            return
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if handler is not None:
             handler(op, em)
@@ -259,6 +274,17 @@ class NestedDistribution:
             self.vmap[old] = new
 
     # --- ops ----------------------------------------------------------------------
+
+    def zero_d(self, op: Operation, em: Emitter) -> None:
+        """An op on 0-d vectors only: every thread holds the whole (one-element) value,
+        as with scalars; a write of one is done by thread 0 alone."""
+        target = em
+        if op.name in ("vector.transfer_write", "vector.store", "memref.store"):
+            target = em.if_then(em.cmpi("eq", self.tid, self.c(0)))
+        clone = op.clone(value_mapper=dict(self.vmap))
+        target.add(clone)
+        for old, new in zip(op.results, clone.results):
+            self.vmap[old] = new
 
     def elementwise(self, op: Operation, em: Emitter) -> None:
         lay = self.L(op.results[0])
@@ -378,7 +404,11 @@ class NestedDistribution:
         for old, new in zip(old_body.args, body.args):
             new.name_hint = old.name_hint
             self.vmap[old] = new
-        results = self.distribute_block(old_body, Emitter(body))
+        self.loop_depth += 1
+        try:
+            results = self.distribute_block(old_body, Emitter(body))
+        finally:
+            self.loop_depth -= 1
         body.add_op(scf.YieldOp(*results))
         new = scf.ForOp(self.m(op.operands[0]), self.m(op.operands[1]), self.m(op.operands[2]), inits, Region(body))
         em.add(new)
@@ -526,13 +556,33 @@ class NestedDistribution:
 
     def convert(self, value: SSAValue, src: NestedLayout, dst: NestedLayout, vtype: VectorType, em: Emitter,
                 force_memory: bool = False) -> SSAValue:
+        """Move `value` from layout `src` to `dst` the way `plan_conversion` chooses:
+        nothing, a register permutation, lane shuffles, or workgroup memory."""
+        from simtify.transforms.plan_conversion import plan_conversion
+
         if not force_memory and self.analysis.same(src, dst):
             # identical ownership maps: the same registers in the same order, maybe
             # grouped into a differently shaped [B.., O.., E..]
             return em.shape_cast(value, dist_type(vtype, dst))
         if not force_memory and self._batch_outer_only(src, dst):
             return self._batch_outer_permute(value, src, dst, vtype, em)
-        return self.through_memory(value, src, dst, vtype, em)
+        plan = plan_conversion(src, dst, subgroup_size=self.sg, threads=self.threads, target=self.target,
+                               element_bytes=_element_bytes(vtype.element_type), force_memory=force_memory,
+                               barriers=2 if self.in_loop(em) else 1)
+        if plan.kind in ("registers", "shuffles"):
+            return self.through_lanes(value, plan.lanes, dst, vtype, em)
+        return self.through_memory(value, src, dst, vtype, em, plan.memory)
+
+    def in_loop(self, em: Emitter) -> bool:
+        """Whether code emitted by `em` may run more than once (inside a loop)."""
+        if self.loop_depth:
+            return True
+        op = em.block.parent_op()
+        while op is not None and op is not self.func:
+            if op.name in ("scf.for", "scf.while", "scf.forall"):
+                return True
+            op = op.parent_op()
+        return False
 
     @staticmethod
     def _batch_outer_only(src: NestedLayout, dst: NestedLayout) -> bool:
@@ -557,22 +607,201 @@ class NestedDistribution:
         back = [2 * d for d in range(r)] + [2 * d + 1 for d in range(r)] + [2 * r + d for d in range(r)]
         return em.transpose(v, back)
 
-    def through_memory(self, value, src, dst, vtype, em) -> SSAValue:
+    # --- conversions through lanes -------------------------------------------------
+
+    def tid_table(self, values, elt) -> SSAValue:
+        """This thread's entry of a per-thread constant table (indexed by tid)."""
+        from simtify.ir import vector as vector_ir
+
+        key = ("table", str(elt), tuple(int(v) if elt != i1 else bool(v) for v in values))
+        if key not in self.writer_cache:
+            table = self.entry.dense(VectorType(elt, [self.threads]), list(key[2]))
+            self.writer_cache[key] = self.entry.value(vector_ir.ExtractOp(table, [self.tid], elt))
+        return self.writer_cache[key]
+
+    def i32(self, n: int) -> SSAValue:
+        key = ("i32", n)
+        if key not in self.writer_cache:
+            self.writer_cache[key] = self.entry.value(arith.ConstantOp(IntegerAttr(n, i32)))
+        return self.writer_cache[key]
+
+    def f2_lane(self, const: int, columns) -> SSAValue:
+        """The i32 lane ``const ^ XOR_j columns[j]·bit_j(lane)``, computed once per thread."""
+        key = ("f2", const, tuple(columns))
+        if key in self.writer_cache:
+            return self.writer_cache[key]
+        from simtify.ir import arith as arith_ir
+
+        # contiguous runs of lane bits that move as a block (columns[j+k] = columns[j]·2^k)
+        # become one floordiv/mod/mul term; the terms are XORed
+        terms: list[SSAValue] = []
+        j = 0
+        while j < len(columns):
+            if not columns[j]:
+                j += 1
+                continue
+            k = j
+            while k + 1 < len(columns) and columns[k + 1] == columns[j] << (k + 1 - j) \
+                    and _is_pow2(columns[j]):
+                k += 1
+            n = k - j + 1
+            if _is_pow2(columns[j]):
+                e = ((AffineDimExpr(0) // (1 << j)) % (1 << n)) * columns[j]
+            else:
+                e = ((AffineDimExpr(0) // (1 << j)) % 2) * columns[j]
+                k, n = j, 1
+            terms.append(self.entry.apply(e, [self.tid]))
+            j = k + 1
+        if const or not terms:
+            terms.append(self.c(const))
+        lane = terms[0]
+        for t in terms[1:]:
+            lane = self.entry.value(arith.XOrIOp(lane, t))
+        out = self.entry.value(arith_ir.IndexCastOp(lane, i32))
+        self.writer_cache[key] = out
+        return out
+
+    def member_test(self, rnd) -> SSAValue:
+        """i1: whether this thread takes round `rnd` (lane bit-field tests, else a table)."""
+        if not rnd.member_fields:
+            return self.tid_table(rnd.members, i1)
+        key = ("members", rnd.member_fields)
+        if key in self.writer_cache:
+            return self.writer_cache[key]
+        cond = None
+        for shift, n, v in rnd.member_fields:
+            f = self.entry.apply((AffineDimExpr(0) // (1 << shift)) % (1 << n), [self.tid])
+            c = self.entry.cmpi("eq", f, self.c(v))
+            cond = c if cond is None else self.entry.andi(cond, c)
+        self.writer_cache[key] = cond
+        return cond
+
+    def through_lanes(self, value: SSAValue, plan, dst: NestedLayout, vtype: VectorType, em: Emitter) -> SSAValue:
+        """Each destination register from its rounds: the source register, from this
+        thread (no shuffle) or from another lane of the subgroup (gpu.shuffle), selected
+        per thread where several rounds feed one register."""
+        from simtify.ir import arith as arith_ir
+        from simtify.ir import vector as vector_ir
+
+        elt = vtype.element_type
+        src_regs = prod(value.type.get_shape())
+        flat = em.shape_cast(value, VectorType(elt, [src_regs]))
+        scalars: dict[int, SSAValue] = {}
+        regs: list[SSAValue | None] = [None] * plan.dst_registers
+        for rnd in plan.rounds:
+            if rnd.src not in scalars:
+                scalars[rnd.src] = em.extract(flat, [rnd.src], elt)
+            v = scalars[rnd.src]
+            if rnd.is_shuffle:
+                if rnd.mode in ("xor", "idx"):
+                    offset = self.i32(rnd.value)
+                elif rnd.mode == "f2":
+                    offset = self.f2_lane(rnd.value, rnd.columns)
+                else:
+                    offset = self.tid_table(rnd.lanes, i32)
+                v = em.add(gpu_ir.ShuffleOp("xor" if rnd.mode == "xor" else "idx", v, offset, self.i32(self.sg))
+                           ).results[0]
+            prev = regs[rnd.dst]
+            if prev is None:
+                regs[rnd.dst] = v
+            else:
+                regs[rnd.dst] = em.value(arith_ir.SelectOp(self.member_test(rnd), v, prev))
+        out = em.value(vector_ir.FromElementsOp.build(operands=[regs], result_types=[
+            VectorType(elt, [plan.dst_registers])]))
+        return em.shape_cast(out, dist_type(vtype, dst))
+
+    # --- conversions through workgroup memory --------------------------------------
+
+    def buffer_address(self, lay: NestedLayout, buf, offset, em: Emitter) -> SSAValue:
+        """The buffer address of this thread's run starting at coordinate base + `offset`
+        (see `plan_conversion.BufferLayout.address`)."""
+        weights = buf.weights
+        bases = [(d, self.thread_base(lay, d)) for d in range(lay.rank)]
+        if buf.swizzle is not None:
+            vec, per_phase, max_phase = buf.swizzle
+            fast = buf.order[-1]
+            row_expr: AffineExpr = AffineConstantExpr(sum(offset[d] * weights[d] // buf.pitch
+                                                          for d in range(lay.rank) if d != fast))
+            operands = []
+            for d, b in bases:
+                if d != fast and b is not None:
+                    row_expr = row_expr + AffineDimExpr(len(operands)) * (weights[d] // buf.pitch)
+                    operands.append(b)
+            row = em.apply(row_expr, operands) if operands else self.c(int(row_expr.value))
+            fb = bases[fast][1]
+            col = em.apply(AffineDimExpr(0) + offset[fast], [fb]) if fb is not None else self.c(offset[fast])
+            g = em.apply(((AffineDimExpr(0) // per_phase) % max_phase) * vec, [row])
+            colx = em.value(arith.XOrIOp(col, g))
+            return em.apply(AffineDimExpr(0) * buf.pitch + AffineDimExpr(1), [row, colx])
+        const = sum(offset[d] * weights[d] for d in range(lay.rank))
+        plain = self.plain_address(bases, weights, const, em)
+        if not buf.xor_columns:
+            return plain
+        import numpy as _np
+
+        per_run = int(buf.xor_of(_np.array([const]))[0])
+        thread_xor = self.thread_swizzle(lay, buf, bases, weights)
+        if thread_xor is None:
+            return plain if per_run == 0 else em.value(arith.XOrIOp(plain, self.c(per_run)))
+        x = thread_xor if per_run == 0 else em.value(arith.XOrIOp(thread_xor, self.c(per_run)))
+        return em.value(arith.XOrIOp(plain, x))
+
+    def plain_address(self, bases, weights, const: int, em: Emitter) -> SSAValue:
+        expr: AffineExpr = AffineConstantExpr(const)
+        operands = []
+        for d, b in bases:
+            if b is not None:
+                expr = expr + AffineDimExpr(len(operands)) * weights[d]
+                operands.append(b)
+        return em.apply(expr, operands) if operands else self.c(const)
+
+    def thread_swizzle(self, lay: NestedLayout, buf, bases, weights) -> SSAValue | None:
+        """The thread's part of the F2 swizzle: XOR over the high bits b of its base
+        address of b's mask (None when 0 for every thread)."""
+        key = ("swizzle", lay, buf)
+        if key in self.digit_cache:
+            return self.digit_cache[key]
+        base = self.plain_address(bases, weights, 0, self.entry)
+        result = None
+        for bit, mask in buf.xor_columns:
+            term = self.entry.apply(((AffineDimExpr(0) // (1 << bit)) % 2) * mask, [base])
+            result = term if result is None else self.entry.value(arith.XOrIOp(result, term))
+        self.digit_cache[key] = result
+        return result
+
+    def through_memory(self, value, src, dst, vtype, em, plan=None) -> SSAValue:
         """Write with the source layout (one owner per element), barrier, read with the
-        target layout, barrier (so that a loop's next write waits for these reads)."""
-        shape = list(vtype.get_shape())
-        buf = self.entry.workgroup_alloc(shape, vtype.element_type)
-        zeros = [self.c(0)] * len(shape)
-        perm = list(range(len(shape)))
-        em.barrier()
+        target layout, each thread's runs as the widest vector accesses the plan allows,
+        at the plan's padded or swizzled addresses; inside a loop a second barrier keeps
+        the next iteration's writes behind these reads."""
+        from simtify.ir import vector as vector_ir
+        from simtify.transforms.plan_conversion import plan_conversion
+
+        in_loop = self.in_loop(em)
+        if plan is None:
+            plan = plan_conversion(src, dst, subgroup_size=self.sg, threads=self.threads, target=self.target,
+                                   element_bytes=_element_bytes(vtype.element_type), force_memory=True,
+                                   barriers=2 if in_loop else 1).memory
+        elt = vtype.element_type
+        buf = self.entry.workgroup_alloc([plan.buffer.elements], elt)
+        flat = em.shape_cast(value, VectorType(elt, [prod(src.distributed_shape)]))
         guard = self.writer(src)
         target = em.if_then(guard) if guard is not None else em
-        self.write_groups(value, buf, zeros, perm, src, [True] * len(shape), target)
+        for run, offset in zip(plan.write.runs, plan.write.offsets):
+            piece = _gather(flat, run, elt, target)
+            addr = self.buffer_address(src, plan.buffer, offset, target)
+            target.add(vector_ir.StoreOp(piece, buf, [addr]))
         em.barrier()
-        pad = em.value(arith.ConstantOp(_zero_attr(vtype.element_type)))
-        out = self.read_groups(buf, zeros, perm, dst, vtype, pad, [True] * len(shape), em)
-        em.barrier()
-        return out
+        regs = prod(dst.distributed_shape)
+        pad = em.value(arith.ConstantOp(_zero_attr(elt)))
+        acc = em.broadcast(pad, VectorType(elt, [regs]))
+        for run, offset in zip(plan.read.runs, plan.read.offsets):
+            addr = self.buffer_address(dst, plan.buffer, offset, em)
+            piece = em.value(vector_ir.LoadOp(buf, [addr], VectorType(elt, [len(run)])))
+            acc = _scatter(piece, acc, run, elt, em)
+        if in_loop:
+            em.barrier()
+        return em.shape_cast(acc, dist_type(vtype, dst))
 
     # --- reductions ---------------------------------------------------------------
 
@@ -625,8 +854,15 @@ class NestedDistribution:
         cross-lane and cross-subgroup steps of a reduction over the contracted dims."""
         from simtify.ir import vector as vector_ir
 
-        if _kind(op) != "add":
-            raise SimtifyError(f"vector.contract with kind <{_kind(op)}> is not distributed (only add)")
+        kind = _kind(op)
+        from simtify.transforms.propagate_layouts import mma_of
+
+        mma = mma_of(op)
+        if mma is not None:
+            if kind != "add":
+                raise SimtifyError(f"a matrix intrinsic accumulates with add, not <{kind}>")
+            self.mma_contract(op, *mma, em)
+            return
         maps = [result_dims(m.data) for m in op.indexing_maps.data]
         iters = [it.data.value if hasattr(it.data, "value") else str(it.data) for it in op.iterator_types.data]
         n = len(iters)
@@ -651,14 +887,75 @@ class NestedDistribution:
             part_t = dist_type(res.type, acc_lay)
         else:
             part_t = res.type
-        zero = self.neutral("add", part_t, em)
-        part = em.value(vector_ir.ContractionOp(self.m(op.lhs), self.m(op.rhs), zero, local_maps, local_iters))
+        zero = self.neutral(kind, part_t, em)
+        part = em.value(vector_ir.ContractionOp(self.m(op.lhs), self.m(op.rhs), zero, local_maps, local_iters,
+                                                kind))
         # reorder the iteration layout as [acc dims.., reduced dims..] so that its
         # projection is the accumulator's layout
         order = list(acc_dims) + red
         lay = it.apply(order)
-        part = self.reduce_across("add", part, lay, list(range(len(acc_dims), len(order))), res.type, em)
-        self.vmap[res] = em.combine("add", part, self.m(op.acc))
+        part = self.reduce_across(kind, part, lay, list(range(len(acc_dims), len(order))), res.type, em)
+        self.vmap[res] = em.combine(kind, part, self.m(op.acc))
+
+    def mma_contract(self, op: Operation, intr, dims, em: Emitter) -> None:
+        """A contraction whose operands carry an intrinsic's layouts: per (m, n) batch
+        tile, the accumulator fragment goes through one intrinsic op per k batch tile.
+
+            %c = vector.contract ... %a, %b, %acc      // A: [Bm, Bk] tiles, B: [Bk, Bn]
+          becomes, for every (bm, bn) and bk in order,
+            %d = amdgpu.mfma 16x16x16 %a[bm, bk] * %b[bk, bn] + %d : ...  (or nvgpu.mma.sync)
+        """
+        from simtify.ir import amdgpu as amdgpu_ir
+        from simtify.ir import nvgpu as nvgpu_ir
+
+        dm, dn, dk = dims
+        maps = [result_dims(m.data) for m in op.indexing_maps.data]
+        canon = {"a": (dm, dk), "b": (dk, dn), "c": (dm, dn)}
+        for role, v, want in (("a", op.lhs, intr.a_type), ("b", op.rhs, intr.b_type), ("c", op.acc, intr.c_type)):
+            if str(v.type.element_type) != want:
+                raise SimtifyError(f"{intr.name} takes {want} for {role.upper()}, not {v.type.element_type}")
+        frags = {}
+        for role, v, m in (("a", op.lhs, maps[0]), ("b", op.rhs, maps[1]), ("c", op.acc, maps[2])):
+            lay = self.L(v)
+            order = [m.index(d) for d in canon[role]]
+            can = lay.apply(order)
+            if not intr.matches(role, can):
+                raise SimtifyError(f"the {role.upper()} operand's layout {lay} is not made of {intr.name}'s tiles")
+            full = order + [2 + i for i in order] + [4 + i for i in order]
+            frags[role] = (em.transpose(self.m(v), full), can)
+        (a, la), (b, lb), (c, lc) = frags["a"], frags["b"], frags["c"]
+        elt_c = op.acc.type.element_type
+        bm, bk, bn = la.batch_tile[0], la.batch_tile[1], lb.batch_tile[1]
+        result = c
+        for i in range(bm):
+            for j in range(bn):
+                d = self.to_fragment(em.extract(c, [i, j], VectorType(elt_c, list(lc.distributed_shape[2:]))),
+                                     intr, "c", em)
+                for kk in range(bk):
+                    fa = self.to_fragment(em.extract(a, [i, kk], VectorType(op.lhs.type.element_type,
+                                                                              list(la.distributed_shape[2:]))),
+                                          intr, "a", em)
+                    fb = self.to_fragment(em.extract(b, [kk, j], VectorType(op.rhs.type.element_type,
+                                                                              list(lb.distributed_shape[2:]))),
+                                          intr, "b", em)
+                    if intr.op == "amdgpu.mfma":
+                        d = em.value(amdgpu_ir.MFMAOp(fa, fb, d, (intr.m, intr.n, intr.k)))
+                    else:
+                        d = em.value(nvgpu_ir.MmaSyncOp(fa, fb, d, (intr.m, intr.n, intr.k)))
+                back = self.from_fragment(d, intr, "c", VectorType(elt_c, list(lc.distributed_shape[2:])), em)
+                result = em.value(_insert(back, result, [i, j]))
+        order = [canon["c"].index(d) for d in maps[2]]
+        full = order + [2 + i for i in order] + [4 + i for i in order]
+        self.vmap[op.results[0]] = em.transpose(result, full)
+
+    def to_fragment(self, regs: SSAValue, intr, role: str, em: Emitter) -> SSAValue:
+        """A tile's registers ``[O.., E..]`` in the intrinsic op's operand shape and order."""
+        return _reorder(regs, intr.order(role), VectorType(regs.type.element_type, list(intr.shape(role))), em)
+
+    def from_fragment(self, frag: SSAValue, intr, role: str, vt: VectorType, em: Emitter) -> SSAValue:
+        order = intr.order(role)
+        inverse = [order.index(i) for i in range(len(order))]
+        return _reorder(frag, tuple(inverse), vt, em)
 
     def neutral(self, kind: str, t, em: Emitter) -> SSAValue:
         elt = t.element_type if isinstance(t, VectorType) else t
@@ -676,17 +973,44 @@ class NestedDistribution:
         red = em.subgroup_reduce(kind, flat, size if size < self.sg or stride > 1 else None, stride)
         return em.shape_cast(red, t)
 
+    def reduce_scalars_through_memory(self, kind, part, lay, writer_dims, counts, slot_digits, elt, em):
+        """Scalar partials: each slot's writer stores its partial at the slot's linear
+        index; after the barrier every thread reads all partials with one vector load
+        (the same words for every lane: a broadcast, no bank conflict) and reduces them."""
+        from simtify.ir import vector as vector_ir
+
+        n = prod(counts)
+        buf = self.entry.workgroup_alloc([n], elt)
+        guard = self.writer(lay, thread_dims=list(writer_dims), subgroup_dims=range(lay.rank))
+        target = em.if_then(guard) if guard is not None else em
+        slot = target.linearize(slot_digits, counts) if len(counts) > 1 else slot_digits[0]
+        target.add(_memref_store(part, buf, [slot]))
+        em.barrier()
+        allv = em.value(vector_ir.LoadOp(buf, [self.c(0)], VectorType(elt, [n])))
+        result = em.value(vector_ir.ReductionOp(kind, allv))
+        if self.in_loop(em):
+            em.barrier()
+        return result
+
     def reduce_through_memory(self, kind, part, lay, red, kept, thread_dims, sub_dims, result_type, em) -> SSAValue:
         """Every (thread digit, subgroup digit) of the named reduced dims writes its
-        partial; after a barrier each thread combines all of them, in the same order."""
+        partial; after a barrier each thread combines all of them, in the same order. The
+        buffer is this reduction's own, so no barrier is needed before the writes; inside
+        a loop one after the reads keeps the next iteration's writes behind them."""
         counts = [lay.thread_tile[d] for d in thread_dims] + [lay.subgroup_tile[d] for d in sub_dims]
         s, t = self.digits(lay)
         slot_digits = [t[d] for d in thread_dims] + [s[d] for d in sub_dims]
         kept_shape = [lay.undistributed_shape[d] for d in kept]
         elt = part.type.element_type if isinstance(part.type, VectorType) else part.type
-        buf = self.entry.workgroup_alloc(counts + kept_shape, elt)
         kept_lay = lay.project(red) if kept else None
-        em.barrier()
+        if kept_lay is None:
+            return self.reduce_scalars_through_memory(kind, part, lay, thread_dims, counts, slot_digits, elt, em)
+        if prod(kept_shape) == 1:  # one kept element: a scalar in a vector<1x..> register
+            scalar = em.extract(em.shape_cast(part, VectorType(elt, [1])), [0], elt)
+            r = self.reduce_scalars_through_memory(kind, scalar, lay, list(kept) + list(thread_dims), counts,
+                                                   slot_digits, elt, em)
+            return em.broadcast(r, part.type)
+        buf = self.entry.workgroup_alloc(counts + kept_shape, elt)
         # one writer per slot: the smallest tid among threads holding the same partial
         guard = self.writer(lay, thread_dims=list(kept) + list(thread_dims), subgroup_dims=range(lay.rank))
         target = em.if_then(guard) if guard is not None else em
@@ -709,12 +1033,86 @@ class NestedDistribution:
             else:
                 v = em.value(_memref_load(buf, idx))
             result = v if result is None else em.combine(kind, result, v)
-        em.barrier()
+        if self.in_loop(em):
+            em.barrier()
         return result
 
 
 _FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile", "subgroup_strides",
            "thread_strides")
+
+
+def _only_zero_d(op: Operation) -> bool:
+    """Whether the op's vector operands and results are all 0-d (and it has some)."""
+    types = [v.type for v in list(op.operands) + list(op.results)]
+    vectors = [t for t in types if isinstance(t, VectorType)]
+    return bool(vectors) and all(len(t.get_shape()) == 0 for t in vectors)
+
+
+def _element_bytes(elt) -> int:
+    from simtify.sim.types import byte_width
+
+    return byte_width(elt)
+
+
+def _consecutive(run) -> bool:
+    return all(b == a + 1 for a, b in pairwise(run))
+
+
+def _gather(flat: SSAValue, run, elt, em: Emitter) -> SSAValue:
+    """vector<len(run)> of the registers `run` of a flat register vector."""
+    from simtify.ir import vector as vector_ir
+
+    vt = VectorType(elt, [len(run)])
+    if _consecutive(run) and flat.type == vt:
+        return flat
+    if _consecutive(run):
+        return em.value(vector_ir.ExtractStridedSliceOp(flat, [run[0]], [len(run)], [1], vt))
+    scalars = [em.extract(flat, [r], elt) for r in run]
+    return em.value(vector_ir.FromElementsOp.build(operands=[scalars], result_types=[vt]))
+
+
+def _scatter(piece: SSAValue, acc: SSAValue, run, elt, em: Emitter) -> SSAValue:
+    """`acc` with registers `run` replaced by the elements of `piece`."""
+    from simtify.ir import vector as vector_ir
+
+    if _consecutive(run) and piece.type == acc.type:
+        return piece
+    if _consecutive(run):
+        return em.insert_strided(piece, acc, [run[0]])
+    for j, r in enumerate(run):
+        acc = em.value(vector_ir.InsertOp(em.extract(piece, [j], elt), acc, [r]))
+    return acc
+
+
+def _insert(value: SSAValue, dest: SSAValue, position) -> Operation:
+    from simtify.ir import vector as vector_ir
+
+    return vector_ir.InsertOp(value, dest, list(position))
+
+
+def _reorder(v: SSAValue, order, vt: VectorType, em: Emitter) -> SSAValue:
+    """`v` flattened, element i of the result taken from element ``order[i]``, shaped `vt`:
+    a shape_cast when `order` is the identity, a transpose of a regrouping when one
+    expresses it, else extracts and from_elements."""
+    from itertools import permutations
+
+    from simtify.ir import vector as vector_ir
+
+    elt = v.type.element_type
+    n = prod(v.type.get_shape())
+    if list(order) == list(range(n)):
+        return em.shape_cast(v, vt)
+    shape = [d for d in v.type.get_shape() if d > 1]
+    idx = np.arange(n).reshape(shape)
+    for perm in permutations(range(len(shape))):
+        if list(np.transpose(idx, perm).reshape(-1)) == list(order):
+            t = em.transpose(em.shape_cast(v, VectorType(elt, shape)), list(perm))
+            return em.shape_cast(t, vt)
+    flat = em.shape_cast(v, VectorType(elt, [n]))
+    scalars = [em.extract(flat, [i], elt) for i in order]
+    out = em.value(vector_ir.FromElementsOp.build(operands=[scalars], result_types=[VectorType(elt, [n])]))
+    return em.shape_cast(out, vt)
 
 
 def _memref_store(value, buf, idx):
@@ -767,5 +1165,6 @@ def _zero_attr(elt):
     return _scalar_attr(0, elt)
 
 
-def distribute_function(func: Operation, analysis: LayoutAnalysis, subgroup_size: int, threads: int) -> None:
-    NestedDistribution(func, analysis, subgroup_size, threads).run()
+def distribute_function(func: Operation, analysis: LayoutAnalysis, subgroup_size: int, threads: int,
+                        target: str | None = None) -> None:
+    NestedDistribution(func, analysis, subgroup_size, threads, target).run()

@@ -11,12 +11,10 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
     DenseIntOrFPElementsAttr,
-    FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
     VectorType,
-    i1,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap

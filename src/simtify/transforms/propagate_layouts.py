@@ -1,6 +1,9 @@
 """Layout propagation: give every vector value of a function a nested layout.
 
-Seeds are `iree_vector_ext.to_layout` results. Layouts flow forward (an op's result
+Seeds are `iree_vector_ext.to_layout` results, and matrix intrinsics: a contraction whose
+operand comes from a `to_layout {mma_kind = #iree_gpu.mma_layout<NAME>}` takes the
+intrinsic's A, B and C layouts (tiled by the subgroup and batch tiles the anchors give,
+`MMAIntrinsic.tiled`), so that its accumulator needs no anchor. Layouts flow forward (an op's result
 from its operands) and backward (operands from results) through elementwise ops,
 transpose, broadcast, shape_cast, multi_reduction, contract, transfer masks, constants,
 `step`, masks and `scf.for` / `scf.if` carried values, until nothing changes. Then every
@@ -110,6 +113,7 @@ def _where(op: Operation) -> str:
 
 class Propagation:
     def __init__(self, func: Operation, launch: Launch):
+        self.mma_cache: dict = {}
         self.func = func
         self.analysis = LayoutAnalysis(launch)
         self.changed = False
@@ -153,6 +157,10 @@ class Propagation:
                 proj = self.L(op.source).project(dims)
                 self.assign(op.results[0], proj)
                 self.assign(op.acc, proj)
+        elif name == "vector.contract" and self.mma(op) is not None:
+            lays = self.mma_layouts(op)
+            for v, lay in zip((op.lhs, op.rhs, op.acc, op.results[0]), lays + (lays[2],)):
+                self.assign(v, lay)
         elif name == "vector.contract":
             it = self.iteration_layout(op)
             if it is not None and is_vector(op.results[0]):
@@ -254,6 +262,57 @@ class Propagation:
             return None
         return NestedLayout(**{f: tuple(per_dim[d][i] for d in range(n)) for i, f in enumerate(_FIELDS)})
 
+    # --- matrix intrinsics -------------------------------------------------------
+
+    def mma(self, op: Operation):
+        """(intrinsic, (m, n, k) iteration dims) when the contraction runs on a matrix
+        intrinsic: named by ``mma_kind`` on a `to_layout` that defines an operand, or by an
+        ``iree.amdgpu.mma`` / ``iree.gpu.mma`` / ``mma_kind`` attribute on the contraction."""
+        if op in self.mma_cache:
+            return self.mma_cache[op]
+        self.mma_cache[op] = found = mma_of(op)
+        return found
+
+    def mma_layouts(self, op: Operation) -> tuple[NestedLayout, NestedLayout, NestedLayout]:
+        """The lhs, rhs and acc layouts of an intrinsic contraction, each made of the
+        intrinsic's tiles (`MMAIntrinsic.tiled`). Subgroup and batch tiles per dim come
+        from an operand whose layout already is made of the intrinsic's tiles (lhs or acc
+        for M, rhs or acc for N, lhs or rhs for K), else one subgroup and as many batch
+        tiles as the size needs: the intrinsic seeds what no anchor says."""
+        intr, (dm, dn, dk) = self.mma(op)
+        maps = [result_dims(m.data) for m in op.indexing_maps.data]
+        canon = {"a": (dm, dk), "b": (dk, dn), "c": (dm, dn)}
+        sizes = {}
+        for v, m in zip((op.lhs, op.rhs, op.acc), maps):
+            for d, n in zip(m, v.type.get_shape()):
+                sizes[d] = n
+        tiles: dict[int, tuple[int, int, int]] = {}
+        for role, v, m in (("a", op.lhs, maps[0]), ("c", op.acc, maps[2]), ("b", op.rhs, maps[1])):
+            lay = self.L(v)
+            if lay is None:
+                continue
+            can = lay.apply([m.index(d) for d in canon[role]])
+            if not intr.matches(role, can):
+                continue
+            for k, d in enumerate(canon[role]):
+                tiles.setdefault(d, (can.subgroup_tile[k], can.subgroup_strides[k], can.batch_tile[k]))
+        unit = {dm: intr.m, dn: intr.n, dk: intr.k}
+        for d, u in unit.items():
+            if d not in tiles:
+                if sizes[d] % u:
+                    raise SimtifyError(f"the contraction's size {sizes[d]} along d{d} is not a multiple of "
+                                       f"{intr.name}'s {u}", _where(op))
+                tiles[d] = (1, 0, sizes[d] // u)
+        if tiles[dk][0] != 1:
+            raise SimtifyError(f"{intr.name}: the K dim (d{dk}) is split over {tiles[dk][0]} subgroups; "
+                               "each subgroup must hold its whole K", _where(op))
+        out = []
+        for role, m in (("a", maps[0]), ("b", maps[1]), ("c", maps[2])):
+            rows, cols = (tiles[d] for d in canon[role])
+            can = intr.tiled(role, rows, cols)
+            out.append(can.apply([canon[role].index(d) for d in m]))
+        return tuple(out)
+
     # --- requirements ------------------------------------------------------------
 
     def required(self, op: Operation) -> dict[int, NestedLayout]:
@@ -280,6 +339,8 @@ class Propagation:
                     f"{self.L(op.results[0])}", _where(op)) from None
         elif name == "vector.multi_reduction" and self.L(op.source) and is_vector(op.results[0]):
             out[1] = self.L(op.source).project(list(op.reduction_dims.get_values()))
+        elif name == "vector.contract" and self.mma(op) is not None:
+            out.update(enumerate(self.mma_layouts(op)))
         elif name == "vector.contract":
             it = self.iteration_layout(op)
             if it is not None:
@@ -344,6 +405,51 @@ class Propagation:
 
 _FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile", "subgroup_strides",
            "thread_strides")
+
+
+MMA_ATTRIBUTES = ("iree.amdgpu.mma", "iree.gpu.mma", "mma_kind")
+
+
+def mma_of(op: Operation):
+    """(intrinsic, (m, n, k) iteration dims) of a contraction marked for a matrix
+    intrinsic (see `Propagation.mma`), else None."""
+    from simtify.target.mma import intrinsic
+
+    kinds = [op.attributes.get(a) for a in MMA_ATTRIBUTES if op.attributes.get(a) is not None]
+    for v in (op.lhs, op.rhs, op.acc):
+        owner = v.owner
+        if isinstance(owner, Operation) and owner.name == "iree_vector_ext.to_layout" and owner.mma_kind is not None:
+            kinds.append(owner.mma_kind)
+    if not kinds:
+        return None
+    names = {_intrinsic_name(k) for k in kinds}
+    if len(names) > 1:
+        raise SimtifyError(f"the contraction's operands name different intrinsics: {', '.join(sorted(names))}",
+                           _where(op))
+    try:
+        intr = intrinsic(names.pop())
+    except SimtifyError as e:
+        raise e.at(_where(op))
+    maps = [result_dims(m.data) for m in op.indexing_maps.data]
+    iters = [it.data.value if hasattr(it.data, "value") else str(it.data) for it in op.iterator_types.data]
+    lhs, rhs, acc = (set(m) for m in maps)
+    ms = [d for d in lhs & acc if iters[d] == "parallel" and d not in rhs]
+    ns = [d for d in rhs & acc if iters[d] == "parallel" and d not in lhs]
+    ks = [d for d in lhs & rhs if iters[d] == "reduction" and d not in acc]
+    if len(iters) != 3 or len(ms) != 1 or len(ns) != 1 or len(ks) != 1 or None in maps[0] + maps[1] + maps[2]:
+        raise SimtifyError(f"{intr.name} runs contractions C[m, n] += A[m, k]·B[k, n] (any operand dim order); "
+                           "this one has other dims", _where(op))
+    return intr, (ms[0], ns[0], ks[0])
+
+
+def _intrinsic_name(kind) -> str:
+    data = getattr(kind, "data", None)
+    if isinstance(data, tuple) and data and isinstance(data[0], str):
+        if len(data) > 1 and data[1] is True:
+            raise SimtifyError(f"{data[0]} with col_major = true is not modelled")
+        return data[0]
+    text = str(kind)
+    return text[text.find("<") + 1:text.rfind(">")].split(",")[0].strip() if "<" in text else text
 
 
 def materialize(analysis: LayoutAnalysis, conversions: list[Conversion]) -> None:
