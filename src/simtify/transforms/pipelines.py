@@ -16,6 +16,8 @@ class Options:
     target: str = "gfx942"
     subgroup_size: int | None = None
     workgroup_size: int | None = None
+    warp_size: int | None = None  # warp pipelines: lanes of a warp region (default: the subgroup size)
+    max_whole_write: int = 1  # warp pipelines: transfer_writes of at most this many elements stay on lane 0
 
 
 def _functions(module: ModuleOp) -> list[Operation]:
@@ -68,7 +70,7 @@ def nested_distribute(module: ModuleOp, opts: Options) -> None:
     for func in _functions(module):
         sg, threads = launch_for(func, opts)
         analysis = propagate(func, Launch(sg, threads))
-        distribute_function(func, analysis, sg, threads)
+        distribute_function(func, analysis, sg, threads, target=opts.target)
         _record_launch(func, sg, threads)
 
 
@@ -102,17 +104,109 @@ def expand_subgroup_reduce(module: ModuleOp, opts: Options) -> None:
         expand_all(func, sg)
 
 
+def lower_reduction_configs(module: ModuleOp, opts: Options) -> None:
+    from simtify.transforms.reduction_kernel import lower_function
+
+    for func in _functions(module):
+        lower_function(func, opts.target, opts.subgroup_size, opts.workgroup_size)
+
+
+
+def _dma(step_name: str):
+    """A step of `simtify.transforms.lower_dma`, imported when it runs."""
+
+    def step(module: ModuleOp, opts: Options) -> None:
+        from simtify.transforms import lower_dma
+
+        getattr(lower_dma, step_name)(module, opts)
+
+    step.__name__ = step_name
+    return step
+
+
+lower_to_global_loads = _dma("lower_to_global_loads")
+lower_to_global_loads_auto = _dma("lower_to_global_loads_auto")
+lower_global_loads_to_gather = _dma("lower_global_loads_to_gather")
+promote_operands_dma = _dma("promote_operands_dma")
+
 PASSES = {
+    "lower-reduction-configs": (lower_reduction_configs,
+                                "configured linalg.generic reductions -> workgroup-level vector programs "
+                                "with to_layout anchors from their lowering_config"),
     "expand-subgroup-reduce": (expand_subgroup_reduce, "gpu.subgroup_reduce -> gpu.shuffle xor butterfly"),
     "propagate-layouts": (propagate_layouts, "give every vector value a nested layout; print them"),
+    "lower-to-global-loads": (lower_to_global_loads,
+                              "copies tagged use_global_load_dma -> per-subgroup iree_gpu.global_load_dma loops "
+                              "(cp.async on sm_90); derived_thread_config copies -> per-thread loads and stores"),
+    "lower-global-load-dma": (lower_global_loads_to_gather, "lane-level iree_gpu.global_load_dma -> amdgpu.gather_to_lds"),
+    "promote-operands-dma": (promote_operands_dma,
+                             "contract / multi_reduction operand tiles -> workgroup memory by a tile-level "
+                             "iree_gpu.global_load_dma"),
 }
+def _warp_pipeline(name: str):
+    def step(module: ModuleOp, opts: Options) -> None:
+        from simtify.transforms import warp_distribute
+
+        warp_distribute.run(module, name, opts)
+
+    step.__name__ = name.replace("-", "_")
+    return step
+
+
+WARP_PIPELINES = {
+    "warp-wrap": "put the function body on lane 0 in a gpu.warp_execute_on_lane_0 (always correct)",
+    "warp-to-scf-if": "warp-wrap, then lower warp regions to scf.if %laneid == 0 through workgroup memory",
+    "warp-propagate": "warp-wrap, hoist uniform scalars, move ops out of warp regions (reads, arithmetic, reductions)",
+    "warp-distribute": "warp-wrap, hoist, distribute writes, propagate, lower what is left to scf.if",
+}
+
 PIPELINES = {
+    **{name: ([_warp_pipeline(name)], help_text) for name, help_text in WARP_PIPELINES.items()},
     "nested-distribute": ([nested_distribute],
                           "propagate nested layouts, then distribute to SIMT code (IREE vector distribution)"),
     "nested-distribute-shuffles": ([nested_distribute, expand_subgroup_reduce],
                                    "nested-distribute, with subgroup reductions expanded to xor shuffles"),
+    "lower-dma": ([lower_to_global_loads, lower_global_loads_to_gather],
+                  "copies into workgroup memory -> amdgpu.gather_to_lds (or cp.async on sm_90) / registers; "
+                  "an error when DMA cannot do a tagged copy"),
+    "lower-dma-auto": ([lower_to_global_loads_auto, lower_global_loads_to_gather],
+                       "lower-dma, falling back to registers for copies DMA cannot do"),
+    "nested-distribute-dma": ([promote_operands_dma, nested_distribute, lower_to_global_loads_auto,
+                               lower_global_loads_to_gather],
+                              "nested-distribute with contract / reduction operand tiles promoted to workgroup "
+                              "memory by DMA (gather_to_lds on AMD, cp.async on sm_90)"),
+    "reduction-from-config-dma": ([lower_reduction_configs, promote_operands_dma, nested_distribute,
+                                   lower_to_global_loads_auto, lower_global_loads_to_gather],
+                                  "reduction-from-config with the reduction's input tiles promoted to workgroup "
+                                  "memory by DMA (gather_to_lds on AMD, cp.async on sm_90)"),
+    "reduction-from-config": ([lower_reduction_configs, nested_distribute],
+                              "lower-reduction-configs, then nested-distribute: a SIMT reduction kernel from "
+                              "a linalg.generic and its lowering_config"),
 }
 
+
+
+def _xegpu(stage: str):
+    """A step of the XeGPU pipelines (`simtify.transforms.xegpu_pipeline`), imported when run."""
+
+    def step(module: ModuleOp, opts: Options) -> None:
+        from simtify.transforms import xegpu_pipeline
+
+        getattr(xegpu_pipeline, stage)(module, opts)
+
+    return step
+
+
+PIPELINES.update({
+    "xegpu-propagate": ([_xegpu("xegpu_propagate")],
+                        "XeGPU layouts from the anchors to every value; missing inst/lane fields from xe"),
+    "xegpu-wg-to-sg": ([_xegpu("xegpu_wg_to_sg")],
+                       "XeGPU workgroup tiles -> each subgroup's tiles (round-robin rounds, shared data, SLM)"),
+    "xegpu-blocking": ([_xegpu("xegpu_blocking")], "XeGPU subgroup tiles -> inst_data blocks (xe DPAS 8x16x16)"),
+    "xegpu-sg-to-lane": ([_xegpu("xegpu_sg_to_lane")], "XeGPU instruction blocks -> per-lane vectors"),
+    "xegpu-distribute": ([_xegpu("xegpu_distribute")],
+                         "all XeGPU stages: propagate, wg-to-sg, blocking, sg-to-lane (target xe, subgroup 16)"),
+})
 
 def run_pipeline(module: ModuleOp, name: str, opts: Options) -> None:
     if name not in PIPELINES:
