@@ -13,6 +13,13 @@ SUBCOMMANDS = {
     "opt": ("simtify.cli.opt_cmd", "parse, verify and print MLIR (today's upstream / IREE syntax)"),
     "run": ("simtify.cli.run_cmd", "run a function on the simulated GPU, with sanitizers and counters"),
     "check": ("simtify.cli.run_cmd", "run two programs on the same random inputs and compare"),
+    "plan-conversion": ("simtify.cli.plan_conversion_cmd",
+                        "how a value moves between two layouts (registers, shuffles, memory) and its cost"),
+    "config": ("simtify.cli.config_cmd",
+               "explain reduction lowering configs; suggest IREE's (or simtify's) config for a reduction"),
+    "tune": ("simtify.cli.tune_cmd", "tune reduction: search configs by a cost model, check the best by simulation"),
+    "emit": ("simtify.cli.emit_cmd", "CUDA / HIP source, or a host C++ emulation, from SIMT-level MLIR"),
+    "bench": ("simtify.cli.bench_cmd", "bench gpu: time the emitted benchmark kernels on a GPU (if there is one)"),
 }
 
 
