@@ -45,7 +45,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
 from simtify.layout import NestedLayout
 from simtify.sim.affine_eval import result_dims
-from simtify.transforms.emit import Emitter
+from simtify.transforms.emit import Emitter, neutral_value, scalar_attr
 from simtify.transforms.propagate_layouts import (
     LayoutAnalysis,
     is_elementwise,
@@ -959,10 +959,10 @@ class NestedDistribution:
 
     def neutral(self, kind: str, t, em: Emitter) -> SSAValue:
         elt = t.element_type if isinstance(t, VectorType) else t
-        value = _neutral_value(kind, elt)
+        value = neutral_value(kind, elt)
         if isinstance(t, VectorType):
             return em.value(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value] * prod(t.get_shape())), t))
-        return em.value(arith.ConstantOp(_scalar_attr(value, elt)))
+        return em.value(arith.ConstantOp(scalar_attr(value, elt)))
 
     def cluster_reduce(self, kind: str, part: SSAValue, size: int, stride: int, em: Emitter) -> SSAValue:
         t = part.type
@@ -1127,42 +1127,8 @@ def _memref_load(buf, idx):
     return memref.LoadOp.get(buf, list(idx))
 
 
-def _neutral_value(kind: str, elt):
-    from xdsl.dialects.builtin import IntegerType
-
-    is_int = isinstance(elt, (IntegerType, IndexType))
-    width = elt.width.data if isinstance(elt, IntegerType) else 64
-    if kind == "add" or kind in ("or", "xor"):
-        return 0 if is_int else 0.0
-    if kind == "mul":
-        return 1 if is_int else 1.0
-    if kind == "and":
-        return -1
-    if kind in ("maximumf", "maxnumf"):
-        return float("-inf")
-    if kind in ("minimumf", "minnumf"):
-        return float("inf")
-    if kind == "maxsi":
-        return -(1 << (width - 1))
-    if kind == "minsi":
-        return (1 << (width - 1)) - 1
-    if kind == "maxui":
-        return 0
-    if kind == "minui":
-        return -1
-    raise SimtifyError(f"no neutral element for <{kind}>")
-
-
-def _scalar_attr(value, elt):
-    from xdsl.dialects.builtin import FloatAttr, IntegerType
-
-    if isinstance(elt, (IntegerType, IndexType)):
-        return IntegerAttr(int(value), elt)
-    return FloatAttr(float(value), elt)
-
-
 def _zero_attr(elt):
-    return _scalar_attr(0, elt)
+    return scalar_attr(0, elt)
 
 
 def distribute_function(func: Operation, analysis: LayoutAnalysis, subgroup_size: int, threads: int,

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
+from simtify.errors import SimtifyError
 from simtify.ir import affine as affine_ir
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
@@ -158,3 +159,39 @@ class Emitter:
         y = scf.YieldOp()
         body.add_op(y)
         return Emitter(body, before=y)
+
+
+def neutral_value(kind: str, elt):
+    """The value a reduction of `kind` starts from (x combined with it is x)."""
+    from xdsl.dialects.builtin import IntegerType
+
+    is_int = isinstance(elt, (IntegerType, IndexType))
+    width = elt.width.data if isinstance(elt, IntegerType) else 64
+    if kind == "add" or kind in ("or", "xor"):
+        return 0 if is_int else 0.0
+    if kind == "mul":
+        return 1 if is_int else 1.0
+    if kind == "and":
+        return -1
+    if kind in ("maximumf", "maxnumf"):
+        return float("-inf")
+    if kind in ("minimumf", "minnumf"):
+        return float("inf")
+    if kind == "maxsi":
+        return -(1 << (width - 1))
+    if kind == "minsi":
+        return (1 << (width - 1)) - 1
+    if kind == "maxui":
+        return 0
+    if kind == "minui":
+        return -1
+    raise SimtifyError(f"no neutral element for <{kind}>")
+
+
+def scalar_attr(value, elt):
+    """`value` as an integer or float attribute of type `elt`."""
+    from xdsl.dialects.builtin import FloatAttr, IntegerType
+
+    if isinstance(elt, (IntegerType, IndexType)):
+        return IntegerAttr(int(value), elt)
+    return FloatAttr(float(value), elt)

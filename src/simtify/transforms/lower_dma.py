@@ -592,9 +592,9 @@ def _functions(module: Operation) -> list[Operation]:
 
 
 def _record(func: Operation, sg: int, threads: int) -> None:
-    from simtify.transforms.pipelines import _record_launch
+    from simtify.transforms.launch import record_launch
 
-    _record_launch(func, sg, threads)
+    record_launch(func, sg, threads)
 
 
 def lower_to_global_loads(module: Operation, opts, *, fallback: bool = False) -> list[str]:

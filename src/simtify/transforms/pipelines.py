@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
+from simtify.transforms.launch import record_launch
 
 
 @dataclass
@@ -71,29 +72,7 @@ def nested_distribute(module: ModuleOp, opts: Options) -> None:
         sg, threads = launch_for(func, opts)
         analysis = propagate(func, Launch(sg, threads))
         distribute_function(func, analysis, sg, threads, target=opts.target)
-        _record_launch(func, sg, threads)
-
-
-def _record_launch(func: Operation, sg: int, threads: int) -> None:
-    """Record the launch on the function, as IREE's translation_info does, so that
-    `simtify run` needs no --block."""
-    from simtify.ir.iree_codegen import TranslationInfoAttr
-
-    info = func.attributes.get("translation_info")
-    if info is not None and info.workgroup_size and prod(info.workgroup_size) == threads and info.subgroup_size == sg:
-        return
-    func.attributes["translation_info"] = TranslationInfoAttr.make(threads, sg) if hasattr(
-        TranslationInfoAttr, "make") else _translation_info(threads, sg)
-
-
-def _translation_info(threads: int, sg: int):
-    from simtify.ir import parse
-
-    text = (f"#t = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<VectorDistribute> "
-            f"workgroup_size = [{threads}, 1, 1] subgroup_size = {sg}>\n"
-            "func.func @f() attributes {translation_info = #t} { return }")
-    m = parse(text)
-    return next(op for op in m.walk() if op.name == "func.func").attributes["translation_info"]
+        record_launch(func, sg, threads)
 
 
 def expand_subgroup_reduce(module: ModuleOp, opts: Options) -> None:

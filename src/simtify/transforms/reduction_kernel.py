@@ -53,7 +53,7 @@ from simtify.layout.reduction_config import ReductionPlan, plan_reduction
 from simtify.sim.affine_eval import result_dims
 from simtify.sim.launch import WORKGROUP_COUNT
 from simtify.sim.ops.linalg import COMBINERS
-from simtify.transforms.distribute_nested import _neutral_value, _scalar_attr
+from simtify.transforms.emit import neutral_value, scalar_attr
 from simtify.transforms.emit import Emitter
 
 
@@ -253,7 +253,7 @@ class KernelBuilder:
 
         elt = value.type.element_type
         vt = VectorType(elt, [plan.tile[d] for d in dims])
-        pad = em.value(arith.ConstantOp(_scalar_attr(0, elt)))
+        pad = em.value(arith.ConstantOp(scalar_attr(0, elt)))
         ident = AffineMap(len(dims), 0, tuple(AffineDimExpr(k) for k in range(len(dims))))
         raw = em.transfer_read(view, [origin[d] for d in dims], pad, vt, ident, self.in_bounds(dims))
         anchored = em.value(ToLayoutOp(raw, plan.layout.apply(dims)))
@@ -293,7 +293,7 @@ class KernelBuilder:
         tile_types = [VectorType(v.type.element_type, list(plan.tile)) for v in red.outputs]
         inits = []
         for kind, t in zip(red.kinds, tile_types):
-            value = _neutral_value(kind, t.element_type)
+            value = neutral_value(kind, t.element_type)
             cst = em.value(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value] * prod(plan.tile)), t))
             acc = em.value(ToLayoutOp(cst, plan.layout))
             acc.name_hint = "acc_init"
@@ -387,7 +387,7 @@ class KernelBuilder:
             return
         vt = VectorType(elt, [plan.tile[d] for d in out_map])
         ident = AffineMap(len(out_map), 0, tuple(AffineDimExpr(k) for k in range(len(out_map))))
-        pad = em.value(arith.ConstantOp(_scalar_attr(0, elt)))
+        pad = em.value(arith.ConstantOp(scalar_attr(0, elt)))
         idx = [origin[d] for d in out_map]
         init = em.transfer_read(out, idx, pad, vt, ident, self.in_bounds(out_map))
         init = em.transpose(init, [list(out_map).index(d) for d in par])

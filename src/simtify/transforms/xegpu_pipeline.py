@@ -54,9 +54,9 @@ def record_launch(func: Operation, threads: int) -> None:
     if func.name == "gpu.func":
         func.properties["known_block_size"] = DenseArrayBase.from_list(i32, (threads, 1, 1))
         return
-    from simtify.transforms.pipelines import _record_launch
+    from simtify.transforms.launch import record_launch
 
-    _record_launch(func, SUBGROUP_SIZE, threads)
+    record_launch(func, SUBGROUP_SIZE, threads)
 
 
 def recorded_threads(func: Operation) -> int | None:

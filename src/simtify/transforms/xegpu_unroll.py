@@ -44,7 +44,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import xegpu as xegpu_ir
 from simtify.ir.attribute_syntax import DYNAMIC, i64_array
 from simtify.transforms import xegpu_annotations as notes
-from simtify.transforms.distribute_nested import _neutral_value
+from simtify.transforms.emit import neutral_value
 from simtify.transforms.emit import Emitter
 from simtify.transforms.xegpu_layouts import Layout
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_per_element, is_vector, shape, where
@@ -382,7 +382,7 @@ class Unroller:
         accs = self.pieces(op.acc) if from_acc else None
         out = []
         for i, qr in enumerate(product(*[range(n) for n in rgrid])):
-            acc = accs[i] if from_acc else self.splat(em, _neutral_value(kind, pt.element_type), pt,
+            acc = accs[i] if from_acc else self.splat(em, neutral_value(kind, pt.element_type), pt,
                                                       self.piece_layout(self.L(r)))
             for qd in product(*[range(sgrid[d]) for d in dims]):
                 qs = [0] * len(sgrid)
@@ -601,4 +601,4 @@ def _add_static(a: Index, b: Index) -> Index:
 
 def neutral(kind: str, elt):
     """The value a `kind` reduction starts from (0 for add, -inf for maximumf, ...)."""
-    return _neutral_value(kind, elt)
+    return neutral_value(kind, elt)
