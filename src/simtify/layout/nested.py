@@ -262,7 +262,10 @@ class NestedLayout:
 
     def reshape(self, shape: Sequence[int]) -> "NestedLayout":
         """The layout of ``vector.shape_cast`` to `shape` that keeps every element with the
-        same owner and register, or an error saying why none exists."""
+        same owner and register, found by regrouping the tiling levels in order (as IREE's
+        reshape does), or an error saying why the regrouping fails. Conservative: a layout
+        equal by ownership map that reads a register digit at another level (a trailing
+        batch digit as an element digit) is not searched for."""
         from simtify.layout.reshape import reshape_nested
 
         return reshape_nested(self, tuple(shape))

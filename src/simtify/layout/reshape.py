@@ -2,10 +2,11 @@
 
 A row-major vector's linear index is one mixed-radix number over every dim's levels in
 turn (``S B O T E`` of dim 0, then of dim 1, ...). A shape_cast keeps that number, so
-the new layout exists exactly when the same sequence of level factors, cut at the new
-dims' sizes (a factor may be split where the sizes divide it), gives every new dim its
-factors in level order ``S ≤ B ≤ O ≤ T ≤ E``, with adjacent subgroup or thread factors
-whose strides nest. Register order is kept: batch factors stay in sequence, as do outer
+a new layout is found when the same sequence of level factors, cut at the new dims'
+sizes (a factor may be split where the sizes divide it), gives every new dim its factors
+in level order ``S ≤ B ≤ O ≤ T ≤ E``, with adjacent subgroup or thread factors whose
+strides nest. (Conservative: relabelling a register digit's level, which can keep the
+map, is not tried.) Register order is kept: batch factors stay in sequence, as do outer
 and element ones.
 """
 

@@ -204,8 +204,10 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     stats["max_registers_per_thread"] = max_registers_per_thread(func) if launch.level == "simt" else 0
     arguments = {name: buf.data.reshape(buf.data_shape) for name, buf in buffers.items()}
     outputs = {name: arguments[name] for name, buf in buffers.items() if buf.written}
-    rets = [np.concatenate([np.broadcast_to(np.asarray(r[i]), (len(range(s, min(s + batch, n_wg))),)
-                                            + np.asarray(r[i]).shape[1:]) for s, r in zip(range(0, n_wg, batch), returns)])
+    # returned values per workgroup: each batch's values, widened to its workgroups, in order
+    sizes = [min(batch, n_wg - s) for s in range(0, n_wg, batch)]
+    rets = [np.concatenate([np.broadcast_to(np.asarray(r[i]), (w,) + np.asarray(r[i]).shape[1:])
+                            for w, r in zip(sizes, returns)])
             for i in range(len(returns[0]))] if returns and returns[0] else []
     return RunResult(outputs, arguments, rets, stats, counters.by_op_json(), findings, launch,
                      {"simulate_s": t2 - t1, "setup_s": t1 - t0})

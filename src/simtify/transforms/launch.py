@@ -10,16 +10,15 @@ from xdsl.ir import Operation
 def record_launch(func: Operation, sg: int, threads: int) -> None:
     """Record the launch on the function, as IREE's translation_info does, so that
     `simtify run` needs no --block."""
-    from simtify.ir.iree_codegen import TranslationInfoAttr
-
     info = func.attributes.get("translation_info")
     if info is not None and info.workgroup_size and prod(info.workgroup_size) == threads and info.subgroup_size == sg:
         return
-    func.attributes["translation_info"] = TranslationInfoAttr.make(threads, sg) if hasattr(
-        TranslationInfoAttr, "make") else _translation_info(threads, sg)
+    func.attributes["translation_info"] = _translation_info(threads, sg)
 
 
 def _translation_info(threads: int, sg: int):
+    """IREE 3.12's attribute for the launch, read from its text (the one spelling both
+    simtify and iree-opt accept)."""
     from simtify.ir import parse
 
     text = (f"#t = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<VectorDistribute> "
