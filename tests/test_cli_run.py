@@ -102,6 +102,8 @@ BAD = {
     "zero grid": (["--grid", "0", "--arg", "in=random", "--arg", "out=random"], "positive sizes"),
     "four dims": (["--grid", "1,1,1,1", "--arg", "in=random", "--arg", "out=random"], "1 to 3 positive sizes"),
     "unknown target": (["--target", "gfx1", "--arg", "in=random", "--arg", "out=random"], "unknown target 'gfx1'"),
+    "wave32 on CDNA": (["--subgroup-size", "32", "--arg", "in=random", "--arg", "out=random"],
+                       "gfx942 runs subgroups of 64 lanes, not 32"),
     "bad subgroup": (["--subgroup-size", "48", "--arg", "in=random", "--arg", "out=random"], "not 48"),
 }
 

@@ -129,4 +129,4 @@ def test_hip_spells_mfma_and_gather_to_lds_and_cuda_refuses_them():
     with pytest.raises(SimtifyError, match="MFMA_F32_16x16x16_F16 runs on subgroups of 64 lanes, not 32"):
         emit_cuda(mfma, "mm", "sm_90", subgroup_size=32, block=(64,))
     with pytest.raises(SimtifyError, match="'nvgpu.device_async_copy': NVIDIA's cp.async has no HIP spelling"):
-        emit_hip(cp, "cp", "gfx942", subgroup_size=32)
+        emit_hip(cp, "cp", "gfx942", subgroup_size=64)

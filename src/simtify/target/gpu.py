@@ -68,7 +68,7 @@ TARGETS: dict[str, Target] = {
     for t in (
         Target(
             name="gfx942", vendor="amd", part="MI300X (CDNA3)",
-            subgroup_size=64, supported_subgroup_sizes=(64, 32),
+            subgroup_size=64, supported_subgroup_sizes=(64,),
             shared_memory_bytes=64 * KiB, shared_banks=32, bank_width_bytes=4,
             dma_widths_bytes=(1, 2, 4),
             max_workgroup_size=1024, max_workgroup_dims=(1024, 1024, 1024), max_subgroups_per_workgroup=16,
@@ -84,7 +84,7 @@ TARGETS: dict[str, Target] = {
         ),
         Target(
             name="gfx950", vendor="amd", part="MI355X (CDNA4)",
-            subgroup_size=64, supported_subgroup_sizes=(64, 32),
+            subgroup_size=64, supported_subgroup_sizes=(64,),
             # bank layout as gfx942; CDNA4 widens LDS reads for some wide accesses (not modelled)
             shared_memory_bytes=160 * KiB, shared_banks=32, bank_width_bytes=4,
             dma_widths_bytes=(1, 2, 4, 12, 16),
