@@ -97,7 +97,6 @@ BAD = {
     "bad seed": (["--arg", "in=random:one", "--arg", "out=random"], "seed must be an integer"),
     "unknown function": (["--func", "nope", "--arg", "in=random", "--arg", "out=random"], "no function named 'nope'"),
     "too many threads": (["--block", "2048", "--arg", "in=random", "--arg", "out=random"], "exceed gfx942's limit of 1024"),
-    "partial subgroups": (["--block", "96", "--arg", "in=random", "--arg", "out=random"], "not whole subgroups of 64"),
     "malformed grid": (["--grid", "8,x", "--arg", "in=random", "--arg", "out=random"], "'8,x' is not X[,Y,Z]"),
     "zero grid": (["--grid", "0", "--arg", "in=random", "--arg", "out=random"], "positive sizes"),
     "four dims": (["--grid", "1,1,1,1", "--arg", "in=random", "--arg", "out=random"], "1 to 3 positive sizes"),

@@ -136,8 +136,10 @@ def run_cmd(args) -> int:
                           "sanitizer": [f.to_json() for f in result.findings], "timing": timing}))
     else:
         L = result.launch
+        partial = L.threads % L.subgroup_size if L.level == "simt" else 0
+        last = f" (last subgroup: {partial} of {L.subgroup_size} lanes active)" if partial else ""
         print(f"ran @{args.func}: {L.level} level, grid {list(L.grid)}, block {list(L.block)}, "
-              f"subgroup {L.subgroup_size}; wrote {', '.join(sorted(result.outputs)) or 'nothing'} "
+              f"subgroup {L.subgroup_size}{last}; wrote {', '.join(sorted(result.outputs)) or 'nothing'} "
               f"in {timing['simulate_s']:.3f} s")
         if args.stats:
             for k, v in result.stats.items():

@@ -5,8 +5,11 @@ workgroup); a size-1 leading axis means the value is the same for every workgrou
 every thread, and numpy broadcasting keeps it so until something differs. Structured
 control flow runs under an active-thread mask: a divergent ``scf.if`` runs both
 regions, each with its threads, and merges results with ``where``; side effects of
-inactive threads never happen. Workgroup-level (undistributed) programs run with one
-logical thread per workgroup, since each value there is the workgroup's whole tile.
+inactive threads never happen. A block that is not whole subgroups runs as whole
+subgroups (T rounded up) whose lanes past the block are inactive from the start (the
+base mask, which every narrower mask includes). Workgroup-level (undistributed)
+programs run with one logical thread per workgroup, since each value there is the
+workgroup's whole tile.
 """
 
 from __future__ import annotations
@@ -87,6 +90,11 @@ class Interpreter:
     @property
     def subgroup_size(self) -> int:
         return self.launch.subgroup_size
+
+    @property
+    def threads(self) -> int:
+        """The block's real threads per workgroup (T may be more: whole subgroups)."""
+        return min(self.launch.threads, self.T)
 
     def tid(self) -> np.ndarray:
         """``[1, T]`` workgroup-linear thread ids."""
@@ -204,7 +212,8 @@ class Interpreter:
 
     def barrier(self, op: Operation) -> None:
         act = self.active()
-        some, every = act.any(axis=1), act.all(axis=1)
+        real = self.threads
+        some, every = act.any(axis=1), act[:, :real].all(axis=1)  # padding lanes are never required
         divergent = some & ~every
         if divergent.any() and self.sanitize:
             w = int(np.nonzero(divergent)[0][0])
@@ -214,7 +223,7 @@ class Interpreter:
                 self.findings.append(Finding(
                     "divergent-barrier", op.name, self.where(op), int(self.state.wg_linear[w]),
                     tuple(np.nonzero(act[w])[0][:16].tolist()), "", None,
-                    f"{int(act[w].sum())} of {self.T} threads reach this barrier"))
+                    f"{int(act[w].sum())} of {real} threads reach this barrier"))
         self.counters.add(op.name, "barriers", int(some.sum()))
         for buf in self.state.workgroup_buffers:
             buf.reset_interval(some)

@@ -45,6 +45,15 @@ class Launch:
     def threads(self) -> int:
         return prod(self.block) if self.level == "simt" else 1
 
+    @property
+    def padded_threads(self) -> int:
+        """Threads the simulator runs per workgroup: whole subgroups. A block that is not
+        whole subgroups runs ceil(threads / subgroup size) of them, as hardware does; the
+        lanes past `threads` in the last one are inactive from the start."""
+        if self.level != "simt":
+            return self.threads
+        return -(-self.threads // self.subgroup_size) * self.subgroup_size
+
 
 @dataclass
 class RunResult:
@@ -166,15 +175,15 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     )
     if launch.level == "simt":
         _check_launch(launch, tgt, "--subgroup-size" if subgroup_size or not rec_sg else "--target")
-        if prod(launch.block) < launch.subgroup_size:
-            launch = Launch(launch.grid, launch.block, prod(launch.block), launch.level)
     buffers, scalars = _bind(func, args, tgt)
     counters = Counters()
     findings: list = []
     interp = Interpreter(launch, tgt, counters, findings, sanitize)
-    T = launch.threads
+    T, T_run = launch.threads, launch.padded_threads
+    # threads past the block (padding of the last subgroup) never become active
+    real = None if T_run == T else (np.arange(T_run) < T).reshape(1, T_run)
     n_wg = launch.num_workgroups
-    per_wg = T * max(1, _largest_vector(func))
+    per_wg = T_run * max(1, _largest_vector(func))
     batch = max(1, min(n_wg, BATCH_ELEMENTS // per_wg))
     for plane in (launch.grid[0] * launch.grid[1], launch.grid[0]):  # whole rows of the grid per batch:
         if plane <= batch < n_wg:  # block ids stay affine in the batch's digits
@@ -186,7 +195,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     t1 = time.perf_counter()
     for start in range(0, n_wg, batch):
         W = min(batch, n_wg - start)
-        interp.state = BatchState(W, T, np.arange(start, start + W))
+        interp.state = BatchState(W, T_run, np.arange(start, start + W), mask=real)
         values = []
         for (name, t), a in zip(function_args(func), block_args[:n_inputs]):
             if name in buffers:
@@ -209,12 +218,14 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     rets = [np.concatenate([np.broadcast_to(np.asarray(r[i]), (w,) + np.asarray(r[i]).shape[1:])
                             for w, r in zip(sizes, returns)])
             for i in range(len(returns[0]))] if returns and returns[0] else []
+    rets = [r[:, :T] if r.ndim >= 2 and r.shape[1] == T_run else r for r in rets]  # real threads only
     return RunResult(outputs, arguments, rets, stats, counters.by_op_json(), findings, launch,
                      {"simulate_s": t2 - t1, "setup_s": t1 - t0})
 
 
 def _check_launch(launch: Launch, tgt: Target, where: str) -> None:
-    """A launch the target can run and the subgroups can tile."""
+    """A launch the target can run. A block need not be whole subgroups: its last
+    subgroup runs with the lanes past the block inactive."""
     threads = prod(launch.block)
     if threads > tgt.max_workgroup_size:
         raise SimtifyError(f"{threads} threads per workgroup exceed {tgt.name}'s limit of {tgt.max_workgroup_size}",
@@ -225,9 +236,6 @@ def _check_launch(launch: Launch, tgt: Target, where: str) -> None:
     if launch.subgroup_size not in tgt.supported_subgroup_sizes:
         raise SimtifyError(f"{tgt.name} runs subgroups of {' or '.join(map(str, tgt.supported_subgroup_sizes))} "
                            f"lanes, not {launch.subgroup_size}", where)
-    if threads % launch.subgroup_size and threads > launch.subgroup_size:
-        raise SimtifyError(f"{threads} threads per workgroup are not whole subgroups of {launch.subgroup_size}",
-                           "--block")
 
 
 def _largest_vector(func: Operation) -> int:

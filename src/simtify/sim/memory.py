@@ -25,7 +25,7 @@ from simtify.layout.ownership import ravel
 
 from simtify.sim.counters import count_bank_conflicts, count_sectors
 from simtify.sim.report import Finding
-from simtify.sim.types import byte_width, dtype_of
+from simtify.sim.types import byte_width, dtype_of, undefined
 
 GLOBAL, WORKGROUP, PRIVATE = "global", "workgroup", "private"
 
@@ -53,8 +53,7 @@ class Buffer:
     def workgroup(cls, name: str, elem_type, size: int, num_workgroups: int) -> Buffer:
         dt = dtype_of(elem_type)
         # never zeros: a read of memory nobody wrote must not look like a plausible value
-        fill = np.nan if dt.kind == "f" else (True if dt.kind == "b" else np.iinfo(dt).min)
-        data = np.full((num_workgroups, size), fill, dtype=dt)
+        data = np.full((num_workgroups, size), undefined(dt), dtype=dt)
         shadow = lambda v, t: np.full((num_workgroups, size), v, dtype=t)
         return cls(name, WORKGROUP, elem_type, data, init=shadow(False, bool), writer=shadow(-1, np.int32),
                    reader=shadow(-1, np.int32))
@@ -212,7 +211,7 @@ def _count(ctx: AccessContext, buf: Buffer, w, t, e, lin, elements: int, contigu
     if buf.space not in (GLOBAL, WORKGROUP):
         return
     T = ctx.threads
-    sg = ctx.subgroup_size if T % ctx.subgroup_size == 0 else T
+    sg = ctx.subgroup_size if T % ctx.subgroup_size == 0 else T  # T: whole subgroups at SIMT level
     group = w * (T // sg) + t // sg
     addr = buf.base + lin * eb
     if buf.space == GLOBAL:

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 KINDS = ("out-of-bounds", "race", "uninitialized-read", "divergent-barrier", "invalid-access",
-         "non-uniform-destination")
+         "non-uniform-destination", "inactive-lane-read")
+
+
+def id_ranges(ids) -> str:
+    """Ids as sorted runs: ``0..15, 32, 40..47``."""
+    ids = np.unique(np.asarray(ids, dtype=np.int64))
+    if ids.size == 0:
+        return ""
+    breaks = np.flatnonzero(np.diff(ids) != 1)
+    starts, ends = ids[np.r_[0, breaks + 1]], ids[np.r_[breaks, ids.size - 1]]
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in zip(starts.tolist(), ends.tolist()))
 
 
 @dataclass(frozen=True)

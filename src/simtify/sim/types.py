@@ -92,3 +92,11 @@ def fit(value: np.ndarray, t) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):
             value = value.astype(dt)
     return round_bf16(value) if is_bf16(t) else value
+
+
+def undefined(dt: np.dtype):
+    """What a read the program cannot rely on yields (workgroup memory nobody wrote, an
+    inactive lane): NaN for floats, the most negative integer, true for i1 — never a
+    plausible value, and the same on every run."""
+    dt = np.dtype(dt)
+    return np.nan if dt.kind == "f" else (True if dt.kind == "b" else np.iinfo(dt).min)

@@ -1,5 +1,10 @@
 """`gpu`: thread and block ids, barriers, shuffles, subgroup reductions and
-``warp_execute_on_lane_0`` (its region runs on lane 0 with whole-subgroup values)."""
+``warp_execute_on_lane_0`` (its region runs on lane 0 with whole-subgroup values).
+
+Ops that read other lanes (shuffle, subgroup_reduce, warp_execute_on_lane_0's
+distributed operands) read an undefined value from an inactive lane (past the block in
+its last subgroup, or masked off by control flow): the reader gets `undefined` (NaN,
+the most negative integer, true for i1) and the sanitizer reports an inactive-lane read."""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ import numpy as np
 from simtify.errors import SimtifyError
 from simtify.sim.ops import handles
 from simtify.sim.ops.vector import reduce
-from simtify.sim.types import byte_width, fit, shape_of
+from simtify.sim.report import Finding, id_ranges
+from simtify.sim.types import byte_width, fit, shape_of, undefined
 from simtify.sim.values import lead
 
 AXIS = {"x": 0, "y": 1, "z": 2}
@@ -95,8 +101,48 @@ def _by_subgroup(sim, a: np.ndarray) -> np.ndarray:
     return a.reshape((a.shape[0], sim.T // sg, sg) + a.shape[2:])
 
 
+INACTIVE_LANE_READ = "inactive-lane-read"
+
+
+def _undefined_where(a: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """`a` ([W, T, *s]) with the lanes of `where` ([W, T]) holding `undefined` (NaN, the
+    most negative integer, true for i1): a read of them must not look plausible."""
+    w = where.reshape(where.shape + (1,) * (a.ndim - 2))
+    return np.where(w, np.asarray(undefined(a.dtype), dtype=a.dtype), a)
+
+
+def _report_inactive_read(sim, op, bad: np.ndarray, read: np.ndarray) -> None:
+    """One finding per op: the active lanes that read an inactive lane (`bad`, [W, T]) and
+    the inactive lanes they read (`read`, [W, T]), in the first workgroup with one."""
+    key = (INACTIVE_LANE_READ, op.name, sim.where(op), "")
+    if not sim.sanitize or key in sim.seen or not bad.any():
+        return
+    sim.seen.add(key)
+    w = int(np.nonzero(bad.any(axis=1))[0][0])
+    readers, sources = np.flatnonzero(bad[w]), np.flatnonzero(read[w])
+    why = [f"past the block's {sim.threads} threads"] * bool((sources >= sim.threads).any())
+    why += ["masked off by control flow"] * bool((sources < sim.threads).any())
+    sim.findings.append(Finding(
+        INACTIVE_LANE_READ, op.name, sim.where(op), int(sim.state.wg_linear[w]), tuple(readers[:16].tolist()),
+        "", None, f"{readers.size} active lanes read threads {id_ranges(sources)}, which are inactive "
+        f"({' or '.join(why)}); the value read is undefined"))
+
+
+def _mixed_groups(act: np.ndarray, shape: tuple, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """([W, T] active lanes, [W, T] inactive lanes) of the groups of lanes (`act` reshaped
+    to `shape`, a group along `axis`) that have both."""
+    lanes = act.reshape(shape)
+    mixed = lanes.any(axis=axis, keepdims=True) & ~lanes.all(axis=axis, keepdims=True)
+    return (mixed & lanes).reshape(act.shape), (mixed & ~lanes).reshape(act.shape)
+
+
 @handles("gpu.shuffle")
 def _shuffle(sim, op):
+    """MLIR's `gpu.shuffle`. A lane whose result is valid but whose source lane is
+    inactive (past the block, or masked off by divergent control flow) reads an undefined
+    value: it gets `undefined` (NaN for floats, the most negative integer for integers)
+    and the sanitizer reports an inactive-lane read. A source the program excludes by
+    `width` (valid = false) is its own business and is not reported."""
     if sim.T % sim.subgroup_size:
         raise SimtifyError(f"{sim.T} threads are not whole subgroups of {sim.subgroup_size}")
     value = lead(sim.get(op.value))
@@ -121,11 +167,22 @@ def _shuffle(sim, op):
     n_words = _words(op.value.type)
     sub_active = act.reshape(sim.W, -1, sim.subgroup_size).any(axis=2).sum()
     sim.counters.add(op.name, "shuffles", int(sub_active) * n_words)
-    return [fit(out, op.results[0].type), valid]
+    out = fit(out, op.results[0].type)
+    if sim.state.mask is not None:  # some lane inactive: who reads one as a valid source?
+        bad = act & valid & ~act[w_ix, src_tid]
+        if bad.any():
+            read = np.zeros_like(act)
+            read[np.broadcast_to(w_ix, bad.shape)[bad], src_tid[bad]] = True
+            _report_inactive_read(sim, op, bad, read)
+            out = _undefined_where(out, bad)
+    return [out, valid]
 
 
 @handles("gpu.subgroup_reduce")
 def _subgroup_reduce(sim, op):
+    """Every lane gets its cluster's reduction. A cluster with both active and inactive
+    lanes reads the inactive ones (MLIR lowers the op to shuffles): its active lanes get
+    `undefined` and the sanitizer reports an inactive-lane read."""
     if sim.T % sim.subgroup_size:
         raise SimtifyError(f"{sim.T} threads are not whole subgroups of {sim.subgroup_size}")
     value = _by_subgroup(sim, lead(sim.get(op.value)))
@@ -144,7 +201,13 @@ def _subgroup_reduce(sim, op):
     sub_active = int(act.reshape(sim.W, -1, sg).any(axis=2).sum())
     steps = int(np.ceil(np.log2(size))) if size > 1 else 0
     sim.counters.add(op.name, "shuffles", sub_active * steps * _words(op.value.type))
-    return [fit(out, op.results[0].type)]
+    out = fit(out, op.results[0].type)
+    if sim.state.mask is not None:
+        bad, read = _mixed_groups(act, (sim.W, S, sg // (size * stride), size, stride), 3)
+        if bad.any():
+            _report_inactive_read(sim, op, bad, read)
+            out = _undefined_where(out, bad)
+    return [out]
 
 
 def _ratios(outer, inner, what: str, lanes: int) -> tuple[int, ...]:
@@ -186,6 +249,9 @@ def _scatter_lanes(whole: np.ndarray, ks, n: int) -> np.ndarray:
 
 @handles("gpu.warp_execute_on_lane_0")
 def _warp_execute(sim, op):
+    """The region runs on lane 0 of each warp with whole-warp values. A distributed
+    operand of a warp with inactive lanes holds `undefined` in their pieces (an
+    inactive-lane read)."""
     n = op.warp_size.value.data
     if sim.T % n:
         raise SimtifyError(f"{sim.T} threads do not split into warps of {n}")
@@ -195,6 +261,9 @@ def _warp_execute(sim, op):
     if not (laneid[act] == expected[act]).all():
         raise SimtifyError(f"the lane id operand must be the thread id modulo {n}")
     block = op.warp_region.blocks.first
+    # a distributed operand gathers every lane's piece: inactive lanes of a warp that runs
+    # the region hand over undefined pieces
+    reading, gone = _mixed_groups(act, (sim.W, sim.T // n, n), 2) if sim.state.mask is not None else (None, None)
     args = []
     for operand, barg in zip(op.args, block.args):
         v = np.broadcast_to(lead(sim.get(operand)), (sim.W, sim.T) + shape_of(operand.type))
@@ -202,6 +271,9 @@ def _warp_execute(sim, op):
             args.append(v)
         else:
             ks = _ratios(shape_of(operand.type), shape_of(barg.type), "warp_execute_on_lane_0 argument", n)
+            if gone is not None and gone.any():
+                _report_inactive_read(sim, op, reading, gone)
+                v = _undefined_where(v, gone)
             args.append(_gather_lanes(v, ks, n))
     on_lane0 = expected == 0
     yielded = sim.with_mask(on_lane0, lambda: sim.run_region(op.warp_region, args))
