@@ -138,48 +138,10 @@ def test_reshape_keeps_every_owner_and_register(case, data):
     try:
         reshaped = layout.reshape(new_shape)
     except SimtifyError:
-        # refusals are checked exhaustively on a small case in test_reshape_refusals_are_real
+        # refusals are checked exhaustively against brute force in test_layout_reshape.py
         assume(False)
     assert reshaped.undistributed_shape == new_shape
     assert np.array_equal(reshaped.ownership(sg, n).flat, before)
-
-
-def _factorizations(n: int, parts: int):
-    """Every ordered way of writing n as a product of `parts` positive factors."""
-    if parts == 1:
-        yield (n,)
-        return
-    for d in range(1, n + 1):
-        if n % d == 0:
-            for rest in _factorizations(n // d, parts - 1):
-                yield (d,) + rest
-
-
-def test_reshape_refusals_are_real():
-    # 4x2 with dim 0 over 4 threads and dim 1 over 2 batches: merged, the thread digit
-    # would sit outside the batch digit, which no nested layout orders that way
-    layout = NestedLayout((1, 1), (1, 2), (1, 1), (4, 1), (1, 1), (0, 0), (1, 0))
-    try:
-        layout.reshape((8,))
-    except SimtifyError as e:
-        assert "thread" in e.what and "batch" in e.what
-    else:
-        raise AssertionError("reshape should refuse")
-    # The refusal is conservative: an exhaustive search over 1-D layouts of 8 elements on
-    # 4 threads finds one with the same owners and registers (the trailing batch digit
-    # read as an element digit). reshape regroups levels in order, as IREE's does.
-    want = layout.ownership(4).flat
-    equal = []
-    for S, B, O, T, E in _factorizations(8, 5):
-        if S > 1 or T > 4:
-            continue
-        for stride in range(1, 5) if T > 1 else [0]:
-            if T * stride > 4:
-                continue
-            candidate = NestedLayout((S,), (B,), (O,), (T,), (E,), (0,), (stride,))
-            if np.array_equal(candidate.ownership(4).flat, want):
-                equal.append(candidate)
-    assert equal == [NestedLayout((1,), (1,), (1,), (4,), (2,), (0,), (1,))]
 
 
 @SOME
