@@ -19,14 +19,17 @@ def distribute(text: str, pipeline: str = "xegpu-distribute") -> str:
 
 
 def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, seed: int = 0, rtol=1e-4,
-                atol=1e-4) -> str:
-    """Every memref argument must agree and no sanitizer may fire; returns the output."""
+                atol=1e-4, inputs: dict | None = None) -> str:
+    """Every memref argument must agree and no sanitizer may fire; returns the output.
+    `inputs` (default: random) where the program needs particular values (in-range offsets)."""
     ref_module = parse(text, "input.mlir")
-    inputs = random_inputs(find_function(ref_module, func), seed)
+    if inputs is None:
+        inputs = random_inputs(find_function(ref_module, func), seed)
     ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup")
     out = distribute(text, pipeline)
+    # propagation only annotates: its output is still the workgroup's program (even with a barrier in it)
     new = run(parse(out, "distributed.mlir"), func, {k: v.copy() for k, v in inputs.items()}, target="xe",
-              sanitize=True)
+              sanitize=True, level="workgroup" if pipeline == "xegpu-propagate" else None)
     if pipeline not in ("xegpu-propagate",):
         assert new.launch.level == "simt" or "gpu.subgroup_id" not in out
     assert not new.findings, "\n".join(map(str, new.findings)) + "\n" + out

@@ -9,9 +9,15 @@ IR we print should be what MLIR itself would print, so that text compares with
 
 from __future__ import annotations
 
+import io
 import math
 
-from xdsl.dialects.builtin import AnyFloat, DenseIntOrFPElementsAttr
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    MemRefType,
+)
 from xdsl.ir import Attribute
 from xdsl.printer import Printer
 
@@ -35,6 +41,15 @@ class MLIRPrinter(Printer):
             self.print_float(attribute.get_values()[0], element_type)
             self.print_string("> : ")
             self.print_attribute(attribute.get_type())
+            return
+        if isinstance(attribute, MemRefType) and isinstance(attribute.memory_space, IntegerAttr):
+            # MLIR writes an integer memory space bare: memref<4096xi8, 3>
+            inner = MLIRPrinter(stream=io.StringIO())
+            super(MLIRPrinter, inner).print_attribute(attribute)
+            text = inner.stream.getvalue()
+            suffix = f", {attribute.memory_space.value.data} : i64>"
+            self.print_string(text[: -len(suffix)] + f", {attribute.memory_space.value.data}>"
+                              if text.endswith(suffix) else text)
             return
         super().print_attribute(attribute)
 

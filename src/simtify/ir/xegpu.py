@@ -17,6 +17,18 @@ the offsets go on the access ops, and layouts are inherent attributes::
     %d = xegpu.dpas %a, %b, %c {layout_a = #a, layout_b = #b, layout_cd = #c} : ta, tb, tc -> td
     %w = xegpu.convert_layout %v <{input_layout = #a, target_layout = #b}> : vector<..>
 
+Gathers and scatters take a memref (or an address) and an offsets vector directly, as
+upstream does since the scattered tensor_desc went away; shared local memory matrices
+go through a ``!xegpu.mem_desc``::
+
+    %v = xegpu.load %src[%offsets], %mask <{chunk_size = 8, layout = #l}> : memref<256xf16>,
+           vector<16xindex>, vector<16xi1> -> vector<16x8xf16>
+    xegpu.store %v, %dst[%offsets], %mask <{chunk_size = 8}> : vector<16x8xf16>, memref<256xf16>, ...
+    xegpu.prefetch %src[%offsets] <{l1_hint = #xegpu.cache_hint<cached>}> : memref<256xf16>, vector<16xindex>
+    %m = xegpu.create_mem_desc %slm : memref<32768xi8, 3> -> !xegpu.mem_desc<64x128xf32>
+    %w = xegpu.load_matrix %m[0, %j] <{layout = #l}> : !xegpu.mem_desc<64x128xf32>, index -> vector<32x32xf32>
+    xegpu.store_matrix %w, %m[0, 0] : vector<32x32xf32>, !xegpu.mem_desc<64x128xf32>
+
 Load, store, prefetch and convert_layout print their properties as ``<{...}>``, dpas as
 ``{...}``, as mlir-opt does; both spellings are read. Older IR with offsets on
 `create_nd_tdesc` (``%src[%i, %j]``) is read and printed back unchanged.
@@ -32,6 +44,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     IndexType,
     IntAttr,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     NoneAttr,
@@ -810,10 +823,524 @@ class ConvertLayoutOp(IRDLOperation):
         _check_fits(self.target_layout, "target_layout", shape, "the vector")
 
 
+# --- gathers and scatters ------------------------------------------------------------
+
+
+def _shape_of(t: Attribute) -> tuple[int, ...]:
+    """A vector's shape; ``()`` for a scalar (lane-level IR may use one)."""
+    return tuple(t.get_shape()) if isinstance(t, VectorType) else ()
+
+
+def _chunk_of(op: IRDLOperation) -> int:
+    chunk = op.properties.get("chunk_size")
+    if chunk is None:
+        return 1
+    if not isinstance(chunk, IntegerAttr):
+        raise VerifyException(f"chunk_size must be an integer, not {chunk}")
+    if chunk.value.data < 1:
+        raise VerifyException(f"chunk_size must be positive, not {chunk.value.data}")
+    return chunk.value.data
+
+
+def gather_value_shape(offsets: Sequence[int], chunk: int) -> tuple[int, ...]:
+    """The shape of the value a gather of `offsets` reads: one row of `chunk` elements
+    per offset (no chunk dim when the chunk is 1)."""
+    return tuple(offsets) + ((chunk,) if chunk > 1 else ())
+
+
+def _check_scatter(op: IRDLOperation, what: str, memory: Attribute, value_type: Attribute | None) -> None:
+    """The checks load, store and prefetch share: the source, the offsets and mask
+    shapes, the chunk, the value shape and the layout."""
+    if isinstance(memory, MemRefType):
+        elt = memory.element_type
+    elif isinstance(memory, IntegerType):
+        elt = None
+    else:
+        raise VerifyException(f"{what} reads a memref or a ui64/i64 address, not {memory}")
+    offsets = _shape_of(op.offsets.type)
+    if isinstance(op.offsets.type, VectorType) and not isinstance(op.offsets.type.element_type, IndexType):
+        raise VerifyException(f"{what} takes index offsets, not {op.offsets.type}")
+    mask = getattr(op, "mask", None)
+    if mask is not None and _shape_of(mask.type) != offsets:
+        raise VerifyException(
+            f"the mask {mask.type} does not match the offsets {op.offsets.type}: one mask bit per offset")
+    chunk = _chunk_of(op)
+    if value_type is None:
+        _check_fits(op.properties.get("layout"), "layout", offsets, "the offsets")
+        return
+    if elt is not None and getattr(value_type, "element_type", value_type) != elt:
+        raise VerifyException(f"{what} moves {getattr(value_type, 'element_type', value_type)} but the memref "
+                              f"holds {elt}")
+    have, want = _shape_of(value_type), gather_value_shape(offsets, chunk)
+    if have == want:
+        _check_fits(op.properties.get("layout"), "layout", have, "the value")
+        return
+    if prod(offsets) == 1 and (have == (chunk,) or (chunk == 1 and have == ())):
+        return  # one lane's gather: its offset's chunk
+    if chunk > 1 and have and have[:-1] == offsets and have[-1] != chunk:
+        raise VerifyException(f"the value's last dim {have[-1]} is not the chunk_size {chunk}")
+    raise VerifyException(
+        f"{what} of {shape_text(offsets) or 'one'} offset(s) with chunk_size {chunk} moves vector<{shape_text(want)}x"
+        f"{getattr(value_type, 'element_type', value_type)}>, not {value_type}")
+
+
+SCATTER_PROPERTIES = ("chunk_size", "l1_hint", "l2_hint", "l3_hint", "layout")
+
+
+class _ScatterOp(IRDLOperation):
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = SCATTER_PROPERTIES
+
+    def _print_props(self, printer: Printer) -> None:
+        props = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
+        print_sorted_attr_dict(printer, props, braces="<{}>")
+        print_sorted_attr_dict(printer, self.attributes)
+
+    @property
+    def chunk(self) -> int:
+        return _chunk_of(self)
+
+
+@irdl_op_definition
+class LoadGatherOp(_ScatterOp):
+    """``%v = xegpu.load %src[%offsets], %mask <{chunk_size = 8, layout = #l}> : memref<256xf16>,
+    vector<16xindex>, vector<16xi1> -> vector<16x8xf16>``: per offset (elements of the
+    flattened source), `chunk_size` contiguous elements where the mask is set. At lane
+    level one offset (``vector<1xindex>``) gives the lane's ``vector<chunk>``."""
+
+    name = "xegpu.load"
+
+    source = operand_def(MemRefType | IntegerType)
+    offsets = operand_def(VectorType | IndexType)
+    mask = operand_def(VectorType | IntegerType)
+    chunk_size = opt_prop_def(IntegerAttr)
+    l1_hint = opt_prop_def(CacheHintAttr)
+    l2_hint = opt_prop_def(CacheHintAttr)
+    l3_hint = opt_prop_def(CacheHintAttr)
+    layout = opt_prop_def(Attribute)
+    value = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadGatherOp:
+        source = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        offsets = parser.parse_unresolved_operand()
+        parser.parse_punctuation("]")
+        parser.parse_punctuation(",")
+        mask = parser.parse_unresolved_operand()
+        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != 3:
+            parser.raise_error(f"xegpu.load takes 3 operand types (source, offsets, mask), got {len(types)}")
+        parser.parse_punctuation("->")
+        value_type = parser.parse_type()
+        return cls(
+            operands=[parser.resolve_operand(source, types[0]), parser.resolve_operand(offsets, types[1]),
+                      parser.resolve_operand(mask, types[2])],
+            result_types=[value_type], properties=props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.source)
+        printer.print_string("[")
+        printer.print_ssa_value(self.offsets)
+        printer.print_string("], ")
+        printer.print_ssa_value(self.mask)
+        self._print_props(printer)
+        printer.print_string(" : ")
+        printer.print_list([self.source.type, self.offsets.type, self.mask.type], printer.print_attribute)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.value.type)
+
+    def verify_(self) -> None:
+        _check_hints(self, READ_HINTS)
+        _check_scatter(self, "xegpu.load", self.source.type, self.value.type)
+
+
+@irdl_op_definition
+class StoreScatterOp(_ScatterOp):
+    """``xegpu.store %v, %dst[%offsets], %mask <{chunk_size = 8}> : vector<16x8xf16>,
+    memref<256xf16>, vector<16xindex>, vector<16xi1>``: the scatter of `load`'s rows."""
+
+    name = "xegpu.store"
+
+    value = operand_def()
+    dest = operand_def(MemRefType | IntegerType)
+    offsets = operand_def(VectorType | IndexType)
+    mask = operand_def(VectorType | IntegerType)
+    chunk_size = opt_prop_def(IntegerAttr)
+    l1_hint = opt_prop_def(CacheHintAttr)
+    l2_hint = opt_prop_def(CacheHintAttr)
+    l3_hint = opt_prop_def(CacheHintAttr)
+    layout = opt_prop_def(Attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreScatterOp:
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dest = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        offsets = parser.parse_unresolved_operand()
+        parser.parse_punctuation("]")
+        parser.parse_punctuation(",")
+        mask = parser.parse_unresolved_operand()
+        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
+        pos = parser.pos
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != 4:
+            parser.raise_error(f"xegpu.store takes 4 operand types (value, dest, offsets, mask), got {len(types)}",
+                               pos)
+        return cls(
+            operands=[parser.resolve_operand(o, t) for o, t in zip((value, dest, offsets, mask), types)],
+            properties=props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.value)
+        printer.print_string(", ")
+        printer.print_ssa_value(self.dest)
+        printer.print_string("[")
+        printer.print_ssa_value(self.offsets)
+        printer.print_string("], ")
+        printer.print_ssa_value(self.mask)
+        self._print_props(printer)
+        printer.print_string(" : ")
+        printer.print_list([self.value.type, self.dest.type, self.offsets.type, self.mask.type],
+                           printer.print_attribute)
+
+    def verify_(self) -> None:
+        _check_hints(self, WRITE_HINTS)
+        _check_scatter(self, "xegpu.store", self.dest.type, self.value.type)
+
+
+@irdl_op_definition
+class PrefetchOp(_ScatterOp):
+    """``xegpu.prefetch %src[%offsets] <{l1_hint = #xegpu.cache_hint<cached>}> : ui64,
+    vector<16xindex>``: a cache hint for the rows a gather would read."""
+
+    name = "xegpu.prefetch"
+
+    source = operand_def(MemRefType | IntegerType)
+    offsets = operand_def(VectorType | IndexType)
+    chunk_size = opt_prop_def(IntegerAttr)
+    offset_align_byte = opt_prop_def(IntegerAttr)
+    l1_hint = opt_prop_def(CacheHintAttr)
+    l2_hint = opt_prop_def(CacheHintAttr)
+    l3_hint = opt_prop_def(CacheHintAttr)
+    layout = opt_prop_def(Attribute)
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = SCATTER_PROPERTIES + ("offset_align_byte",)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PrefetchOp:
+        source = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        offsets = parser.parse_unresolved_operand()
+        parser.parse_punctuation("]")
+        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
+        pos = parser.pos
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != 2:
+            parser.raise_error(f"xegpu.prefetch takes 2 operand types (source, offsets), got {len(types)}", pos)
+        return cls(operands=[parser.resolve_operand(source, types[0]), parser.resolve_operand(offsets, types[1])],
+                   properties=props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.source)
+        printer.print_string("[")
+        printer.print_ssa_value(self.offsets)
+        printer.print_string("]")
+        self._print_props(printer)
+        printer.print_string(" : ")
+        printer.print_list([self.source.type, self.offsets.type], printer.print_attribute)
+
+    def verify_(self) -> None:
+        _check_hints(self, READ_HINTS)
+        _check_scatter(self, "xegpu.prefetch", self.source.type, None)
+
+
+# --- shared local memory matrices --------------------------------------------------------
+
+
+@irdl_attr_definition
+class MemLayoutAttr(Data[tuple[tuple[str, tuple[int, ...]], ...]]):
+    """``#xegpu.mem_layout<stride = [1, 32], block = [16, 16]>``: how a mem_desc's matrix
+    lies in shared local memory — ``stride`` (row-major ``[C, 1]`` or column-major
+    ``[1, R]``) and ``block`` (the matrix stored as blocks of that shape, one after the
+    other, each contiguous; blocks and their elements in the stride's order). Printed
+    sorted by key, as upstream prints it."""
+
+    name = "xegpu.mem_layout"
+
+    KEYS: ClassVar[tuple[str, ...]] = ("block", "stride")
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        pairs, start, end = parse_keyed_int_lists(parser)
+        seen: dict[str, tuple[int, ...]] = {}
+        for key, value in pairs:
+            if key not in cls.KEYS or key in seen:
+                parser.raise_error(f"unexpected or repeated mem_layout field '{key}' (expected block, stride)",
+                                   start, end)
+            if not isinstance(value, list) or not all(isinstance(v, int) and v > 0 for v in value):
+                parser.raise_error(f"mem_layout {key} must be a list of positive integers", start, end)
+            seen[key] = tuple(value)
+        return tuple(sorted(seen.items()))
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string("<" + ", ".join(f"{k} = [{', '.join(map(str, v))}]" for k, v in self.data) + ">")
+
+    def get(self, key: str) -> tuple[int, ...] | None:
+        return dict(self.data).get(key)
+
+
+@irdl_attr_definition
+class MemDescType(ParametrizedAttribute, TypeAttribute):
+    """``!xegpu.mem_desc<64x128xf32, #xegpu.mem_layout<..>>``: a matrix in shared local
+    memory, as `create_mem_desc` makes it over a workgroup buffer."""
+
+    name = "xegpu.mem_desc"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    mem_layout: Attribute
+
+    def __init__(self, shape: Sequence[int], element_type: Attribute, mem_layout: Attribute | None = None):
+        super().__init__(ArrayAttr([IntAttr(d) for d in shape]), element_type, mem_layout or NoneAttr())
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape.data)
+
+    @property
+    def block(self) -> tuple[int, ...] | None:
+        return self.mem_layout.get("block") if isinstance(self.mem_layout, MemLayoutAttr) else None
+
+    @property
+    def stride(self) -> tuple[int, ...] | None:
+        return self.mem_layout.get("stride") if isinstance(self.mem_layout, MemLayoutAttr) else None
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        shape, element_type = parser.parse_ranked_shape()
+        mem_layout: Attribute = NoneAttr()
+        if parser.parse_optional_punctuation(",") is not None:
+            pos = parser.pos
+            mem_layout = parser.parse_attribute()
+            if not isinstance(mem_layout, MemLayoutAttr):
+                parser.raise_error(f"expected an #xegpu.mem_layout, not {mem_layout}", pos)
+        parser.parse_punctuation(">")
+        return (ArrayAttr([IntAttr(d) for d in shape]), element_type, mem_layout)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + shape_text(self.get_shape()) + "x")
+        printer.print_attribute(self.element_type)
+        if not isinstance(self.mem_layout, NoneAttr):
+            printer.print_string(", ")
+            printer.print_attribute(self.mem_layout)
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        shape = self.get_shape()
+        if any(d <= 0 for d in shape):
+            raise VerifyException(f"a mem_desc has a static positive shape, not {shape_text(shape)}")
+        for key, value in ((k, getattr(self, k)) for k in ("block", "stride")):
+            if value is not None and len(value) != len(shape):
+                raise VerifyException(f"mem_layout {key} {list(value)} does not have the rank of {shape_text(shape)}")
+        if self.block is not None and any(n % b for n, b in zip(shape, self.block)):
+            raise VerifyException(f"mem_layout block {list(self.block)} does not divide the matrix "
+                                  f"{shape_text(shape)}")
+        if self.stride is not None and len(shape) == 2 and sorted(self.stride) != sorted((shape[1], 1)) \
+                and sorted(self.stride) != sorted((1, shape[0])):
+            raise VerifyException(f"mem_layout stride {list(self.stride)} is neither row-major [{shape[1]}, 1] nor "
+                                  f"column-major [1, {shape[0]}]")
+
+
+@irdl_op_definition
+class CreateMemDescOp(IRDLOperation):
+    """``%m = xegpu.create_mem_desc %slm : memref<4096xi8, 3> -> !xegpu.mem_desc<32x32xf32>``:
+    a matrix view of a shared local memory buffer (which must hold it)."""
+
+    name = "xegpu.create_mem_desc"
+
+    source = operand_def(MemRefType)
+    mem_desc = result_def(MemDescType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CreateMemDescOp:
+        source = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        return cls(operands=[parser.resolve_operand(source, source_type)], result_types=[result_type],
+                   attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.source)
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.mem_desc.type)
+
+    def verify_(self) -> None:
+        from simtify.ir.attribute_syntax import memory_space_name
+
+        src = self.source.type
+        assert isinstance(src, MemRefType)
+        if memory_space_name(src.memory_space) != "workgroup":
+            raise VerifyException(f"a mem_desc views shared local memory (memory space 3), not {src}")
+        if DYNAMIC in src.get_shape():
+            raise VerifyException(f"a mem_desc views a buffer of static size, not {src}")
+        md = self.mem_desc.type
+        assert isinstance(md, MemDescType)
+        have = prod(src.get_shape()) * _bytes(src.element_type)
+        need = prod(md.get_shape()) * _bytes(md.element_type)
+        if have < need:
+            raise VerifyException(f"{src} holds {have} bytes, but {md} needs {need}")
+
+
+def _bytes(t: Attribute) -> int:
+    width = getattr(t, "bitwidth", None) or getattr(getattr(t, "width", None), "data", None) or 32
+    return max(1, int(width) // 8)
+
+
+MATRIX_PROPERTIES = ("layout", "subgroup_block_io")
+
+
+def _check_matrix(op: IRDLOperation, data: Attribute, md: MemDescType) -> None:
+    n = check_mixed_indices("offsets", op.offsets, op.const_offsets)
+    if n != md.rank:
+        raise VerifyException(f"{n} offsets for a rank-{md.rank} mem_desc")
+    elt = data.element_type if isinstance(data, VectorType) else data
+    if elt != md.element_type:
+        raise VerifyException(f"the data is {elt} but the mem_desc holds {md.element_type}")
+    if not isinstance(data, VectorType):
+        if op.subgroup_block_io is not None:
+            raise VerifyException("subgroup_block_io needs vector data")
+        return
+    shape = tuple(data.get_shape())
+    if len(shape) > md.rank:
+        raise VerifyException(f"vector<{shape_text(shape)}> has more dims than the mem_desc {shape_text(md.get_shape())}")
+    if any(d > m for d, m in zip(reversed(shape), reversed(md.get_shape()))):
+        raise VerifyException(f"vector<{shape_text(shape)}> exceeds the mem_desc {shape_text(md.get_shape())}")
+    if len(shape) == md.rank:
+        _check_fits(op.layout, "layout", shape, "the data")
+
+
+class _MatrixOp(IRDLOperation):
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = MATRIX_PROPERTIES
+
+    def _print_rest(self, printer: Printer, data_first: bool) -> None:
+        _print_offsets(printer, self, self.offsets)
+        props = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
+        print_sorted_attr_dict(printer, props, braces="<{}>")
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        types = [self.data.type, self.mem_desc.type] if data_first else [self.mem_desc.type]
+        printer.print_list(types + [o.type for o in self.offsets], printer.print_attribute)
+
+    @staticmethod
+    def _parse_rest(parser: Parser, cls, n_leading_types: int):
+        offsets, const_offsets = parse_mixed_indices(parser)
+        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
+        props["const_offsets"] = i64_array(const_offsets)
+        pos = parser.pos
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != n_leading_types + len(offsets):
+            parser.raise_error(f"expected {n_leading_types} type(s) and one per SSA offset ({len(offsets)}), got "
+                               f"{len(types)}", pos)
+        resolved = [parser.resolve_operand(o, t) for o, t in zip(offsets, types[n_leading_types:])]
+        return types[:n_leading_types], resolved, props, attrs
+
+
+@irdl_op_definition
+class LoadMatrixOp(_MatrixOp):
+    """``%v = xegpu.load_matrix %m[%i, 0] <{layout = #l}> : !xegpu.mem_desc<64x128xf32>, index
+    -> vector<32x32xf32>``: the block of the matrix at the offsets (a lane's own block at
+    lane level)."""
+
+    name = "xegpu.load_matrix"
+
+    mem_desc = operand_def(MemDescType)
+    offsets = var_operand_def(IndexType)
+    const_offsets = opt_prop_def(DenseArrayBase)
+    layout = opt_prop_def(Attribute)
+    subgroup_block_io = opt_prop_def(UnitAttr)
+    data = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadMatrixOp:
+        md = parser.parse_unresolved_operand()
+        (md_type,), offsets, props, attrs = cls._parse_rest(parser, cls, 1)
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        return cls(operands=[parser.resolve_operand(md, md_type), offsets], result_types=[result_type],
+                   properties=props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.mem_desc)
+        self._print_rest(printer, data_first=False)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.data.type)
+
+    def verify_(self) -> None:
+        _check_matrix(self, self.data.type, self.mem_desc.type)
+
+
+@irdl_op_definition
+class StoreMatrixOp(_MatrixOp):
+    """``xegpu.store_matrix %v, %m[%i, 0] <{layout = #l}> : vector<32x32xf32>,
+    !xegpu.mem_desc<64x128xf32>, index``."""
+
+    name = "xegpu.store_matrix"
+
+    data = operand_def()
+    mem_desc = operand_def(MemDescType)
+    offsets = var_operand_def(IndexType)
+    const_offsets = opt_prop_def(DenseArrayBase)
+    layout = opt_prop_def(Attribute)
+    subgroup_block_io = opt_prop_def(UnitAttr)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreMatrixOp:
+        data = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        md = parser.parse_unresolved_operand()
+        (data_type, md_type), offsets, props, attrs = cls._parse_rest(parser, cls, 2)
+        return cls(operands=[parser.resolve_operand(data, data_type), parser.resolve_operand(md, md_type), offsets],
+                   properties=props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.data)
+        printer.print_string(", ")
+        printer.print_ssa_value(self.mem_desc)
+        self._print_rest(printer, data_first=True)
+
+    def verify_(self) -> None:
+        _check_matrix(self, self.data.type, self.mem_desc.type)
+
+
 XeGPU = Dialect(
     "xegpu",
-    [CreateNdDescOp, LoadNdOp, StoreNdOp, PrefetchNdOp, DpasOp, ConvertLayoutOp],
-    [LayoutAttr, SliceAttr, CacheHintAttr, BlockTensorDescAttr, TensorDescType],
+    [CreateNdDescOp, LoadNdOp, StoreNdOp, PrefetchNdOp, DpasOp, ConvertLayoutOp, LoadGatherOp, StoreScatterOp,
+     PrefetchOp, CreateMemDescOp, LoadMatrixOp, StoreMatrixOp],
+    [LayoutAttr, SliceAttr, CacheHintAttr, BlockTensorDescAttr, TensorDescType, MemLayoutAttr, MemDescType],
 )
 
 DIALECTS: list[Dialect] = [XeGPU]
@@ -822,14 +1349,22 @@ __all__ = [
     "BlockTensorDescAttr",
     "CacheHintAttr",
     "ConvertLayoutOp",
+    "CreateMemDescOp",
     "CreateNdDescOp",
     "DIALECTS",
     "DpasOp",
     "LayoutAttr",
+    "LoadGatherOp",
+    "LoadMatrixOp",
     "LoadNdOp",
+    "MemDescType",
+    "MemLayoutAttr",
     "PrefetchNdOp",
+    "PrefetchOp",
     "SliceAttr",
+    "StoreMatrixOp",
     "StoreNdOp",
+    "StoreScatterOp",
     "TensorDescType",
     "XeGPU",
 ]

@@ -17,7 +17,8 @@ from simtify.layout.xegpu import XeGPULayout, XeGPUSlice
 from simtify.transforms.xegpu_layouts import Layout, permute
 
 RESULT_PREFIX = "layout_result_"
-ANCHOR_OPS = ("xegpu.load_nd", "xegpu.store_nd", "xegpu.prefetch_nd", "xegpu.dpas", "xegpu.convert_layout")
+ANCHOR_OPS = ("xegpu.load_nd", "xegpu.store_nd", "xegpu.prefetch_nd", "xegpu.dpas", "xegpu.convert_layout",
+              "xegpu.load", "xegpu.store", "xegpu.prefetch", "xegpu.load_matrix", "xegpu.store_matrix")
 
 
 def to_attr(layout: Layout):
@@ -47,6 +48,12 @@ def load_layout(op: Operation) -> Layout | None:
         return None
     perm = op.transpose.get_values() if op.transpose is not None else None
     return permute(block, tuple(perm)) if perm is not None else block
+
+
+def own_layout(op: Operation) -> Layout | None:
+    """A gather's, scatter's or prefetch's layout: its ``layout``, else (older IR) its
+    ``layout_result_0``."""
+    return _inherent(op, "layout") or of_attr(op.attributes.get(RESULT_PREFIX + "0"))
 
 
 def access_layout(op: Operation) -> Layout | None:

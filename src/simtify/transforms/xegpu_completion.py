@@ -66,6 +66,27 @@ def complete(layout: Layout | None, shape: Sequence[int], subgroup_size: int, *,
     return build(f)
 
 
+def complete_gather(layout: Layout | None, shape: Sequence[int], subgroup_size: int, *, inst: bool,
+                    lanes: bool) -> Layout | None:
+    """A gather's or scatter's rows (``offsets x chunk``): one row per lane
+    (``lane_layout = [16, 1]``, each lane its whole chunk, as the hardware's per-lane
+    address does), 16-row instructions."""
+    from simtify.layout.xegpu import XeGPUSlice
+
+    if isinstance(layout, XeGPUSlice):
+        return complete(layout, shape, subgroup_size, inst=inst, lanes=lanes)
+    f = fields(layout) if layout is not None else {k: None for k in fields(XeGPULayout())}
+    tile = subgroup_tile(layout, shape)
+    rank = len(tile)
+    if lanes and f["lane_layout"] is None and tile[0] % subgroup_size == 0:
+        f["lane_layout"] = [subgroup_size] + [1] * (rank - 1)
+        f["lane_data"] = [1] * rank
+    if f["inst_data"] is None and (inst or (lanes and f["lane_layout"] is None)):
+        rows = f["lane_layout"][0] * f["lane_data"][0] if f["lane_layout"] is not None else tile[0]
+        f["inst_data"] = [rows] + list(tile[1:])
+    return build(f)
+
+
 def _complete_slice(layout, shape, subgroup_size: int, *, inst: bool, lanes: bool) -> Layout:
     """A slice completed on its kept dims (the removed ones take 1: they distribute
     nothing more)."""

@@ -13,7 +13,11 @@ The seed's rules, from an op's result to its operands and back:
   is owned by whoever owns its row in the result;
 - shape_cast adding or dropping unit dims: the same owners;
 - transpose: the source layout is the result's under the inverse permutation;
-- elementwise ops, ``scf.for`` / ``scf.if`` carried values: one layout.
+- elementwise ops, ``scf.for`` / ``scf.if`` carried values: one layout;
+- gathers and scatters (``xegpu.load`` / ``xegpu.store``): the offsets and mask take the
+  rows' layout without the chunk dim, and completion gives the rows one lane each
+  (``lane_layout = [16, 1]``: a lane's chunk is contiguous) and 16-row instructions;
+  ``load_matrix`` / ``store_matrix`` are anchors like block loads and stores.
 
 The first layout a value gets stays (a layout missing inst or lane fields may be
 refined by one that only adds them). Then every use whose operand layout differs from
@@ -41,7 +45,7 @@ from simtify.target import Target, get_target
 from simtify.target.xe import dpas_instruction, dpas_lane_layouts
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.propagate_layouts import is_elementwise
-from simtify.transforms.xegpu_completion import complete, is_complete
+from simtify.transforms.xegpu_completion import complete, complete_gather, is_complete
 from simtify.transforms.xegpu_layouts import (
     Layout,
     build,
@@ -203,6 +207,21 @@ def unit_dims_map(src_shape, res_shape) -> tuple[list[int], list[int]] | None:
     return drop, add
 
 
+def gather_offsets_layout(layout: Layout | None, value_shape, offsets_shape) -> Layout | None:
+    """The layout of a gather's offsets and mask: the value's without its chunk dim (the
+    owners of a row own its offset)."""
+    if layout is None or len(value_shape) == len(offsets_shape):
+        return layout
+    return remove_dims(layout, [len(value_shape) - 1])
+
+
+def gather_value_layout(offsets: Layout | None, value_shape, offsets_shape) -> Layout | None:
+    """The layout of a gather's rows from its offsets': each row whole with its offset."""
+    if offsets is None or len(value_shape) == len(offsets_shape):
+        return offsets
+    return insert_dims(offsets, [len(offsets_shape)], [value_shape[-1]])
+
+
 def shape_cast_layout(layout: Layout | None, from_shape, to_shape) -> Layout | None:
     """The layout of the other side of a unit-dim shape_cast."""
     if layout is None:
@@ -259,7 +278,21 @@ class Propagation:
         name = op.name
         out: list[tuple[SSAValue, Layout | None]] = []
         if name == "xegpu.store_nd":
-            out.append((op.value, notes.access_layout(op)))
+            out.append((op.value, self.anchor_need(notes.access_layout(op), op.value)))
+        elif name in ("xegpu.load", "xegpu.store"):
+            value = op.value
+            have = L(value) if is_vector(value) else None
+            own = notes.own_layout(op)
+            if name == "xegpu.store":
+                out.append((value, self.anchor_need(own, value)))
+            lay = own if own is not None else have
+            if is_vector(value):
+                off = gather_offsets_layout(lay, shape(value), shape(op.offsets))
+                out += [(op.offsets, off), (op.mask, off)]
+        elif name == "xegpu.prefetch":
+            out.append((op.offsets, notes.own_layout(op)))
+        elif name == "xegpu.store_matrix":
+            out.append((op.data, self.anchor_need(notes.own_layout(op), op.data)))
         elif name == "xegpu.dpas":
             a, b, c = self.dpas_layouts(op)
             out += [(op.lhs, a), (op.rhs, b)]
@@ -290,6 +323,17 @@ class Propagation:
             out += [(o, L(r)) for o, r in zip(op.operands, op.parent_op().results)]
         return [(v, lay) for v, lay in out if lay is not None and is_vector(v)]
 
+    def anchor_need(self, anchor: Layout | None, v: SSAValue) -> Layout | None:
+        """What a store needs its value in: its anchor, or the value's layout where that
+        only completes the anchor (adds inst or lane fields), so that completion does not
+        make the two differ."""
+        have = self.L.get(v) if is_vector(v) else None
+        if anchor is None or have is None or have == anchor:
+            return anchor
+        if _refines(have, anchor) or self._completes(have, anchor, shape(v)):
+            return have
+        return anchor
+
     def gives(self, op: Operation) -> list[tuple[SSAValue, Layout]]:
         """(result, layout) an op's operands (or anchors) imply."""
         L = self.L.get
@@ -297,6 +341,11 @@ class Propagation:
         out: list[tuple[SSAValue, Layout | None]] = []
         if name == "xegpu.load_nd":
             out.append((op.value, notes.load_layout(op)))
+        elif name == "xegpu.load_matrix":
+            out.append((op.data, notes.own_layout(op)))
+        elif name == "xegpu.load" and is_vector(op.value):
+            out.append((op.value, notes.own_layout(op)))
+            out.append((op.value, gather_value_layout(L(op.offsets), shape(op.value), shape(op.offsets))))
         elif name == "xegpu.dpas":
             out.append((op.result, self.dpas_layouts(op)[2]))
         elif name == "xegpu.convert_layout":
@@ -426,7 +475,10 @@ class Propagation:
         produce and stores consume first (the block accesses fix lanes, as upstream's
         layout kinds do), then the rest, each in program order; slices last, since the
         values they are sliced from usually complete them."""
-        anchored = [op.value for op in self.ops if op.name in ("xegpu.load_nd", "xegpu.store_nd")]
+        anchored = [op.value for op in self.ops if op.name in ("xegpu.load_nd", "xegpu.store_nd", "xegpu.load",
+                                                              "xegpu.store")]
+        anchored += [op.data for op in self.ops if op.name in ("xegpu.load_matrix", "xegpu.store_matrix")]
+        gathered = {op.value for op in self.ops if op.name in ("xegpu.load", "xegpu.store")}
         others = [v for op in self.ops for v in list(op.results) + [a for r in op.regions for b in r.blocks
                                                                     for a in b.args]]
         for slices in (False, True):
@@ -438,7 +490,8 @@ class Propagation:
                     continue
                 op = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
                 try:
-                    self.L[v] = complete(cur, shape(v), self.sg, inst=self.inst, lanes=self.lanes)
+                    fill = complete_gather if v in gathered else complete
+                    self.L[v] = fill(cur, shape(v), self.sg, inst=self.inst, lanes=self.lanes)
                 except SimtifyError as e:
                     raise e.at(where(op))
                 self._completed = v
@@ -541,6 +594,16 @@ def annotate(analysis: XeGPULayouts) -> None:
         name = op.name
         if name == "xegpu.load_nd":
             notes.set_inherent(op, "layout", L(op.value))
+        elif name in ("xegpu.load", "xegpu.store"):
+            if is_vector(op.value):
+                notes.set_inherent(op, "layout", L(op.value))
+                notes.set_result_layout(op, 0, None)
+        elif name == "xegpu.prefetch":
+            notes.set_inherent(op, "layout", L(op.offsets) or notes.own_layout(op))
+        elif name in ("xegpu.load_matrix", "xegpu.store_matrix"):
+            if is_vector(op.data):
+                notes.set_inherent(op, "layout", L(op.data))
+                notes.set_result_layout(op, 0, None)
         elif name == "xegpu.store_nd":
             notes.set_inherent(op, "layout", L(op.value))
         elif name == "xegpu.dpas":

@@ -21,9 +21,10 @@ block goes through the subgroup's region of shared local memory.
 
 from __future__ import annotations
 
+from itertools import product
 from math import prod
 
-from xdsl.dialects.builtin import VectorType
+from xdsl.dialects.builtin import AnyFloat, VectorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
@@ -37,7 +38,7 @@ from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
 from simtify.transforms.xegpu_layouts import Layout, flatten, has, kept_dims, plan
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
-from simtify.transforms.xegpu_unroll import Unroller, kind_of, neutral
+from simtify.transforms.xegpu_unroll import Index, Unroller, kind_of, neutral
 
 
 class LaneDistribution(Unroller):
@@ -78,6 +79,98 @@ class LaneDistribution(Unroller):
 
     def annotate(self, op, old, i=0):
         return op
+
+    # --- gathers and scatters -------------------------------------------------------------
+
+    def gather_type(self, piece: VectorType, chunked: bool) -> VectorType:
+        """One offset's chunk is a 1-D vector, as upstream's lane-level IR writes it."""
+        shape_ = piece.get_shape()
+        if chunked and prod(shape_[:-1]) == 1:
+            return VectorType(piece.element_type, [shape_[-1]])
+        return piece
+
+    def gather_layout(self, layout):
+        return None  # a lane's own gather
+
+    def check_gather(self, op: Operation, value: SSAValue) -> None:
+        """Each lane gathers from its own offsets, whole chunks (the hardware's per-lane
+        address): the chunk dim is not shared among lanes."""
+        lay, vshape = self.L(value), shape(value)
+        chunked = len(vshape) == len(shape(op.offsets)) + 1
+        piece = self.piece_shape(lay, vshape)
+        if chunked and piece[-1] != vshape[-1]:
+            raise SimtifyError(f"each lane gathers whole chunks of {vshape[-1]}, but {lay} shares them among "
+                               "lanes (use lane_layout = [16, 1])")
+        rows = piece[:-1] if chunked else piece
+        have = self.piece_shape(self.L(op.offsets), shape(op.offsets))
+        if tuple(have) != tuple(rows):
+            raise SimtifyError(f"a lane holds {'x'.join(map(str, have))} offsets ({self.L(op.offsets)}) but "
+                               f"{'x'.join(map(str, rows))} rows of the value ({lay})")
+
+    # --- shared local memory matrices ------------------------------------------------------
+
+    def simt_program(self) -> bool:
+        return True
+
+    def lane_runs(self, layout, vshape, em: Emitter) -> list[tuple[tuple[Index, int, int], ...]]:
+        """This lane's share of a block as blocks of its own, one per combination of runs:
+        per dim (offset in the block, offset in the lane's vector, size) — all of the dim
+        where one lane spans it, else each ``lane_data`` run, ``lane_layout x lane_data``
+        apart."""
+        if layout is None:
+            return [tuple((0, 0, n) for n in vshape)]
+        if isinstance(layout, XeGPUSlice):
+            raise SimtifyError(f"matrix accesses with a slice layout ({layout}) are not distributed to lanes")
+        digits = self.lane_digits(layout)
+        per_dim = []
+        for d, p in enumerate(self._plans(layout, vshape)):
+            if p.LL == 1 or digits[d] is None:
+                per_dim.append([(0, 0, p.lane_extent)])
+                continue
+            per_dim.append([(em.apply(AffineDimExpr(0) * p.LD + r * p.LL * p.LD, [digits[d]]), r * p.LD, p.LD)
+                            for r in range(p.R2)])
+        return list(product(*per_dim))
+
+    def op_xegpu_load_matrix(self, op: Operation, em: Emitter) -> None:
+        r = op.data
+        if not is_vector(r):
+            raise SimtifyError(f"a scalar load_matrix is not distributed by {self.level}")
+        pt = self.piece_type(r)
+        base = next(iter(self.matrix_pieces(op, r, em)))
+        k = len(base) - len(shape(r))
+        runs = self.lane_runs(self.L(r), shape(r), em)
+        out = None
+        for run in runs:
+            offs = base[:k] + [self.add(em, b, m) for b, (m, _, _) in zip(base[k:], run)]
+            vt = VectorType(pt.element_type, [n for _, _, n in run])
+            v = self.make_access(xegpu_ir.LoadMatrixOp, [self.one(op.mem_desc)], offs, {}, None, [vt], em).results[0]
+            if len(runs) == 1:
+                out = v
+                break
+            if out is None:
+                zero = 0.0 if isinstance(pt.element_type, AnyFloat) else 0
+                out = self.splat(em, zero, pt, None)
+            out = em.insert_strided(v, out, [at for _, at, _ in run])
+        self.vmap[r] = [out]
+
+    def op_xegpu_store_matrix(self, op: Operation, em: Emitter) -> None:
+        v = op.data
+        if not is_vector(v):
+            raise SimtifyError(f"a scalar store_matrix is not distributed by {self.level}")
+        target = self.single_writer(self.L(v), shape(v), em)
+        piece = self.one(v)
+        base = next(iter(self.matrix_pieces(op, v, target)))
+        k = len(base) - len(shape(v))
+        runs = self.lane_runs(self.L(v), shape(v), em)
+        for run in runs:
+            offs = base[:k] + [self.add(target, b, m) for b, (m, _, _) in zip(base[k:], run)]
+            part = piece
+            if len(runs) > 1:
+                sizes = [n for _, _, n in run]
+                part = target.value(vector_ir.ExtractStridedSliceOp(
+                    piece, [at for _, at, _ in run], sizes, [1] * len(sizes),
+                    VectorType(piece.type.element_type, sizes)))
+            self.make_access(xegpu_ir.StoreMatrixOp, [part, self.one(op.mem_desc)], offs, {}, None, [], target)
 
     # --- ids ----------------------------------------------------------------------------
 

@@ -144,6 +144,15 @@ class SubgroupDistribution(Unroller):
                 conds.append(em.cmpi("ult", digits[d], self.const(em, p.n // p.D)))
         return _all(em, conds)
 
+    def simt_program(self) -> bool:
+        return True
+
+    def single_writer(self, layout, vshape, em: Emitter) -> Emitter:
+        """One subgroup among those holding the same tiles stores them (then one lane,
+        where every lane holds them)."""
+        guard = self.writer(layout, vshape, em)
+        return super().single_writer(layout, vshape, em.if_then(guard) if guard is not None else em)
+
     # --- dpas -------------------------------------------------------------------------
 
     def op_xegpu_dpas(self, op: Operation, em: Emitter) -> None:

@@ -19,6 +19,15 @@ stores there; without it an access outside is an out-of-bounds finding. Lane-lev
 ``dpas`` is subgroup-cooperative: the subgroup's fragments of A, B and C are gathered
 into whole tiles by their lane layouts, multiplied, and the result handed back as
 fragments; the tile shape is the target's DPAS shape (M ≤ 8 rows).
+
+Gathers (``xegpu.load``) read ``chunk_size`` contiguous elements of the flattened memref
+from each offset whose mask bit is set (masked-off rows read zeros, and are not
+written by ``xegpu.store``); an element outside the memref is an out-of-bounds finding.
+In a SIMT program each lane gathers from its own offsets, unless the op states a layout
+with lanes: then it is a subgroup's gather (first active lane, shared), upstream's
+subgroup-level form. ``load_matrix`` / ``store_matrix`` read and write the block at their
+offsets of a ``mem_desc`` (`MatrixView`: the ``mem_layout``'s blocks and order) with the
+same rule; a mem_desc over a byte buffer gets a typed shared-memory buffer of its own.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from simtify.ir.attribute_syntax import DYNAMIC
 from simtify.layout import XeGPULayout, XeGPUSlice
 from simtify.sim.memory import MemRef
 from simtify.sim.ops import handles
-from simtify.sim.types import dtype_of, fit, shape_of
+from simtify.sim.types import byte_width, dtype_of, fit, shape_of
 from simtify.sim.values import lead
 from simtify.target.xe import block_load_layout, dpas_lane_layouts, dpas_shape, element_bits
 
@@ -336,4 +345,185 @@ def is_lane_level(op) -> bool:
     if op.name in ("xegpu.load_nd", "xegpu.store_nd"):
         block = op.tensor_desc.type
         return prod(shape_of(op.value.type)) < prod(block.get_shape()) * block.array_length
+    if op.name in ("xegpu.load", "xegpu.store"):
+        # upstream's lane form: one offset, the lane's chunk as a 1-D vector
+        chunk = _chunk(op)
+        return chunk > 1 and prod(shape_of(op.offsets.type)) == 1 and shape_of(op.value.type) == (chunk,)
     return False
+
+
+# --- gathers and scatters --------------------------------------------------------------
+
+
+def _chunk(op) -> int:
+    return int(op.chunk_size.value.data) if op.chunk_size is not None else 1
+
+
+def is_lane_gather(sim, op) -> bool:
+    """Does each lane gather for itself? In a SIMT program, yes, unless the op states a
+    layout with lanes (a subgroup's gather, upstream's subgroup-level form: its first
+    active lane does it and every lane gets the whole value). A lane holding a whole
+    value (no lanes in its layout) gathering it itself reads the same."""
+    if sim.T == 1:
+        return False
+    layout = _layout_attr(op.layout)
+    return layout is None or _flat_layout(layout).lane_layout is None
+
+
+def _flat_layout(layout):
+    return layout.flatten()[0] if isinstance(layout, XeGPUSlice) else layout
+
+
+def _gather_access(sim, op, mem, values=None):
+    """Read (values None) or write `chunk` contiguous elements of the flattened `mem`
+    from each offset where the mask is set; returns ``[W, T, *offsets, chunk]``."""
+    if not isinstance(mem, MemRef):
+        raise SimtifyError("the simulator reads gathers from memrefs, not raw addresses")
+    chunk = _chunk(op)
+    offs = lead(np.asarray(sim.get(op.offsets), dtype=np.int64))
+    oshape = offs.shape[2:]
+    mask = lead(np.asarray(sim.get(op.mask), dtype=bool)) if getattr(op, "mask", None) is not None else None
+    lin = offs[..., None] + np.arange(chunk, dtype=np.int64)
+    vshape = tuple(oshape) + (chunk,)
+    size = prod(mem.shape)
+    # an element outside the memref stays outside (so that the sanitizer reports it)
+    inside = (lin >= 0) & (lin < size)
+    idx = list(unravel(np.where(inside, lin, 0), tuple(mem.shape)))
+    if idx:
+        idx[0] = np.where(inside, idx[0], np.where(lin < 0, -1, mem.shape[0]))
+    m = np.broadcast_to(mask[..., None], mask.shape + (chunk,)) if mask is not None else None
+    performers = None if is_lane_gather(sim, op) else _performers(sim)
+    if performers is not None:
+        p = performers.reshape((sim.W, sim.T) + (1,) * len(vshape))
+        m = p if m is None else (m & p)
+    if values is not None:
+        sim.store(op, mem, idx, values.reshape(values.shape[:2] + vshape), vshape, mask=m)
+        return None
+    read = np.asarray(sim.load(op, mem, idx, vshape, mask=m))
+    if m is not None:
+        read = np.where(m, read, np.zeros((), read.dtype))
+    return _share_in_subgroup(sim, read, performers)
+
+
+@handles("xegpu.load")
+def _load_gather(sim, op):
+    t = op.value.type
+    read = _gather_access(sim, op, sim.get(op.source))
+    return [fit(read.reshape(read.shape[:2] + shape_of(t)), t)]
+
+
+@handles("xegpu.store")
+def _store_scatter(sim, op):
+    _gather_access(sim, op, sim.get(op.dest), values=lead(sim.get(op.value)))
+    return []
+
+
+@handles("xegpu.prefetch")
+def _prefetch(sim, op):
+    """A cache hint: no value, no effect on memory."""
+    sim.get(op.offsets)
+    return []
+
+
+# --- shared local memory matrices ------------------------------------------------------
+
+
+@dataclass(eq=False)
+class MatrixView:
+    """A mem_desc: a matrix of `shape` in `memory` (a 1-D typed view of shared local
+    memory), laid out in `block`s and column-major when `col_major`."""
+
+    memory: MemRef
+    shape: tuple[int, ...]
+    block: tuple[int, ...] | None
+    col_major: bool
+
+    def linear(self, coords: list[np.ndarray]) -> np.ndarray:
+        """The element offset of matrix coordinates `coords` (-1 outside the matrix)."""
+        inside = np.ones(np.broadcast(*coords).shape, bool)
+        for c, n in zip(coords, self.shape):
+            inside &= (c >= 0) & (c < n)
+        if len(self.shape) != 2:
+            lin = ravel(tuple(np.where(inside, c, 0) for c in coords), self.shape)
+            return np.where(inside, lin, -1)
+        i, j = (np.where(inside, c, 0) for c in coords)
+        R, C = self.shape
+        if self.block is None:
+            lin = i + j * R if self.col_major else i * C + j
+        else:
+            b0, b1 = self.block
+            bi, ii = np.divmod(i, b0)
+            bj, jj = np.divmod(j, b1)
+            size = b0 * b1
+            if self.col_major:
+                lin = (bi + bj * (R // b0)) * size + ii + jj * b0
+            else:
+                lin = (bi * (C // b1) + bj) * size + ii * b1 + jj
+        return np.where(inside, lin, -1)
+
+
+@handles("xegpu.create_mem_desc")
+def _create_mem_desc(sim, op):
+    """The typed view of the buffer: a buffer of another element type gets one typed
+    shadow buffer per element type (its bytes are not shared with accesses of the
+    original type)."""
+    from simtify.ir.attribute_syntax import memory_space_name
+
+    src = sim.get(op.source)
+    md = op.mem_desc.type
+    if not isinstance(src, MemRef) or memory_space_name(op.source.type.memory_space) != "workgroup":
+        raise SimtifyError("a mem_desc views a shared local memory buffer")
+    count = prod(md.get_shape())
+    if op.source.type.element_type == md.element_type:
+        memory = MemRef(src.buffer, (prod(src.shape),), (1,), src.offset)
+    else:
+        views = src.buffer.__dict__.setdefault("typed_views", {})
+        key = str(md.element_type)
+        if key not in views:
+            size = prod(src.shape) * src.buffer.elem_bytes // max(1, byte_width(md.element_type))
+            views[key] = sim.new_workgroup_buffer(f"{src.buffer.name}:{key}", md.element_type, size)
+        memory = MemRef(views[key], (views[key].data.shape[-1],), (1,), 0)
+    if count > memory.shape[0]:
+        raise SimtifyError(f"the buffer holds {memory.shape[0]} {md.element_type}, the mem_desc needs {count}")
+    stride = md.stride
+    col_major = stride is not None and len(stride) == 2 and stride[0] == 1 and md.get_shape()[0] > 1
+    return [MatrixView(memory, md.get_shape(), md.block, col_major)]
+
+
+def _matrix_access(sim, op, data_type, values=None):
+    view: MatrixView = sim.get(op.mem_desc)
+    offsets = _mixed(sim, op.const_offsets, op.offsets)
+    vshape = shape_of(data_type)
+    rank = len(view.shape)
+    local = unravel(np.arange(prod(vshape)), vshape) if vshape else ()
+    coords = []
+    for d in range(rank):
+        base = np.asarray(offsets[d], dtype=np.int64)
+        base = base.reshape(base.shape + (1,)) if base.ndim else base
+        k = d - (rank - len(vshape))
+        coords.append(base + (local[k] if k >= 0 else 0))
+    lin = view.linear(coords)
+    P = max(1, prod(vshape))
+    lin = np.broadcast_to(lin, np.shape(lin)[:-1] + (P,)) if np.ndim(lin) else np.full((P,), lin)
+    layout = _layout_attr(op.layout)
+    cooperative = sim.T > 1 and layout is not None and _flat_layout(layout).lane_layout is not None
+    performers = _performers(sim) if cooperative else None
+    mask = performers.reshape(sim.W, sim.T, 1) if performers is not None else None
+    if values is not None:
+        sim.store(op, view.memory, [lin], values.reshape(values.shape[:2] + (P,)), (P,), mask=mask)
+        return None
+    read = np.asarray(sim.load(op, view.memory, [lin], (P,), mask=mask))
+    read = _share_in_subgroup(sim, read, performers)
+    return read.reshape(read.shape[:2] + vshape)
+
+
+@handles("xegpu.load_matrix")
+def _load_matrix(sim, op):
+    t = op.data.type
+    return [fit(_matrix_access(sim, op, t), t)]
+
+
+@handles("xegpu.store_matrix")
+def _store_matrix(sim, op):
+    _matrix_access(sim, op, op.data.type, values=lead(sim.get(op.data)))
+    return []
