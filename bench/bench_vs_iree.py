@@ -36,27 +36,22 @@ COLUMNS = [("shuffles", "shuffles"), ("barriers", "barriers"), ("shared_bytes", 
 
 # Why simtify is above IREE on a counter, per row (the bench checks every such row has one).
 EXPLAINED = {
+    "argcompare__01_argmax_custom_comparator_i64_index": {
+        "shuffles": "simtify also shuffles each partial's position (i32) so that every lane agrees on ties and "
+                    "the result is the in-order one; IREE's butterfly takes the partner's pair on a tie, so lanes "
+                    "disagree (wrong on ties: tests/test_distribute_more_ops.py)."},
+    "scan__03_scan_cross_subgroup_exclusive": {
+        "shuffles": "an exclusive scan across subgroups also passes each block's last result (one shuffle from "
+                    "the cluster's last lane per element) and stores it next to the block total, so that the "
+                    "accumulated value needs no second barrier; IREE's output races on its totals' slot.",
+        "shared_bytes": "the blocks' last results, stored next to their totals (see shuffles)."},
     "mask__00_masked_read_write": {
         "global_sectors": "IREE's output is wrong here: the threads past the mask's boundary thread skip rows "
                           "6-7 of their first outer tile (see the report), so IREE touches fewer sectors."},
-    "multi_reduce__03_inter_subgroup_reduction": {
-        "shared_bytes": "simtify's cross-subgroup step has every thread read all subgroups' partials from "
-                        "workgroup memory (1 barrier, 8 shuffles); IREE has each lane read one partial and "
-                        "combines them with a second cluster subgroup_reduce (2 barriers, 12 shuffles)."},
-    "multi_reduce__04_subgroup_reduction_masked_tail_thread": {
-        "shared_bytes": "as inter_subgroup_reduction: all partials read back by every thread instead of a "
-                        "second shuffle stage (simtify: 1 barrier and half the shuffles)."},
     "multi_reduce__05_subgroup_reduction_serial_tail": {
         "shared_bytes": "IREE's output is wrong here (its serial tail reads only subgroup 0's partial, "
-                        "DESIGN.md's known bug); reading every subgroup's partial costs the extra bytes."},
-    "reduction 4x4096": {
-        "shared_bytes": "the subgroups' partials are read back by every lane with one 16-byte vector load of "
-                        "the same words (a broadcast: no bank conflict, one instruction); the counter charges "
-                        "16 bytes per lane. IREE reads 4 bytes per lane and spends log2(subgroups) more "
-                        "shuffles per value and a second barrier to combine them."},
-    "softmax 4x1024": {
-        "shared_bytes": "as the reduction, twice (max and sum): broadcast vector loads of all partials instead "
-                        "of IREE's extra shuffle stage and barrier."},
+                        "DESIGN.md's known bug); reading every subgroup's partial costs the extra bytes (2 f16 partials: "
+                        "reading both per thread costs what one per lane and a shuffle would, so simtify does)."},
 }
 
 

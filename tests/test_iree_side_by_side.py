@@ -9,7 +9,13 @@ import shutil
 from functools import cache
 
 import pytest
-from iree_side_by_side import IREE_NOT_PASSING, SIMTIFY_REFUSES, fixtures, side_by_side
+from iree_side_by_side import (
+    IREE_NOT_PASSING,
+    SIMTIFY_COSTLIER,
+    SIMTIFY_REFUSES,
+    fixtures,
+    side_by_side,
+)
 
 NAMES = [p.stem for p in fixtures()]
 PATHS = {p.stem: p for p in fixtures()}
@@ -47,4 +53,5 @@ def test_iree_on_its_own_inputs(name):
     assert i.status == status and why in i.detail, i.detail
     if s.status == "pass" and i.status == "pass":
         for key in COUNTERS_AT_OR_BELOW:
-            assert s.stats[key] <= i.stats[key], (key, s.stats, i.stats)
+            if SIMTIFY_COSTLIER.get(name) != key:
+                assert s.stats[key] <= i.stats[key], (key, s.stats, i.stats)

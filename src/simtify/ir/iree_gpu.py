@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
     IndexType,
+    IntegerAttr,
     MemRefType,
     TensorType,
     UnitAttr,
@@ -38,13 +39,18 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     opt_result_def,
     prop_def,
+    region_def,
+    result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
+from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
@@ -672,9 +678,104 @@ class AsyncDMAOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """``iree_gpu.yield %v : f32``: the combined value of a subgroup_scan combiner."""
+
+    name = "iree_gpu.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+
+@irdl_op_definition
+class SubgroupScanOp(IRDLOperation):
+    """``%scan, %total = iree_gpu.subgroup_scan (inclusive)? (%x(, identity = %id : f32)?)
+    (cluster(size = 4(, stride = 2)?))? { ^bb0(%a: f32, %b: f32): ... iree_gpu.yield %c :
+    f32 } : f32`` (what IREE's scan distribution emits): lane p of each cluster (lanes
+    base + q·stride, q < size) gets x_0 ∘ … ∘ x_p (inclusive) or id ∘ x_0 ∘ … ∘ x_(p-1)
+    (exclusive); %total is x_0 ∘ … ∘ x_(size-1). No cluster: the whole subgroup."""
+
+    name = "iree_gpu.subgroup_scan"
+    value = operand_def()
+    identity = opt_operand_def()
+    inclusive = opt_prop_def(UnitAttr)
+    cluster_size = opt_prop_def(IntegerAttr)
+    cluster_stride = opt_prop_def(IntegerAttr)
+    result = result_def()
+    total = result_def()
+    combiner = region_def("single_block")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SubgroupScanOp:
+        props: dict[str, Attribute] = {}
+        if parser.parse_optional_keyword("inclusive") is not None:
+            props["inclusive"] = UnitAttr()
+        parser.parse_punctuation("(")
+        value = parser.parse_unresolved_operand()
+        identity = []
+        if parser.parse_optional_punctuation(","):
+            parser.parse_keyword("identity")
+            parser.parse_punctuation("=")
+            ident = parser.parse_unresolved_operand()
+            parser.parse_punctuation(":")
+            identity = [parser.resolve_operand(ident, parser.parse_type())]
+        parser.parse_punctuation(")")
+        if parser.parse_optional_keyword("cluster") is not None:
+            parser.parse_punctuation("(")
+            parser.parse_keyword("size")
+            parser.parse_punctuation("=")
+            props["cluster_size"] = IntegerAttr(parser.parse_integer(allow_negative=False), 32)
+            if parser.parse_optional_punctuation(","):
+                parser.parse_keyword("stride")
+                parser.parse_punctuation("=")
+                props["cluster_stride"] = IntegerAttr(parser.parse_integer(allow_negative=False), 32)
+            parser.parse_punctuation(")")
+        region = parser.parse_region()
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        return cls.build(operands=[parser.resolve_operand(value, t), identity], result_types=[t, t],
+                         properties=props, attributes=dict(attributes or {}), regions=[region])
+
+    def print(self, printer: Printer) -> None:
+        if self.inclusive is not None:
+            printer.print_string(" inclusive")
+        printer.print_string(" (")
+        printer.print_operand(self.value)
+        if self.identity is not None:
+            printer.print_string(", identity = ")
+            printer.print_operand(self.identity)
+            printer.print_string(" : ")
+            printer.print_attribute(self.identity.type)
+        printer.print_string(")")
+        if self.cluster_size is not None:
+            printer.print_string(f" cluster(size = {self.cluster_size.value.data}")
+            if self.cluster_stride is not None and self.cluster_stride.value.data != 1:
+                printer.print_string(f", stride = {self.cluster_stride.value.data}")
+            printer.print_string(")")
+        printer.print_string(" ")
+        printer.print_region(self.combiner, print_entry_block_args=True)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+    def verify_(self) -> None:
+        if self.inclusive is None and self.identity is None:
+            raise VerifyException("an exclusive subgroup_scan needs an identity")
+        t = self.value.type
+        if self.result.type != t or self.total.type != t or (self.identity is not None and self.identity.type != t):
+            raise VerifyException(f"value, identity and results must all be {t}")
+        block = self.combiner.block
+        if len(block.args) != 2 or any(a.type != t for a in block.args):
+            raise VerifyException(f"the combiner takes two {t} arguments")
+        if not isinstance(block.last_op, YieldOp) or len(block.last_op.values) != 1:
+            raise VerifyException("the combiner must end with iree_gpu.yield of one value")
+
+
 IREEGPU = Dialect(
     "iree_gpu",
-    [GlobalLoadDMAOp, CoalescedGatherDMAOp, AsyncDMAOp],
+    [GlobalLoadDMAOp, CoalescedGatherDMAOp, AsyncDMAOp, SubgroupScanOp, YieldOp],
     [
         LoweringConfigAttr,
         ExpandDimsAttr,

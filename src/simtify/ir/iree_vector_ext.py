@@ -20,8 +20,9 @@ them with all seven keywords in IREE's order. The ops:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -29,6 +30,7 @@ from xdsl.dialects.builtin import (
     BoolAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     TensorType,
     UnitAttr,
@@ -46,13 +48,14 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
@@ -598,9 +601,148 @@ class TransferGatherOp(IRDLOperation):
                 raise VerifyException(f"indexed map {mm} has {len(mm.results)} results for {v.type}")
 
 
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """``iree_vector_ext.yield %cmp : i1``: the comparator's answer in an arg_compare."""
+
+    name = "iree_vector_ext.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator(), Pure())
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, values: Sequence[SSAValue] = ()):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class ArgCompareOp(IRDLOperation):
+    """``%v, %i = iree_vector_ext.arg_compare dimension(1) ins(%x (, %xi)? : vector<4x128xf32>
+    (, vector<4x128xi32>)?) inits(%v0, %i0 : vector<4xf32>, vector<4xi32>) (index_base(%b :
+    index))? { ^bb0(%a: f32, %b: f32): ... iree_vector_ext.yield %c : i1 } -> vector<4xf32>,
+    vector<4xi32>``: along `dimension`, in order, each element replaces the running
+    (value, index) when the comparator, called as (element, running value), yields true.
+    The index is the element's position (plus index_base), or its entry of the explicit
+    index input."""
+
+    name = "iree_vector_ext.arg_compare"
+    input_value = operand_def(VectorType)
+    input_index = opt_operand_def(VectorType)
+    init_value = operand_def(VectorType)
+    init_index = operand_def(VectorType)
+    index_base = opt_operand_def(IndexType)
+    dimension = prop_def(IntegerAttr)
+    result_value = result_def(VectorType)
+    result_index = result_def(VectorType)
+    region = region_def("single_block")
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ArgCompareOp:
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_keyword("dimension")
+        parser.parse_punctuation("(")
+        dimension = parser.parse_integer(allow_negative=False)
+        parser.parse_punctuation(")")
+        parser.parse_keyword("ins")
+        parser.parse_punctuation("(")
+        ins = [parser.parse_unresolved_operand()]
+        if parser.parse_optional_punctuation(","):
+            ins.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation(":")
+        in_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+        parser.parse_punctuation(")")
+        if len(in_types) != len(ins):
+            parser.raise_error(f"ins: {len(ins)} values with {len(in_types)} types")
+        parser.parse_keyword("inits")
+        parser.parse_punctuation("(")
+        inits = [parser.parse_unresolved_operand()]
+        parser.parse_punctuation(",")
+        inits.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation(":")
+        init_types = [parser.parse_type()]
+        parser.parse_punctuation(",")
+        init_types.append(parser.parse_type())
+        parser.parse_punctuation(")")
+        base = []
+        if parser.parse_optional_keyword("index_base") is not None:
+            parser.parse_punctuation("(")
+            b = parser.parse_unresolved_operand()
+            parser.parse_punctuation(":")
+            base = [parser.resolve_operand(b, parser.parse_type())]
+            parser.parse_punctuation(")")
+        region = parser.parse_region()
+        parser.parse_punctuation("->")
+        result_types = [parser.parse_type()]
+        parser.parse_punctuation(",")
+        result_types.append(parser.parse_type())
+        resolved = [parser.resolve_operand(o, t) for o, t in zip(ins, in_types)]
+        return cls.build(
+            operands=[resolved[0], resolved[1:], parser.resolve_operand(inits[0], init_types[0]),
+                      parser.resolve_operand(inits[1], init_types[1]), base],
+            result_types=result_types,
+            properties={"dimension": IntegerAttr(dimension, 64)},
+            attributes=dict(attributes or {}),
+            regions=[region],
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(f" dimension({self.dimension.value.data}) ins(")
+        ins = [self.input_value] + ([self.input_index] if self.input_index is not None else [])
+        printer.print_list(ins, printer.print_operand)
+        printer.print_string(" : ")
+        printer.print_list([v.type for v in ins], printer.print_attribute)
+        printer.print_string(") inits(")
+        printer.print_list([self.init_value, self.init_index], printer.print_operand)
+        printer.print_string(" : ")
+        printer.print_list([self.init_value.type, self.init_index.type], printer.print_attribute)
+        printer.print_string(")")
+        if self.index_base is not None:
+            printer.print_string(" index_base(")
+            printer.print_operand(self.index_base)
+            printer.print_string(" : index)")
+        printer.print_string(" ")
+        printer.print_region(self.region, print_entry_block_args=True)
+        printer.print_string(" -> ")
+        printer.print_list([self.result_value.type, self.result_index.type], printer.print_attribute)
+
+    def verify_(self) -> None:
+        shape = list(self.input_value.type.get_shape())
+        dim = self.dimension.value.data
+        if not 0 <= dim < len(shape):
+            raise VerifyException(f"dimension {dim} is out of range [0, {len(shape)})")
+        kept = [n for d, n in enumerate(shape) if d != dim]
+        for what, v in (("init value", self.init_value), ("init index", self.init_index)):
+            if list(v.type.get_shape()) != kept:
+                raise VerifyException(f"{what} shape must match input shape with reduction dimension removed. "
+                                      f"Expected: {kept}, but got: {list(v.type.get_shape())}")
+        if self.init_value.type.element_type != self.input_value.type.element_type:
+            raise VerifyException("init value and input value must have the same element type")
+        if self.result_value.type != self.init_value.type or self.result_index.type != self.init_index.type:
+            raise VerifyException("results must have the types of the inits")
+        idx_elt = self.init_index.type.element_type
+        if not isinstance(idx_elt, IntegerType | IndexType):
+            raise VerifyException(f"init index must have integer or index element type, but got {idx_elt}")
+        if self.input_index is not None:
+            if list(self.input_index.type.get_shape()) != shape:
+                raise VerifyException("explicit-index mode: value and index inputs must have the same shape")
+            if self.input_index.type.element_type != idx_elt:
+                raise VerifyException("explicit-index mode: input and init index element types must match")
+            if self.index_base is not None:
+                raise VerifyException("index_base must not be used with explicit indices")
+        block = self.region.block
+        elt = self.input_value.type.element_type
+        if len(block.args) != 2 or any(a.type != elt for a in block.args):
+            raise VerifyException(f"the comparator takes two {elt} arguments")
+        last = block.last_op
+        if not isinstance(last, YieldOp) or len(last.values) != 1 or last.values[0].type != IntegerType(1):
+            raise VerifyException("the comparator must end with iree_vector_ext.yield of one i1")
+
+
 IREEVectorExt = Dialect(
     "iree_vector_ext",
-    [ToLayoutOp, ToSIMTOp, ToSIMDOp, TransferGatherOp],
+    [ArgCompareOp, ToLayoutOp, ToSIMTOp, ToSIMDOp, TransferGatherOp, YieldOp],
     [NestedLayoutAttr],
 )
 
@@ -608,6 +750,7 @@ DIALECTS: list[Dialect] = [IREEVectorExt]
 
 __all__ = [
     "DIALECTS",
+    "ArgCompareOp",
     "IREEVectorExt",
     "NestedLayoutAttr",
     "ToLayoutOp",

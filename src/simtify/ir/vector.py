@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
     ArrayAttr,
+    BoolAttr,
     DenseArrayBase,
     DictionaryAttr,
     IndexType,
@@ -47,7 +48,7 @@ from xdsl.dialects.utils import (
     split_dynamic_index_list,
     verify_dynamic_index_list,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.irdl import (
     AnyAttr,
@@ -62,6 +63,7 @@ from xdsl.irdl import (
     opt_result_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -69,7 +71,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -1288,6 +1290,235 @@ def _parse_iterator_types(parser: Parser, value: Attribute, position) -> ArrayAt
     return ArrayAttr(items)
 
 
+# ------------------------------------------------------------------------ masking, scan
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """``vector.yield %v : vector<4xf32>``: the values a ``vector.mask`` region hands out
+    (left implicit in the printed form)."""
+
+    name = "vector.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator(), Pure())
+
+    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
+        super().__init__(operands=[values])
+
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+
+def mask_type_for(op: Operation) -> VectorType | None:
+    """The mask type `op` takes inside a ``vector.mask``: the transfer mask type for a
+    transfer (source-dim order, no broadcast dims), the source shape for a reduction, the
+    iteration space for a contraction, the source shape for a scan; None when `op` cannot
+    be masked."""
+    if isinstance(op, TransferReadOp | TransferWriteOp):
+        vector = op.results[0].type if isinstance(op, TransferReadOp) else op.vector.type
+        return _Transfer.infer_transfer_op_mask_type(vector, op.permutation_map.data)
+    if isinstance(op, MultiReductionOp):
+        return VectorType(i1, shape_of(op.source.type))
+    if isinstance(op, ReductionOp):
+        return VectorType(i1, shape_of(op.vector.type))
+    if isinstance(op, ContractionOp):
+        return VectorType(i1, op.iteration_sizes())
+    return None
+
+
+@irdl_op_definition
+class MaskOp(IRDLOperation):
+    """``%r = vector.mask %m (, %passthru)? { vector.transfer_read ... } : vector<16x32xi1>
+    -> vector<16x32xf32>``: run the one op of the region with mask %m. Masked-off
+    elements of a transfer are not read (padding, or passthru when given) or written;
+    of a reduction or contraction they do not contribute. Only transfer_read takes a
+    passthru (as upstream)."""
+
+    name = "vector.mask"
+    mask = operand_def(VectorType)
+    passthru = opt_operand_def(VectorType)
+    results_ = var_result_def()
+    mask_region = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
+
+    def __init__(self, mask: SSAValue | Operation, region: Region, result_types: Sequence[Attribute] = (),
+                 passthru: SSAValue | Operation | None = None):
+        super().__init__(operands=[mask, [] if passthru is None else [passthru]], result_types=[result_types],
+                         regions=[region])
+
+    @property
+    def masked_op(self) -> Operation | None:
+        first = self.mask_region.block.first_op
+        return None if first is None or isinstance(first, YieldOp) else first
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MaskOp:
+        mask = parser.parse_unresolved_operand()
+        passthru = parser.parse_unresolved_operand() if parser.parse_optional_punctuation(",") else None
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        block = region.block
+        if block.last_op is None or not block.last_op.has_trait(IsTerminator):
+            inner = block.first_op
+            block.add_op(YieldOp(list(inner.results) if inner is not None else []))
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        mask_type = parser.parse_type()
+        result_types: list[Attribute] = []
+        if parser.parse_optional_punctuation("->") is not None:
+            parenthesized = parser.parse_optional_punctuation("(") is not None
+            result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+            if parenthesized:
+                parser.parse_punctuation(")")
+        if passthru is not None and not result_types:
+            parser.raise_error("a vector.mask with a passthru value must have a result")
+        operands = [parser.resolve_operand(mask, mask_type),
+                    [] if passthru is None else [parser.resolve_operand(passthru, result_types[0])]]
+        return cls.build(operands=operands, result_types=[result_types], properties=extra, attributes=attributes,
+                         regions=[region])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.mask)
+        if self.passthru is not None:
+            printer.print_string(", ")
+            printer.print_operand(self.passthru)
+        printer.print_string(" { ")
+        inner = self.masked_op
+        if inner is not None:
+            # the op alone, without its results: upstream prints the region this way
+            if type(inner).print is Operation.print:
+                printer.print_string(f'"{inner.name}"')
+                printer.print_op_with_default_format(inner)
+            else:
+                printer.print_string(inner.name)
+                inner.print(printer)
+        printer.print_string(" }")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.mask.type)
+        if self.results_:
+            many = len(self.results_) > 1
+            printer.print_string(" -> (" if many else " -> ")
+            printer.print_list(self.results_.types, printer.print_attribute)
+            printer.print_string(")" if many else "")
+
+    def verify_(self) -> None:
+        block = self.mask_region.block
+        ops = list(block.ops)
+        if not ops or not isinstance(ops[-1], YieldOp):
+            raise VerifyException("the region must end with vector.yield")
+        if len(ops) > 2:
+            raise VerifyException(f"masks one op, but its region holds {len(ops) - 1}")
+        if element_type_of(self.mask.type) != i1:
+            raise VerifyException(f"the mask must be a vector of i1, got {self.mask.type}")
+        yielded = ops[-1].operands
+        if [v.type for v in yielded] != [r.type for r in self.results_]:
+            raise VerifyException(f"the region yields {[str(v.type) for v in yielded]} for results "
+                                  f"{[str(r.type) for r in self.results_]}")
+        inner = self.masked_op
+        if inner is None:
+            return
+        want = mask_type_for(inner)
+        if want is None:
+            raise VerifyException(f"'{inner.name}' cannot be masked")
+        if self.mask.type != want:
+            raise VerifyException(f"expects a '{want}' mask for '{inner.name}', got '{self.mask.type}'")
+        if getattr(inner, "mask", None) is not None:
+            raise VerifyException(f"'{inner.name}' already has a mask operand; it cannot also be in vector.mask")
+        if self.passthru is not None:
+            if not isinstance(inner, TransferReadOp):
+                raise VerifyException(f"no passthru value is expected when masking '{inner.name}'")
+            if self.passthru.type != self.results_.types[0]:
+                raise VerifyException(f"passthru {self.passthru.type} must have the result type "
+                                      f"{self.results_.types[0]}")
+
+
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """``%dest, %acc = vector.scan <add>, %src, %init reduction_dim = 0, inclusive = true :
+    vector<16xf32>, vector<f32>``: prefix combination along one dim, starting from %init
+    (one value per line); %acc is each line's last prefix (for an exclusive scan, the
+    combination of everything but the last element, as upstream)."""
+
+    name = "vector.scan"
+    source = operand_def(VectorType)
+    initial_value = operand_def(VectorType)
+    dest = result_def(VectorType)
+    accumulated_value = result_def(VectorType)
+    kind = prop_def(CombiningKindAttr)
+    reduction_dim = prop_def(IntegerAttr[I64])
+    inclusive = prop_def(BoolAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, kind: CombiningKind | str, source: SSAValue | Operation, init: SSAValue | Operation,
+                 reduction_dim: int, inclusive: bool):
+        source, init = SSAValue.get(source), SSAValue.get(init)
+        super().__init__(operands=[source, init], result_types=[source.type, init.type],
+                         properties={"kind": CombiningKindAttr(CombiningKind(kind)),
+                                     "reduction_dim": IntegerAttr(reduction_dim, i64),
+                                     "inclusive": BoolAttr.from_bool(inclusive)})
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScanOp:
+        position = parser.pos
+        parser.parse_punctuation("<")
+        word = parser.parse_identifier()
+        parser.parse_punctuation(">")
+        try:
+            kind = CombiningKindAttr(CombiningKind(word))
+        except ValueError:
+            parser.raise_error(f"unknown combining kind <{word}>", at_position=position)
+        parser.parse_punctuation(",")
+        source = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        init = parser.parse_unresolved_operand()
+        props: dict[str, Attribute] = {"kind": kind}
+        if parser.parse_optional_keyword("reduction_dim") is not None:  # today's syntax
+            parser.parse_punctuation("=")
+            props["reduction_dim"] = IntegerAttr(parser.parse_integer(allow_negative=False), i64)
+            parser.parse_punctuation(",")
+            parser.parse_keyword("inclusive")
+            parser.parse_punctuation("=")
+            props["inclusive"] = BoolAttr.from_bool(parser.parse_boolean())
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        props |= extra
+        if "reduction_dim" not in props or "inclusive" not in props:
+            parser.raise_error("vector.scan needs reduction_dim and inclusive")
+        parser.parse_punctuation(":")
+        src_t = parser.parse_type()
+        parser.parse_punctuation(",")
+        init_t = parser.parse_type()
+        return cls.build(operands=[parser.resolve_operand(source, src_t), parser.resolve_operand(init, init_t)],
+                         result_types=[src_t, init_t], properties=props, attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" <{self.kind.data.value}>, ")
+        printer.print_operand(self.source)
+        printer.print_string(", ")
+        printer.print_operand(self.initial_value)
+        printer.print_string(f" reduction_dim = {self.reduction_dim.value.data}, inclusive = "
+                             f"{'true' if self.inclusive.value.data else 'false'}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.initial_value.type)
+
+    def verify_(self) -> None:
+        shape = shape_of(self.source.type)
+        dim = self.reduction_dim.value.data
+        if not 0 <= dim < len(shape):
+            raise VerifyException(f"reduction_dim {dim} is not a dim of {self.source.type}")
+        want = VectorType(self.source.type.element_type, [s for d, s in enumerate(shape) if d != dim])
+        if self.initial_value.type != want:
+            raise VerifyException(f"the initial value must be {want} (the source without dim {dim}), got "
+                                  f"{self.initial_value.type}")
+        if self.dest.type != self.source.type or self.accumulated_value.type != self.initial_value.type:
+            raise VerifyException("results must have the source's and the initial value's types")
+        check_kind(self.kind, self.source.type.element_type, "the source")
+
+
 Vector = Dialect(
     "vector",
     [
@@ -1306,11 +1537,13 @@ Vector = Dialect(
         InsertStridedSliceOp,
         InterleaveOp,
         LoadOp,
+        MaskOp,
         MaskedLoadOp,
         MaskedStoreOp,
         MultiReductionOp,
         PrintOp,
         ReductionOp,
+        ScanOp,
         ShapeCastOp,
         ShuffleOp,
         StepOp,
@@ -1319,6 +1552,7 @@ Vector = Dialect(
         TransferReadOp,
         TransferWriteOp,
         TransposeOp,
+        YieldOp,
     ],
     [CombiningKindAttr, IteratorTypeAttr],
 )

@@ -72,8 +72,7 @@ class NestedLayout:
         for f, r in ranks.items():
             if r != rank:
                 raise SimtifyError(f"'{f}' has rank {r} but 'subgroup_tile' has rank {rank}")
-        if rank == 0:
-            raise SimtifyError("a nested layout needs at least one dim")
+        # rank 0 is IREE's layout of a 0-d vector: every thread holds its one element
         for f in FIELDS[:5]:
             for i, v in enumerate(values[f]):
                 if v < 1:
@@ -189,6 +188,8 @@ class NestedLayout:
     def thread_digits(self, tids: np.ndarray, subgroup_size: int) -> tuple[np.ndarray, np.ndarray]:
         """``(s, t)``: per thread id (array), the subgroup and thread digits, ``[len, rank]``."""
         tids = np.asarray(tids, dtype=np.int64)
+        if self.rank == 0:
+            return np.zeros(tids.shape + (0,), np.int64), np.zeros(tids.shape + (0,), np.int64)
         sg = tids // subgroup_size
         s = np.stack(
             [(sg // max(st, 1)) % n for n, st in zip(self.subgroup_tile, self.subgroup_strides)], axis=-1
@@ -199,6 +200,8 @@ class NestedLayout:
     def register_offsets(self) -> np.ndarray:
         """``[registers, rank]``: the coordinate each register adds to its thread's base."""
         r = self.rank
+        if r == 0:
+            return np.zeros((1, 0), np.int64)
         idx = np.indices(self.distributed_shape).reshape(3 * r, -1).T
         b, o, e = idx[:, :r], idx[:, r : 2 * r], idx[:, 2 * r :]
         O = np.array(self.outer_tile)
@@ -262,10 +265,11 @@ class NestedLayout:
 
     def reshape(self, shape: Sequence[int]) -> "NestedLayout":
         """The layout of ``vector.shape_cast`` to `shape` that keeps every element with the
-        same owner and register, found by regrouping the tiling levels in order (as IREE's
-        reshape does), or an error saying why the regrouping fails. Conservative: a layout
-        equal by ownership map that reads a register digit at another level (a trailing
-        batch digit as an element digit) is not searched for."""
+        same owner and register (so each thread's registers shape_cast as they are): the
+        tiling levels regrouped in order, as IREE's reshape does, else a layout that reads
+        some register digit at another level (a trailing batch digit as an element digit).
+        It exists exactly when some nested layout of `shape` has this layout's ownership
+        map; otherwise a SimtifyError names both shapes and why (see `layout/reshape.py`)."""
         from simtify.layout.reshape import reshape_nested
 
         return reshape_nested(self, tuple(shape))

@@ -64,6 +64,8 @@ class OwnershipMap:
     @cached_property
     def coords(self) -> np.ndarray:
         """``[thread, register, dim]`` element coordinates."""
+        if not self.shape:  # a 0-d value: no dims
+            return np.zeros(self.flat.shape + (0,), np.int64)
         return np.stack(unravel(self.flat, self.shape), axis=-1)
 
     def elements_of(self, tid: int) -> list[tuple[int, ...]]:

@@ -15,7 +15,8 @@ workgroup-linear thread id. Ops are rewritten one by one:
 Reductions go in four steps (per thread; across lanes with ``gpu.subgroup_reduce`` over
 clusters, or through workgroup memory where the lanes of a cluster are not a power-of-two
 strided set inside one subgroup; across subgroups through workgroup memory, reading back
-every subgroup's partial; then the accumulator). Writes of replicated values are done
+every subgroup's partial, one per lane with a second cluster subgroup_reduce where that
+costs less, else all by every thread; then the accumulator). Writes of replicated values are done
 by one owner only. Layout conversions are free when the ownership maps agree; otherwise
 `plan_conversion` chooses a register permutation, lane shuffles or workgroup memory
 (padded or swizzled so that neither side has bank conflicts, with the widest vector
@@ -31,9 +32,11 @@ from math import prod
 import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
+    AnyFloat,
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     VectorType,
     i1,
     i32,
@@ -277,7 +280,11 @@ class NestedDistribution:
 
     def zero_d(self, op: Operation, em: Emitter) -> None:
         """An op on 0-d vectors only: every thread holds the whole (one-element) value,
-        as with scalars; a write of one is done by thread 0 alone."""
+        as with scalars; a write of one is done by thread 0 alone; a 0-d layout anchor
+        (rank-0 nested layout) changes nothing."""
+        if op.name == "iree_vector_ext.to_layout":
+            self.vmap[op.results[0]] = self.m(op.operands[0])
+            return
         target = em
         if op.name in ("vector.transfer_write", "vector.store", "memref.store"):
             target = em.if_then(em.cmpi("eq", self.tid, self.c(0)))
@@ -834,15 +841,10 @@ class NestedDistribution:
         partials across lanes (cluster subgroup_reduce, or memory when the lanes are
         not a power-of-two strided set inside one subgroup) and across subgroups."""
         kept = [d for d in range(lay.rank) if d not in red]
-        mem_thread_dims = []
+        mem_thread_dims = memory_thread_dims(lay, red, self.sg)
         for d in red:
-            T, st = lay.thread_tile[d], lay.thread_strides[d]
-            if T == 1:
-                continue
-            if _is_pow2(T) and _is_pow2(st) and self.sg % (T * st) == 0:
-                part = self.cluster_reduce(kind, part, T, st, em)
-            else:
-                mem_thread_dims.append(d)
+            if lay.thread_tile[d] > 1 and d not in mem_thread_dims:
+                part = self.cluster_reduce(kind, part, lay.thread_tile[d], lay.thread_strides[d], em)
         mem_sub_dims = [d for d in red if lay.subgroup_tile[d] > 1]
         if mem_thread_dims or mem_sub_dims:
             part = self.reduce_through_memory(kind, part, lay, red, kept, mem_thread_dims, mem_sub_dims,
@@ -1003,6 +1005,10 @@ class NestedDistribution:
         kept_shape = [lay.undistributed_shape[d] for d in kept]
         elt = part.type.element_type if isinstance(part.type, VectorType) else part.type
         kept_lay = lay.project(red) if kept else None
+        plan = self.partial_per_lane_plan(lay, red, _element_bytes(elt))
+        if plan is not None:
+            return self.reduce_partials_over_lanes(kind, part, lay, kept, thread_dims, counts, slot_digits, elt,
+                                                   kept_lay, plan, em)
         if kept_lay is None:
             return self.reduce_scalars_through_memory(kind, part, lay, thread_dims, counts, slot_digits, elt, em)
         if prod(kept_shape) == 1:  # one kept element: a scalar in a vector<1x..> register
@@ -1037,6 +1043,717 @@ class NestedDistribution:
             em.barrier()
         return result
 
+    # "lanes" or "broadcast" forces the cross-subgroup read-back plan (tests, benchmarks); None: the cheaper
+    cross_subgroup_plan: str | None = None
+
+    def partial_per_lane_plan(self, lay: NestedLayout, red: list[int], elem_bytes: int):
+        """`cross_subgroup_plan` (the module function) for this launch."""
+        return cross_subgroup_plan(lay, red, self.sg, self.threads, elem_bytes, self.target,
+                                   force=self.cross_subgroup_plan)
+
+    def reduce_partials_over_lanes(self, kind, part, lay, kept, thread_dims, counts, slot_digits, elt, kept_lay,
+                                   plan, em) -> SSAValue:
+        """The per-lane plan: one writer per partial stores it at its slot (the linear
+        (thread, subgroup) digit of the reduced dims) of a ``[n, kept..]`` buffer (last
+        dim padded by `pad`); after a barrier lane ``(tid // stride) % size`` of each
+        cluster reads the slot of that number, or the neutral value past the last slot
+        (a masked read), and a cluster subgroup_reduce combines them. Every lane of a
+        cluster ends with the result, so every thread holds its kept elements; every
+        slot is read, once per subgroup."""
+        n = prod(counts)
+        size, stride, pad = plan
+        nk = len(kept)
+        kept_shape = list(kept_lay.undistributed_shape) if kept_lay is not None else []
+        padded = kept_shape[:-1] + [kept_shape[-1] + pad] if kept_shape else []
+        buf = self.entry.workgroup_alloc([n] + padded, elt)
+        guard = self.writer(lay, thread_dims=list(kept) + list(thread_dims), subgroup_dims=range(lay.rank))
+        target = em.if_then(guard) if guard is not None else em
+        slot = target.linearize(slot_digits, counts) if len(counts) > 1 else slot_digits[0]
+        dims = list(range(1, nk + 1))
+        if kept_lay is None:
+            target.add(_memref_store(part, buf, [slot]))
+        else:
+            self.write_groups(part, buf, [slot] + [self.c(0)] * nk, dims, kept_lay, [True] * nk, target)
+        em.barrier()
+        key = ("partial lane", size, stride, n)
+        if key not in self.digit_cache:
+            lane = self.entry.apply((AffineDimExpr(0) // stride) % size, [self.tid])
+            valid = self.entry.cmpi("ult", lane, self.c(n)) if n < size else None
+            self.digit_cache[key] = (lane, valid)
+        lane, valid = self.digit_cache[key]
+        neutral = self.neutral(kind, elt, em)
+        if kept_lay is None:
+            mask = self.entry.broadcast(valid, VectorType(i1, [1])) if valid is not None else None
+            one = em.transfer_read(buf, [lane], neutral, VectorType(elt, [1]), AffineMap(1, 0, (AffineDimExpr(0),)),
+                                   [True], mask)
+            mine = em.extract(one, [0], elt)
+        else:
+            mask = (self.entry.broadcast(valid, VectorType(i1, list(kept_lay.distributed_shape)))
+                    if valid is not None else None)
+            mine = self.read_groups(buf, [lane] + [self.c(0)] * nk, dims, kept_lay, VectorType(elt, kept_shape),
+                                    neutral, [True] * nk, em, mask, kept_lay if mask is not None else None)
+        if self.in_loop(em):
+            em.barrier()
+        return self.cluster_reduce(kind, mine, size, stride, em)
+
+    # --- vector.mask and vector.scan ----------------------------------------------
+
+    def op_vector_mask(self, op: Operation, em: Emitter) -> None:
+        """The masked op distributed with the mask's registers: a transfer takes them as
+        its mask (what IREE's pipeline does before distribution); a reduction or
+        contraction replaces masked-off elements by the kind's neutral value (IREE's
+        distribution of masked reductions)."""
+        inner = op.masked_op
+        yielded = op.mask_region.block.last_op.operands
+        if inner is not None:
+            handler = {"vector.transfer_read": self.masked_read, "vector.transfer_write": self.masked_write,
+                       "vector.multi_reduction": self.masked_multi_reduction,
+                       "vector.reduction": self.masked_reduction,
+                       "vector.contract": self.masked_contract}.get(inner.name)
+            if handler is None:
+                raise SimtifyError(f"nested distribution does not support '{inner.name}' under vector.mask")
+            handler(op, inner, em)
+        for y, res in zip(yielded, op.results):
+            v = self.m(y)
+            if is_vector(res):
+                v = self.convert(v, self.L(y), self.L(res), res.type, em)
+            self.vmap[res] = v
+
+    def mask_in(self, op: Operation, need: NestedLayout, em: Emitter) -> SSAValue:
+        """The vector.mask's mask as registers of layout `need`."""
+        return self.convert(self.m(op.mask), self.L(op.mask), need, op.mask.type, em)
+
+    def masked_read(self, op: Operation, inner: Operation, em: Emitter) -> None:
+        from simtify.ir import arith as arith_ir
+
+        lay = self.L(inner.results[0])
+        need = mask_layout(inner, lay)
+        mask = self.mask_in(op, need, em)
+        perm = result_dims(inner.permutation_map.data)
+        in_bounds = [bool(x.value.data) for x in inner.in_bounds.data]
+        value = self.read_groups(self.m(inner.source), [self.m(i) for i in inner.indices], perm, lay,
+                                 inner.results[0].type, self.m(inner.padding), in_bounds, em, mask, need)
+        if op.passthru is not None:
+            if any(d is None for d in perm):
+                raise SimtifyError("vector.mask with a passthru value around a broadcasting transfer_read is not "
+                                   "distributed")
+            # mask dim j is the vector dim order[j]: transpose the registers to vector order
+            r = lay.rank
+            order = [k for _, k in sorted((d, k) for k, d in enumerate(perm))]
+            p = [order.index(k) for k in range(r)]
+            in_vector_order = em.transpose(mask, p + [r + x for x in p] + [2 * r + x for x in p]) \
+                if p != list(range(r)) else mask
+            passthru = self.convert(self.m(op.passthru), self.L(op.passthru), lay, op.passthru.type, em)
+            value = em.value(arith_ir.SelectOp(in_vector_order, value, passthru))
+        self.vmap[inner.results[0]] = value
+
+    def masked_write(self, op: Operation, inner: Operation, em: Emitter) -> None:
+        lay = self.L(inner.vector)
+        need = mask_layout(inner, lay)
+        mask = self.mask_in(op, need, em)
+        perm = result_dims(inner.permutation_map.data)
+        in_bounds = [bool(x.value.data) for x in inner.in_bounds.data]
+        guard = self.writer(lay)
+        target = em.if_then(guard) if guard is not None else em
+        self.write_groups(self.m(inner.vector), self.m(inner.source), [self.m(i) for i in inner.indices], perm, lay,
+                          in_bounds, target, mask, need)
+
+    def masked_multi_reduction(self, op: Operation, inner: Operation, em: Emitter) -> None:
+        from simtify.ir import arith as arith_ir
+
+        src = inner.source
+        lay = self.L(src)
+        mask = self.mask_in(op, lay, em)
+        neutral = self.neutral(_kind(inner), dist_type(src.type, lay), em)
+        selected = em.value(arith_ir.SelectOp(mask, self.m(src), neutral))
+        saved = self.vmap[src]
+        self.vmap[src] = selected
+        try:
+            self.op_vector_multi_reduction(inner, em)
+        finally:
+            self.vmap[src] = saved
+
+    def masked_reduction(self, op: Operation, inner: Operation, em: Emitter) -> None:
+        from simtify.ir import arith as arith_ir
+
+        src = inner.vector
+        lay = self.L(src)
+        mask = self.mask_in(op, lay, em)
+        neutral = self.neutral(_kind(inner), dist_type(src.type, lay), em)
+        self.op_vector_reduction(inner, em, em.value(arith_ir.SelectOp(mask, self.m(src), neutral)))
+
+    def op_vector_reduction(self, op: Operation, em: Emitter, source: SSAValue | None = None) -> None:
+        """A 1-D vector to a scalar: a multi_reduction of its only dim."""
+        kind = _kind(op)
+        src = op.vector
+        if not is_vector(src):
+            self.zero_d(op, em)
+            return
+        lay = self.L(src)
+        elt = src.type.element_type
+        part = em.multi_reduction(kind, self.m(src) if source is None else source, self.neutral(kind, elt, em),
+                                  [0, 1, 2])
+        part = self.reduce_across(kind, part, lay, [0], elt, em)
+        self.vmap[op.results[0]] = em.combine(kind, part, self.m(op.acc)) if op.acc is not None else part
+
+    def masked_contract(self, op: Operation, inner: Operation, em: Emitter) -> None:
+        """Per thread, the products over the iteration space (both operands broadcast to
+        it), masked-off points set to the kind's neutral value, reduced over the thread's
+        reduction registers; then the cross-lane and cross-subgroup steps and the
+        accumulator, as for an unmasked contraction."""
+        from simtify.ir import arith as arith_ir
+        from simtify.transforms.propagate_layouts import mma_of
+
+        if mma_of(inner) is not None:
+            raise SimtifyError("a masked contraction on a matrix intrinsic is not distributed; mask its operands")
+        kind = _kind(inner)
+        maps = [result_dims(m.data) for m in inner.indexing_maps.data]
+        iters = [it.data.value if hasattr(it.data, "value") else str(it.data) for it in inner.iterator_types.data]
+        n = len(iters)
+        per_dim = {}
+        for v, m in ((inner.lhs, maps[0]), (inner.rhs, maps[1])):
+            lay = self.L(v)
+            for k, d in enumerate(m):
+                per_dim.setdefault(d, tuple(getattr(lay, f)[k] for f in _FIELDS))
+        it = NestedLayout(**{f: tuple(per_dim[d][i] for d in range(n)) for i, f in enumerate(_FIELDS)})
+        res = inner.results[0]
+        elt = res.type.element_type if isinstance(res.type, VectorType) else res.type
+        it_type = VectorType(elt, [it.undistributed_shape[d] for d in range(n)])
+        full_t = dist_type(it_type, it)
+        is_float = isinstance(elt, AnyFloat)
+        operands = []
+        for v, m in ((inner.lhs, maps[0]), (inner.rhs, maps[1])):
+            regs = self.m(v)
+            r = len(m)
+            order = sorted(range(r), key=lambda k: m[k])  # operand dims in iteration-dim order
+            if order != list(range(r)):
+                regs = em.transpose(regs, order + [r + x for x in order] + [2 * r + x for x in order])
+            present = set(m)
+            shape = [getattr(it, f)[d] if d in present else 1 for f in ("batch_tile", "outer_tile", "element_tile")
+                     for d in range(n)]
+            regs = em.shape_cast(regs, VectorType(v.type.element_type, shape))
+            if v.type.element_type != elt:
+                ext = arith.ExtFOp if is_float else arith.ExtSIOp
+                regs = em.value(ext(regs, VectorType(elt, shape)))
+            operands.append(em.broadcast(regs, full_t))
+        product = em.value((arith.MulfOp if is_float else arith.MuliOp)(operands[0], operands[1]))
+        mask = self.mask_in(op, it, em)
+        product = em.value(arith_ir.SelectOp(mask, product, self.neutral(kind, full_t, em)))
+        red = [d for d in range(n) if iters[d] == "reduction"]
+        acc_dims = maps[2]
+        kept = sorted(acc_dims)
+        axes = [g * n + d for g in range(3) for d in red]
+        if is_vector(res):
+            kept_t = VectorType(elt, [x for f in ("batch_tile", "outer_tile", "element_tile")
+                                      for x in (getattr(it, f)[d] for d in kept)])
+            part = em.multi_reduction(kind, product, self.neutral(kind, kept_t, em), axes)
+            q = len(kept)
+            p = [kept.index(d) for d in acc_dims]
+            if p != list(range(q)):
+                part = em.transpose(part, p + [q + x for x in p] + [2 * q + x for x in p])
+        else:
+            part = em.multi_reduction(kind, product, self.neutral(kind, elt, em), axes)
+        lay = it.apply(list(acc_dims) + red)
+        part = self.reduce_across(kind, part, lay, list(range(len(acc_dims), n)), res.type, em)
+        self.vmap[res] = em.combine(kind, part, self.m(inner.acc))
+
+    def scan_in_subgroup(self, op: Operation, em: Emitter) -> None:
+        """A scan whose dim stays inside one subgroup, as IREE distributes it: per batch/
+        outer chunk of the dim (in order), each thread scans its element tile, the lanes
+        scan their chunk totals (Hillis-Steele with gpu.shuffle up, then one shuffle for
+        the exclusive shift and one for the cluster total), and a running carry joins the
+        chunks; across subgroups, the blocks' totals go through workgroup memory
+        (`scan_across_subgroups`); an exclusive scan adds the initial value at the end."""
+        from simtify.ir import arith as arith_ir
+        from simtify.ir import vector as vector_ir
+
+        src = op.source
+        lay = self.L(src)
+        r = lay.rank
+        dim = op.reduction_dim.value.data
+        kind = _kind(op)
+        inclusive = bool(op.inclusive.value.data)
+        elt = src.type.element_type
+        shape = list(lay.distributed_shape)
+        B, O, T, E = lay.batch_tile[dim], lay.outer_tile[dim], lay.thread_tile[dim], lay.element_tile[dim]
+        st = lay.thread_strides[dim]
+        ax_b, ax_o, ax_e = dim, r + dim, 2 * r + dim
+        piece_shape = list(shape)
+        piece_shape[ax_b] = piece_shape[ax_o] = piece_shape[ax_e] = 1
+        piece_t = VectorType(elt, piece_shape)
+        k = prod(piece_shape)
+        regs = self.m(src)
+        t = self.digits(lay)[1][dim]
+        neutral_piece = self.neutral(kind, piece_t, em)
+        identity = self.neutral(kind, elt, em)
+        sg_width = self.i32(self.sg)
+
+        def shuffle(v: SSAValue, mode: str, offset: SSAValue) -> SSAValue:
+            return em.add(gpu_ir.ShuffleOp(mode, v, offset, sg_width)).results[0]
+
+        last_lane = None
+        if T > 1:
+            # this lane's cluster's last lane: lane + (T - 1 - t)·st
+            e_lane = (AffineDimExpr(0) % self.sg) + (T - 1) * st - ((AffineDimExpr(0) // st) % T) * st
+            last_lane = self.entry.value(arith_ir.IndexCastOp(self.entry.apply(e_lane, [self.tid]), i32))
+
+        def lane_scan(total: SSAValue) -> tuple[SSAValue, SSAValue]:
+            """(exclusive scan over the cluster's lanes, cluster total) of each element."""
+            flat = em.shape_cast(total, VectorType(elt, [k]))
+            excl, tot = [], []
+            for j in range(k):
+                v = em.extract(flat, [j], elt)
+                step = 1
+                while step < T:
+                    y = shuffle(v, "up", self.i32(step * st))
+                    v = em.value(arith_ir.SelectOp(em.cmpi("sge", t, self.c(step)), em.combine(kind, y, v), v))
+                    step *= 2
+                before = shuffle(v, "up", self.i32(st))
+                excl.append(em.value(arith_ir.SelectOp(em.cmpi("sge", t, self.c(1)), before, identity)))
+                tot.append(shuffle(v, "idx", last_lane))
+            return pack(excl), pack(tot)
+
+        def pack(xs: list[SSAValue]) -> SSAValue:
+            return em.shape_cast(em.value(vector_ir.FromElementsOp.build(
+                operands=[xs], result_types=[VectorType(elt, [k])])), piece_t)
+
+        out = self.neutral(kind, VectorType(elt, shape), em)
+        carry = neutral_piece
+        for b in range(B):
+            for o in range(O):
+                local, run = [], None
+                for e in range(E):
+                    offsets = [0] * len(shape)
+                    offsets[ax_b], offsets[ax_o], offsets[ax_e] = b, o, e
+                    x = em.value(vector_ir.ExtractStridedSliceOp(regs, offsets, piece_shape, [1] * len(shape),
+                                                                 piece_t))
+                    if inclusive:
+                        run = x if run is None else em.combine(kind, run, x)
+                        local.append((offsets, run))
+                    else:
+                        local.append((offsets, neutral_piece if run is None else run))
+                        run = x if run is None else em.combine(kind, run, x)
+                excl, chunk_total = lane_scan(run) if T > 1 else (neutral_piece, run)
+                increment = em.combine(kind, carry, excl)
+                for offsets, y in local:
+                    out = em.insert_strided(em.combine(kind, increment, y), out, offsets)
+                carry = em.combine(kind, carry, chunk_total)
+        last = None  # exclusive: the last position's result before the initial value
+        if not inclusive:
+            offsets = [0] * len(shape)
+            offsets[ax_b], offsets[ax_o], offsets[ax_e] = B - 1, O - 1, E - 1
+            last = em.value(vector_ir.ExtractStridedSliceOp(out, offsets, piece_shape, [1] * len(shape), piece_t))
+            if T > 1:
+                flat = em.shape_cast(last, VectorType(elt, [k]))
+                last = pack([shuffle(em.extract(flat, [j], elt), "idx", last_lane) for j in range(k)])
+        if lay.subgroup_tile[dim] > 1:
+            prefix, carry, last = self.scan_across_subgroups(lay, dim, kind, carry, last, piece_t, em)
+            out = em.combine(kind, em.broadcast(prefix, VectorType(elt, shape)), out)
+        if not inclusive:
+            iv = op.initial_value
+            if r == 1:
+                init = em.broadcast(self.m(iv), piece_t)
+            else:
+                init = em.shape_cast(self.convert(self.m(iv), self.L(iv), lay.project([dim]), iv.type, em), piece_t)
+            out = em.combine(kind, em.broadcast(init, VectorType(elt, shape)), out)
+            acc_piece = em.combine(kind, init, last)
+        else:
+            self.drop_if_unused(op.initial_value)
+            acc_piece = carry  # the accumulated value: the last element of the result
+        self.vmap[op.dest] = self.convert(out, lay, self.L(op.dest), src.type, em)
+        acc = op.accumulated_value
+        if r == 1:
+            scalar = em.extract(em.shape_cast(acc_piece, VectorType(elt, [1])), [0], elt)
+            self.vmap[acc] = em.broadcast(scalar, acc.type)
+        else:
+            red = lay.project([dim])
+            regs_acc = em.shape_cast(acc_piece, dist_type(acc.type, red))
+            self.vmap[acc] = self.convert(regs_acc, red, self.L(acc), acc.type, em)
+
+    def scan_across_subgroups(self, lay: NestedLayout, dim: int, kind: str, total: SSAValue, last, piece_t,
+                              em: Emitter):
+        """The subgroup step of a scan whose dim spans S subgroups (the outermost digit of
+        the dim, so each subgroup holds one contiguous block): one writer per subgroup
+        and kept element stores the block's total (and, exclusive, its last result);
+        after a barrier every thread combines the totals of the blocks before its own.
+        Returns (that prefix, the total of all blocks, the last position's exclusive
+        result or None)."""
+        from simtify.ir import arith as arith_ir
+
+        r = lay.rank
+        S = lay.subgroup_tile[dim]
+        elt = piece_t.element_type
+        s_digit = self.digits(lay)[0][dim]
+        kept = [d for d in range(r) if d != dim]
+        rows = [total] + ([last] if last is not None else [])
+        guard = self.writer(lay, thread_dims=kept, subgroup_dims=range(r))
+        target = em.if_then(guard) if guard is not None else em
+        if r == 1:
+            bufs = [self.entry.workgroup_alloc([S], elt) for _ in rows]
+            for buf, v in zip(bufs, rows):
+                scalar = target.extract(target.shape_cast(v, VectorType(elt, [1])), [0], elt)
+                target.add(_memref_store(scalar, buf, [s_digit]))
+        else:
+            red = lay.project([dim])
+            kept_shape = [lay.undistributed_shape[d] for d in kept]
+            nk = len(kept)
+            bufs = [self.entry.workgroup_alloc([S] + kept_shape, elt) for _ in rows]
+            for buf, v in zip(bufs, rows):
+                regs = target.shape_cast(v, dist_type(VectorType(elt, kept_shape), red))
+                self.write_groups(regs, buf, [s_digit] + [self.c(0)] * nk, list(range(1, nk + 1)), red, [True] * nk,
+                                  target)
+        em.barrier()
+
+        def read(buf, s: int) -> SSAValue:
+            if r == 1:
+                return em.broadcast(em.value(_memref_load(buf, [self.c(s)])), piece_t)
+            pad = em.value(arith.ConstantOp(_zero_attr(elt)))
+            v = self.read_groups(buf, [self.c(s)] + [self.c(0)] * nk, list(range(1, nk + 1)), red,
+                                 VectorType(elt, kept_shape), pad, [True] * nk, em)
+            return em.shape_cast(v, piece_t)
+
+        totals = [read(bufs[0], s) for s in range(S)]
+        prefix = self.neutral(kind, piece_t, em)
+        everything = totals[0]
+        for s in range(S):
+            if s:
+                everything = em.combine(kind, everything, totals[s])
+            if s < S - 1:  # blocks before this thread's: s < s_digit
+                before = em.cmpi("slt", self.c(s), s_digit)
+                prefix = em.value(arith_ir.SelectOp(before, em.combine(kind, prefix, totals[s]), prefix))
+        last_all = None
+        if last is not None:
+            last_all = read(bufs[1], S - 1)
+            for s in reversed(range(S - 1)):
+                last_all = em.combine(kind, totals[s], last_all)
+        if self.in_loop(em):
+            em.barrier()
+        return prefix, everything, last_all
+
+    def drop_if_unused(self, old: SSAValue) -> None:
+        """Erase the distributed producers of `old` when its one user did not need it (an
+        inclusive scan ignores its initial value): the reads and register moves that
+        built it, as far as nothing else uses them (IREE's clean-up drops them too).
+        Values the prelude caches (ids, tables) are kept: later ops may reuse them."""
+        new = self.vmap.get(old)
+        if new is None or len(list(old.uses)) != 1:
+            return
+        cached: set[SSAValue] = set()
+        stack = [list(self.const_cache.values()), list(self.digit_cache.values()), list(self.writer_cache.values())]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, SSAValue):
+                cached.add(item)
+            elif isinstance(item, list | tuple):
+                stack.extend(item)
+        erasable = ("vector.transfer_read", "vector.load", "memref.load", "vector.insert_strided_slice",
+                    "vector.broadcast", "vector.shape_cast", "vector.extract", "vector.transpose")
+        work, erased_new = [new], False
+        while work:
+            v = work.pop()
+            owner = v.owner
+            if (v in cached or not isinstance(owner, Operation) or owner.name not in erasable or list(v.uses)
+                    or len(owner.results) != 1 or owner.parent is None):
+                continue
+            operands = list(owner.operands)
+            owner.detach()
+            owner.erase()
+            erased_new = erased_new or v is new
+            work.extend(operands)
+        if erased_new:
+            del self.vmap[old]
+
+    @staticmethod
+    def line_layout(lay: NestedLayout, dim: int) -> NestedLayout:
+        """`lay` with dim `dim` held whole by every thread (its element tile): the threads
+        and subgroups that split it now replicate."""
+        fields = {f: list(getattr(lay, f)) for f in _FIELDS}
+        for f in _FIELDS:
+            fields[f][dim] = 0 if f.endswith("strides") else 1
+        fields["element_tile"][dim] = lay.undistributed_shape[dim]
+        return NestedLayout(**{f: tuple(v) for f, v in fields.items()})
+
+    def op_iree_vector_ext_arg_compare(self, op: Operation, em: Emitter) -> None:
+        """As for a scan, every thread first gets whole lines along `dimension` (the way
+        `convert` chooses); then per line, in order, the comparator is inlined on scalars
+        and the running (value, index) is selected, as IREE's lowering to vector does.
+        (IREE's distribution reduces across lanes with ballots or shuffles instead.)"""
+        from simtify.ir import arith as arith_ir
+        from simtify.ir import vector as vector_ir
+
+        x = op.input_value
+        lay = self.L(x)
+        r = lay.rank
+        dim = op.dimension.value.data
+        T, st = lay.thread_tile[dim], lay.thread_strides[dim]
+        if lay.subgroup_tile[dim] == 1 and (T == 1 or (_is_pow2(T) and _is_pow2(st) and self.sg % (T * st) == 0)):
+            self.arg_compare_in_subgroup(op, em)
+            return
+        line = self.line_layout(lay, dim)
+        elt = x.type.element_type
+        ielt = op.init_index.type.element_type
+        shape = list(line.distributed_shape)
+        e = 2 * r + dim
+        n = shape[e]
+        total = prod(shape)
+        flat_x = em.shape_cast(self.convert(self.m(x), lay, line, x.type, em), VectorType(elt, [total]))
+        flat_i = None
+        if op.input_index is not None:
+            xi = op.input_index
+            flat_i = em.shape_cast(self.convert(self.m(xi), self.L(xi), line, xi.type, em),
+                                   VectorType(ielt, [total]))
+        kept_shape = shape[:e] + shape[e + 1:]
+        k = prod(kept_shape)
+
+        def inits(v: SSAValue, t) -> list[SSAValue]:
+            if r == 1:
+                return [em.value(vector_ir.ExtractOp(self.m(v), [], t))]
+            regs = self.convert(self.m(v), self.L(v), line.project([dim]), v.type, em)
+            flat = em.shape_cast(regs, VectorType(t, [k]))
+            return [em.extract(flat, [j], t) for j in range(k)]
+
+        best, best_index = inits(op.init_value, elt), inits(op.init_index, ielt)
+        block = op.region.block
+        base = self.m(op.index_base) if op.index_base is not None else None
+        position_cache: dict[int, SSAValue] = {}
+
+        def position(i: int) -> SSAValue:
+            if i not in position_cache:
+                if base is not None:
+                    v = em.apply(AffineDimExpr(0) + i, [base])
+                    if not isinstance(ielt, IndexType):
+                        v = em.value(arith_ir.IndexCastOp(v, ielt))
+                else:
+                    v = em.value(arith.ConstantOp(IntegerAttr(i, ielt)))
+                position_cache[i] = v
+            return position_cache[i]
+
+        strides = [prod(shape[j + 1:]) for j in range(len(shape))]
+        kept_axes = [j for j in range(len(shape)) if j != e]
+        for j in range(k):
+            digits = np.unravel_index(j, kept_shape) if kept_shape else ()
+            start = sum(int(d) * strides[a] for d, a in zip(digits, kept_axes))
+            for i in range(n):
+                flat = start + i * strides[e]
+                cand = em.extract(flat_x, [flat], elt)
+                mapper = {block.args[0]: cand, block.args[1]: best[j]}
+                for inner in block.ops:
+                    if inner is block.last_op:
+                        break
+                    clone = em.add(inner.clone(value_mapper=mapper))
+                    mapper.update(zip(inner.results, clone.results))
+                take = mapper.get(block.last_op.operands[0], block.last_op.operands[0])
+                cand_index = em.extract(flat_i, [flat], ielt) if flat_i is not None else position(i)
+                best[j] = em.value(arith_ir.SelectOp(take, cand, best[j]))
+                best_index[j] = em.value(arith_ir.SelectOp(take, cand_index, best_index[j]))
+        for res, vals, t in ((op.result_value, best, elt), (op.result_index, best_index, ielt)):
+            if r == 1:
+                self.vmap[res] = em.broadcast(vals[0], res.type)
+                continue
+            red = line.project([dim])
+            regs = em.value(vector_ir.FromElementsOp.build(operands=[vals], result_types=[VectorType(t, [k])]))
+            regs = em.shape_cast(regs, dist_type(res.type, red))
+            self.vmap[res] = self.convert(regs, red, self.L(res), res.type, em)
+
+    def comparator(self, op: Operation, a: SSAValue, b: SSAValue, em: Emitter) -> SSAValue:
+        """The arg_compare comparator's i1 for (a, b), its ops cloned here."""
+        block = op.region.block
+        mapper = {block.args[0]: a, block.args[1]: b}
+        for inner in block.ops:
+            if inner is block.last_op:
+                break
+            clone = em.add(inner.clone(value_mapper=mapper))
+            mapper.update(zip(inner.results, clone.results))
+        return mapper.get(block.last_op.operands[0], block.last_op.operands[0])
+
+    def arg_compare_in_subgroup(self, op: Operation, em: Emitter) -> None:
+        """The reduced dim within one subgroup: each thread reduces its own elements in
+        order, then a butterfly over the lanes of the dim's cluster (gpu.shuffle xor of
+        value, index and, with explicit indices, position), then the inits. Two partials
+        combine as the in-order reduction would: the one the comparator prefers strictly
+        (cmp(a, b) and not cmp(b, a)); on a tie the earlier position when neither is
+        preferred (a strict comparator keeps the first), the later when both are (a
+        non-strict one keeps the last). So every lane of a cluster agrees on the index
+        (IREE's butterfly takes the partner's pair on ties, and lanes can disagree)."""
+        from simtify.ir import arith as arith_ir
+
+        x = op.input_value
+        lay = self.L(x)
+        r = lay.rank
+        dim = op.dimension.value.data
+        elt = x.type.element_type
+        ielt = op.init_index.type.element_type
+        shape = list(lay.distributed_shape)
+        total = prod(shape)
+        flat_x = em.shape_cast(self.m(x), VectorType(elt, [total]))
+        flat_i = None
+        if op.input_index is not None:
+            xi = op.input_index
+            flat_i = em.shape_cast(self.convert(self.m(xi), self.L(xi), lay, xi.type, em), VectorType(ielt, [total]))
+        # positions travel as i32 (shuffled); implicit indices are positions + base, so
+        # they break ties themselves
+        pos_t = IntegerType(32)
+        explicit = flat_i is not None
+        base = self.m(op.index_base) if op.index_base is not None else None
+        tb = self.thread_base(lay, dim)
+
+        def position(off: int) -> SSAValue:
+            v = em.apply(AffineDimExpr(0) + off, [tb]) if tb is not None else self.c(off)
+            return em.value(arith_ir.IndexCastOp(v, pos_t))
+
+        def index_of(off: int, flat: int) -> SSAValue:
+            if flat_i is not None:
+                return em.extract(flat_i, [flat], ielt)
+            v = em.apply(AffineDimExpr(0) + off, [tb]) if tb is not None else self.c(off)
+            if base is not None:
+                v = em.apply(AffineDimExpr(0) + AffineDimExpr(1), [v, base])
+            return v if isinstance(ielt, IndexType) else em.value(arith_ir.IndexCastOp(v, ielt))
+
+        def combine(mine, other):
+            """(value, index(, position)) the in-order reduction keeps of two partials."""
+            va, vb = mine[0], other[0]
+            pa, pb = mine[-1], other[-1]  # implicit indices order like positions
+            b_over_a = self.comparator(op, vb, va, em)
+            a_over_b = self.comparator(op, va, vb, em)
+            later = em.cmpi("sgt", pb, pa)
+            earlier = em.cmpi("slt", pb, pa)
+            tie = em.value(arith_ir.SelectOp(b_over_a, later, earlier))
+            differ = em.value(arith.XOrIOp(b_over_a, a_over_b))
+            take = em.value(arith_ir.SelectOp(differ, b_over_a, tie))
+            return tuple(em.value(arith_ir.SelectOp(take, nb, na)) for na, nb in zip(mine, other))
+
+        strides = [prod(shape[j + 1:]) for j in range(len(shape))]
+        reduced_axes = [dim, r + dim, 2 * r + dim]
+        kept_axes = [j for j in range(len(shape)) if j not in reduced_axes]
+        kept_shape = [shape[j] for j in kept_axes]
+        B, O, T, E = lay.batch_tile[dim], lay.outer_tile[dim], lay.thread_tile[dim], lay.element_tile[dim]
+        st = lay.thread_strides[dim]
+        partials = []
+        for kept in product(*[range(n) for n in kept_shape]):
+            start = sum(k * strides[j] for k, j in zip(kept, kept_axes))
+            acc = None
+            for b, o, e in product(range(B), range(O), range(E)):
+                flat = start + b * strides[dim] + o * strides[r + dim] + e * strides[2 * r + dim]
+                off = (b * O + o) * T * E + e
+                cand = (em.extract(flat_x, [flat], elt), index_of(off, flat)) + ((position(off),) if explicit else ())
+                if acc is None:
+                    acc = cand
+                    continue
+                take = self.comparator(op, cand[0], acc[0], em)  # in order: as the sequential form
+                acc = tuple(em.value(arith_ir.SelectOp(take, c, a)) for c, a in zip(cand, acc))
+            partials.append(acc)
+        if T > 1:
+            shuffled = []
+            for acc in partials:
+                k = T // 2
+                while k >= 1:
+                    offset = self.i32(k * st)
+                    other = []
+                    for v in acc:
+                        wide = v
+                        if isinstance(v.type, IndexType):
+                            wide = em.value(arith_ir.IndexCastOp(v, IntegerType(64)))
+                        got = em.add(gpu_ir.ShuffleOp("xor", wide, offset, self.i32(self.sg))).results[0]
+                        if isinstance(v.type, IndexType):
+                            got = em.value(arith_ir.IndexCastOp(got, IndexType()))
+                        other.append(got)
+                    acc = combine(acc, tuple(other))
+                    k //= 2
+                shuffled.append(acc)
+            partials = shuffled
+        # the inits come first in order: a partial replaces them when the comparator says so
+        k = len(partials)
+        if r == 1:
+            init_v = [em.value(vector_ir_extract(self.m(op.init_value), elt))]
+            init_i = [em.value(vector_ir_extract(self.m(op.init_index), ielt))]
+        else:
+            red = lay.project([dim])
+            iv = em.shape_cast(self.convert(self.m(op.init_value), self.L(op.init_value), red, op.init_value.type,
+                                            em), VectorType(elt, [k]))
+            ii = em.shape_cast(self.convert(self.m(op.init_index), self.L(op.init_index), red, op.init_index.type,
+                                            em), VectorType(ielt, [k]))
+            init_v = [em.extract(iv, [j], elt) for j in range(k)]
+            init_i = [em.extract(ii, [j], ielt) for j in range(k)]
+        values, indices = [], []
+        for (v, i, *_), v0, i0 in zip(partials, init_v, init_i):
+            take = self.comparator(op, v, v0, em)
+            values.append(em.value(arith_ir.SelectOp(take, v, v0)))
+            indices.append(em.value(arith_ir.SelectOp(take, i, i0)))
+        self.finish_arg_compare(op, lay, dim, values, indices, em)
+
+    def finish_arg_compare(self, op, lay, dim, values, indices, em) -> None:
+        """Results from per-thread scalars in the register order of `lay.project([dim])`."""
+        from simtify.ir import vector as vector_ir
+
+        for res, vals in ((op.result_value, values), (op.result_index, indices)):
+            t = res.type.element_type
+            if lay.rank == 1:
+                self.vmap[res] = em.broadcast(vals[0], res.type)
+                continue
+            red = lay.project([dim])
+            regs = em.value(vector_ir.FromElementsOp.build(operands=[vals],
+                                                           result_types=[VectorType(t, [len(vals)])]))
+            regs = em.shape_cast(regs, dist_type(res.type, red))
+            self.vmap[res] = self.convert(regs, red, self.L(res), res.type, em)
+
+    def op_vector_scan(self, op: Operation, em: Emitter) -> None:
+        """A scan: in lanes and across subgroups as IREE does (`scan_in_subgroup`) where
+        the dim's lanes are a power-of-two strided set; otherwise (e.g. a thread tile of
+        3) the source moves (the way `convert` chooses) to a layout where every thread
+        holds whole lines, each thread scans its lines in registers, and the results move
+        to the layouts their users need."""
+        from simtify.ir import vector as vector_ir
+
+        src = op.source
+        lay = self.L(src)
+        r = lay.rank
+        dim = op.reduction_dim.value.data
+        kind = _kind(op)
+        inclusive = bool(op.inclusive.value.data)
+        T, st = lay.thread_tile[dim], lay.thread_strides[dim]
+        if T == 1 or (_is_pow2(T) and _is_pow2(st) and self.sg % (T * st) == 0):
+            self.scan_in_subgroup(op, em)
+            return
+        line = self.line_layout(lay, dim)
+        regs = self.convert(self.m(src), lay, line, src.type, em)
+        elt = src.type.element_type
+        shape = list(line.distributed_shape)
+        e = 2 * r + dim
+        n = shape[e]
+        piece_shape = list(shape)
+        piece_shape[e] = 1
+        piece_t = VectorType(elt, piece_shape)
+        init = None
+        if not inclusive:
+            iv = op.initial_value
+            if r == 1:
+                init = em.broadcast(self.m(iv), piece_t)
+            else:
+                init = em.shape_cast(self.convert(self.m(iv), self.L(iv), line.project([dim]), iv.type, em), piece_t)
+        out = self.neutral(kind, VectorType(elt, shape), em)
+        last_out = last_in = None
+        for i in range(n):
+            offsets = [0] * len(shape)
+            offsets[e] = i
+            x = em.value(vector_ir.ExtractStridedSliceOp(regs, offsets, piece_shape, [1] * len(shape), piece_t))
+            if i == 0:
+                y = x if inclusive else init
+            else:
+                y = em.combine(kind, last_out, x if inclusive else last_in)
+            out = em.insert_strided(y, out, offsets)
+            last_out, last_in = y, x
+        self.vmap[op.dest] = self.convert(out, line, self.L(op.dest), src.type, em)
+        if inclusive:
+            self.drop_if_unused(op.initial_value)
+        acc = op.accumulated_value
+        if r == 1:
+            scalar = em.extract(em.shape_cast(last_out, VectorType(elt, [1])), [0], elt)
+            self.vmap[acc] = em.broadcast(scalar, acc.type)
+        else:
+            acc_line = line.project([dim])
+            regs_acc = em.shape_cast(last_out, dist_type(acc.type, acc_line))
+            self.vmap[acc] = self.convert(regs_acc, acc_line, self.L(acc), acc.type, em)
+
 
 _FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile", "subgroup_strides",
            "thread_strides")
@@ -1047,6 +1764,13 @@ def _only_zero_d(op: Operation) -> bool:
     types = [v.type for v in list(op.operands) + list(op.results)]
     vectors = [t for t in types if isinstance(t, VectorType)]
     return bool(vectors) and all(len(t.get_shape()) == 0 for t in vectors)
+
+
+def vector_ir_extract(v: SSAValue, elt) -> Operation:
+    """The element of a 0-d vector."""
+    from simtify.ir import vector as vector_ir
+
+    return vector_ir.ExtractOp(v, [], elt)
 
 
 def _element_bytes(elt) -> int:
@@ -1129,6 +1853,141 @@ def _memref_load(buf, idx):
 
 def _zero_attr(elt):
     return scalar_attr(0, elt)
+
+
+# --- the cross-subgroup step of reductions: which plan ----------------------------------
+
+
+def memory_thread_dims(lay: NestedLayout, red, subgroup_size: int) -> list[int]:
+    """The reduced dims whose lanes are not a power-of-two strided set inside one
+    subgroup: their partials go through workgroup memory with the subgroups' ones."""
+    out = []
+    for d in red:
+        T, st = lay.thread_tile[d], lay.thread_strides[d]
+        if T > 1 and not (_is_pow2(T) and _is_pow2(st) and subgroup_size % (T * st) == 0):
+            out.append(d)
+    return out
+
+
+def cross_subgroup_plan(lay: NestedLayout, red, subgroup_size: int, threads: int, elem_bytes: int, target=None,
+                        force: str | None = None):
+    """How the partials of a reduction of `lay` over `red` come back from workgroup
+    memory: (cluster size, stride, padding) to read them one per lane and combine them
+    with a cluster ``gpu.subgroup_reduce`` (IREE's plan), or None to have every thread
+    read all of them (the broadcast plan). `force` = "lanes" / "broadcast" overrides.
+
+    Chosen by cost, on the host, from the counters the simulator would report for each
+    plan's writes and reads: ``shared_bytes / (banks × bank width) + bank conflicts +
+    shuffles`` cycles per workgroup (one workgroup-memory phase and one shuffle
+    instruction per cycle: the throughput terms of the cost models in `tune` and
+    bench/bench_suite.py). Per kept register and subgroup, the broadcast plan reads
+    ``n × lanes`` words, the per-lane plan ``lanes`` words and log2(cluster) shuffles:
+    measured, the per-lane plan wins from 2 partials on 64 lanes and from 4 on 32 lanes;
+    2-3 partials on 32 lanes tie (the broadcast plan is kept: no shuffle latency), and
+    a sub-word type (a shuffle moves a whole word) tips small cases to the broadcast
+    plan. Rows per thread scale both plans alike, except for bank conflicts: the lanes
+    of a cluster read one row of different slots, which share a bank when a slot is a
+    multiple of 128 bytes (many rows per thread), so the per-lane buffer's last dim is
+    padded where that is cheaper (counted too). A cluster needs ``2^k >= n`` lanes a
+    power-of-two stride apart inside a subgroup that hold the same kept elements
+    (reduced or replicated lane digits); without one the broadcast plan is the only
+    one: never IREE's serial tail, which reads subgroup 0's partial only."""
+    from simtify.target import get_target
+
+    if force == "broadcast":
+        return None
+    target = get_target(target or ("gfx942" if subgroup_size == 64 else "sm_90")) if not hasattr(
+        target, "shared_banks") else target
+    kept = [d for d in range(lay.rank) if d not in red]
+    kept_lay = lay.project(red) if kept else None
+    thread_dims = memory_thread_dims(lay, red, subgroup_size)
+    sub_dims = [d for d in red if lay.subgroup_tile[d] > 1]
+    n = prod(lay.thread_tile[d] for d in thread_dims) * prod(lay.subgroup_tile[d] for d in sub_dims)
+    if n < 2:
+        return None
+    clusters = _partial_clusters(kept_lay, n, subgroup_size, threads)
+    if not clusters:
+        return None
+    writes = _partial_writers(lay, kept, thread_dims, sub_dims, subgroup_size, threads)
+    launch = (subgroup_size, threads, target)
+    e = kept_lay.element_tile[-1] if kept_lay is not None else 1
+    pads = [0] if kept_lay is None else [0, 1] + [e << i for i in range(4) if e << i > 1]
+    costs = {(c, p): _round_trip_cost(kept_lay, n, elem_bytes, writes, c, p, *launch) for c in clusters
+             for p in pads}
+    best = min(costs, key=lambda cp: (costs[cp], cp[1], cp[0][1]))
+    if force != "lanes" and costs[best] >= _round_trip_cost(kept_lay, n, elem_bytes, writes, None, 0, *launch):
+        return None
+    (size, stride), pad = best
+    return size, stride, pad
+
+
+def _partial_clusters(kept_lay: NestedLayout | None, n: int, sg: int, threads: int) -> list[tuple[int, int]]:
+    """Every (size, stride) cluster of power-of-two size >= n whose lanes all hold the
+    same kept elements (decided on the launch's threads)."""
+    size = 1 << (n - 1).bit_length()
+    if not _is_pow2(sg) or size > sg or threads % sg:
+        return []
+    tids = np.arange(threads)
+    key = np.zeros((threads, 1), dtype=np.int64) if kept_lay is None else kept_lay.thread_digits(tids, sg)[1]
+    out = []
+    stride = 1
+    while stride * size <= sg:
+        first = tids - ((tids // stride) % size) * stride
+        if np.array_equal(key, key[first]):
+            out.append((size, stride))
+        stride *= 2
+    return out
+
+
+def _partial_writers(lay: NestedLayout, kept, thread_dims, sub_dims, sg: int, threads: int):
+    """(writer tids, their slots): one thread per partial, the one `writer` picks."""
+    tids = np.arange(threads)
+    s_dig, t_dig = lay.thread_digits(tids, sg)
+    digits = np.concatenate([t_dig[:, list(kept) + list(thread_dims)], s_dig], axis=1)
+    first = np.sort(np.unique(digits, axis=0, return_index=True)[1])
+    slot = np.zeros(threads, dtype=np.int64)
+    for d in thread_dims:
+        slot = slot * lay.thread_tile[d] + t_dig[:, d]
+    for d in sub_dims:
+        slot = slot * lay.subgroup_tile[d] + s_dig[:, d]
+    return first, slot[first]
+
+
+def _round_trip_cost(kept_lay: NestedLayout | None, n: int, b: int, writes, cluster, pad: int, sg: int,
+                     threads: int, target) -> float:
+    """Cycles per workgroup of the partials' round trip (see `cross_subgroup_plan`) with
+    `cluster` (None: the broadcast plan) and the buffer's last dim padded by `pad`, from
+    the counters the simulator gives its accesses: shared bytes, bank conflicts
+    (`count_bank_conflicts`, per register group and subgroup) and shuffles."""
+    from simtify.sim.counters import count_bank_conflicts
+
+    T = threads
+    tids = np.arange(T)
+    if kept_lay is None:
+        regs, slot_words = np.zeros((T, 1, 1), dtype=np.int64), 1
+    else:
+        shape = list(kept_lay.undistributed_shape)
+        coords = np.unravel_index(kept_lay.ownership(sg, T).flat, shape)
+        padded = shape[:-1] + [shape[-1] + pad]
+        regs = np.ravel_multi_index(coords, padded).reshape(T, -1, prod(kept_lay.element_tile))
+        slot_words = prod(padded)
+    _, G, E = regs.shape
+    if cluster is None:  # n reads per thread; the slot shifts every address alike
+        slots, reads, shuffles = np.zeros(T, dtype=np.int64), n, 0
+    else:
+        size, stride = cluster
+        slots, reads = (tids // stride) % size, 1
+        shuffles = (T // sg) * (size.bit_length() - 1) * max(1, -(-G * E * b // 4))
+    writers, writer_slots = writes
+    total = 0.0
+    for who, where, times in ((writers, writer_slots, 1), (tids[slots < n], slots[slots < n], reads)):
+        total += times * who.size * G * E * b / target.shared_phase_bytes
+        for g in range(G):
+            addr = (where[:, None] * slot_words + regs[who, g, :]) * b
+            total += times * count_bank_conflicts(
+                np.repeat(who // sg, E), np.repeat(who % sg, E), np.tile(np.arange(E), who.size), addr.ravel(), E, b,
+                target.shared_banks, target.bank_width_bytes, True)
+    return total + shuffles
 
 
 def distribute_function(func: Operation, analysis: LayoutAnalysis, subgroup_size: int, threads: int,

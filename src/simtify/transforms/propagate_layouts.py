@@ -169,6 +169,8 @@ class Propagation:
                 self.assign(op.acc, acc)
         elif name == "vector.transfer_write" and op.mask is not None and self.L(op.vector):
             self.assign(op.mask, mask_layout(op, self.L(op.vector)))
+        elif name in ("vector.mask", "vector.yield", "vector.scan", "iree_vector_ext.arg_compare"):
+            self.forward_masked_or_scan(op)
         elif name == "scf.for":
             block = op.regions[0].blocks.first
             for init, arg, res in zip(op.operands[3:], list(block.args)[1:], op.results):
@@ -211,6 +213,8 @@ class Propagation:
         elif name == "iree_vector_ext.transfer_gather" and self.L(op.results[0]):
             for i, lay in self.gather_requirements(op).items():
                 self.assign(op.operands[i], lay)
+        elif name in ("vector.mask", "vector.scan", "iree_vector_ext.arg_compare"):
+            self.backward_masked_or_scan(op)
         elif name == "scf.for":
             block = op.regions[0].blocks.first
             for init, arg, res, y in zip(op.operands[3:], list(block.args)[1:], op.results, block.ops.last.operands):
@@ -261,6 +265,99 @@ class Propagation:
         if len(per_dim) != n:
             return None
         return NestedLayout(**{f: tuple(per_dim[d][i] for d in range(n)) for i, f in enumerate(_FIELDS)})
+
+    # --- vector.mask and vector.scan -----------------------------------------------
+
+    def mask_requirement(self, op: Operation) -> NestedLayout | None:
+        """The layout a ``vector.mask``'s mask needs: its masked op's mask layout (a
+        transfer's, in source-dim order), the source's for a reduction, the iteration
+        space's for a contraction."""
+        inner = op.masked_op
+        if inner is None:
+            return None
+        name = inner.name
+        if name == "vector.transfer_read" and self.L(inner.results[0]):
+            return mask_layout(inner, self.L(inner.results[0]))
+        if name == "vector.transfer_write" and self.L(inner.vector):
+            return mask_layout(inner, self.L(inner.vector))
+        if name == "vector.multi_reduction":
+            return self.L(inner.source)
+        if name == "vector.reduction":
+            return self.L(inner.vector)
+        if name == "vector.contract" and self.mma(inner) is None:
+            return self.iteration_layout(inner)
+        return None
+
+    def forward_masked_or_scan(self, op: Operation) -> None:
+        if op.name == "vector.yield":
+            parent = op.parent_op()
+            if parent is not None and parent.name == "vector.mask":
+                for y, res in zip(op.operands, parent.results):
+                    self.assign(res, self.L(y))
+        elif op.name == "vector.mask":
+            for y, res in zip(op.mask_region.block.last_op.operands, op.results):
+                self.assign(res, self.L(y))
+            self.assign(op.mask, self.mask_requirement(op))
+        elif op.name == "iree_vector_ext.arg_compare":
+            src = self.L(op.input_value) or (self.L(op.input_index) if op.input_index is not None else None)
+            if src is not None and src.rank > 1:
+                reduced = src.project([op.dimension.value.data])
+                self.assign(op.result_value, reduced)
+                self.assign(op.result_index, reduced)
+            self.assign(op.result_value, self.L(op.init_value))
+            self.assign(op.result_index, self.L(op.init_index))
+        elif op.name == "vector.scan":
+            dim = op.reduction_dim.value.data
+            if self.L(op.source):
+                self.assign(op.dest, self.L(op.source))
+                if self.L(op.source).rank > 1:  # else a 0-d value every thread holds whole
+                    self.assign(op.accumulated_value, self.L(op.source).project([dim]))
+            if self.L(op.initial_value):
+                self.assign(op.accumulated_value, self.L(op.initial_value))
+
+    def backward_masked_or_scan(self, op: Operation) -> None:
+        if op.name == "vector.mask":
+            for y, res in zip(op.mask_region.block.last_op.operands, op.results):
+                self.assign(y, self.L(res))
+            self.assign(op.mask, self.mask_requirement(op))
+            if op.passthru is not None:
+                self.assign(op.passthru, self.L(op.results[0]))
+        elif op.name == "iree_vector_ext.arg_compare":
+            self.assign(op.init_value, self.L(op.result_value))
+            self.assign(op.init_index, self.L(op.result_index))
+            if op.input_index is not None:
+                self.assign(op.input_index, self.L(op.input_value))
+                self.assign(op.input_value, self.L(op.input_index))
+        elif op.name == "vector.scan":
+            dim = op.reduction_dim.value.data
+            if self.L(op.dest):
+                self.assign(op.source, self.L(op.dest))
+                if self.L(op.dest).rank > 1:
+                    self.assign(op.initial_value, self.L(op.dest).project([dim]))
+            if self.L(op.accumulated_value):
+                self.assign(op.initial_value, self.L(op.accumulated_value))
+
+    def masked_or_scan_requirements(self, op: Operation) -> dict[int, NestedLayout]:
+        out: dict[int, NestedLayout] = {}
+        if op.name == "vector.mask":
+            need = self.mask_requirement(op)
+            if need is not None:
+                out[0] = need
+            if op.passthru is not None and self.L(op.results[0]):
+                out[1] = self.L(op.results[0])
+        elif op.name == "iree_vector_ext.arg_compare":
+            # operands: input value, (input index), init value, init index, (index base)
+            k = 2 if op.input_index is not None else 1
+            if k == 2 and self.L(op.input_value):
+                out[1] = self.L(op.input_value)
+            if self.L(op.result_value) and is_vector(op.init_value):
+                out[k] = self.L(op.result_value)
+            if self.L(op.result_index) and is_vector(op.init_index):
+                out[k + 1] = self.L(op.result_index)
+        elif op.name == "vector.scan" and self.L(op.source) and self.L(op.source).rank > 1:
+            # the source keeps its layout; the initial value follows it (IREE: from dest)
+            out[1] = self.L(op.source).project([op.reduction_dim.value.data])
+        return out
 
     # --- matrix intrinsics -------------------------------------------------------
 
@@ -333,10 +430,10 @@ class Propagation:
         elif name == "vector.shape_cast" and self.L(op.results[0]):
             try:
                 out[0] = self.L(op.results[0]).reshape(tuple(op.operands[0].type.get_shape()))
-            except SimtifyError:
+            except SimtifyError as e:
                 raise SimtifyError(
                     f"no nested layout of {op.operands[0].type} reshapes to the result's layout "
-                    f"{self.L(op.results[0])}", _where(op)) from None
+                    f"{self.L(op.results[0])} ({e.what})", _where(op)) from None
         elif name == "vector.multi_reduction" and self.L(op.source) and is_vector(op.results[0]):
             out[1] = self.L(op.source).project(list(op.reduction_dims.get_values()))
         elif name == "vector.contract" and self.mma(op) is not None:
@@ -351,6 +448,8 @@ class Propagation:
                     out[2] = it.apply(maps[2])
         elif name == "iree_vector_ext.transfer_gather":
             out.update(self.gather_requirements(op))
+        elif name in ("vector.mask", "vector.scan", "iree_vector_ext.arg_compare"):
+            out.update(self.masked_or_scan_requirements(op))
         elif name in ("vector.transfer_read", "vector.transfer_write") and op.mask is not None:
             vec = self.L(op.results[0]) if name == "vector.transfer_read" else self.L(op.vector)
             if vec is not None:
@@ -473,6 +572,9 @@ def materialize(analysis: LayoutAnalysis, conversions: list[Conversion]) -> None
 
 
 def _insert_before(op: Operation, new: Operation) -> None:
+    parent = op.parent_op()
+    if parent is not None and parent.name == "vector.mask":  # its region holds one op: go before the mask
+        op = parent
     block: Block = op.parent_block()
     block.insert_op_before(new, op)
 

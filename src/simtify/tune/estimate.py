@@ -8,11 +8,14 @@ distinct row its lanes address, the 32-byte sectors their runs cover. After the 
 each thread folds its registers, the lanes on reduction dims combine by shuffles
 (log2 of their count per output held), and subgroups on reduction dims exchange
 partials through workgroup memory behind one barrier, every thread reading every
-partial of the outputs it holds. The output is read and written once per workgroup.
+partial of the outputs it holds, or one per lane and a cluster subgroup_reduce where
+the distribution chooses that (`cross_subgroup_plan`). The output is read and written
+once per workgroup.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from math import ceil, log2, prod
 
 import numpy as np
@@ -97,6 +100,15 @@ def utilization(plan: ReductionPlan) -> float:
     return u
 
 
+@lru_cache(maxsize=4096)
+def _per_lane_plan(layout, red, subgroup_size: int, threads: int, acc_bytes: int):
+    """The distribution's choice for the cross-subgroup step (None: every thread reads
+    every partial)."""
+    from simtify.transforms.distribute_nested import cross_subgroup_plan
+
+    return cross_subgroup_plan(layout, list(red), subgroup_size, threads, acc_bytes)
+
+
 def estimate_counts(plan: ReductionPlan, dispatch: Dispatch) -> KernelCounts:
     """The counts of the kernel `reduction-from-config` builds for `plan`."""
     d = dispatch.dtype
@@ -124,6 +136,11 @@ def estimate_counts(plan: ReductionPlan, dispatch: Dispatch) -> KernelCounts:
     sg_r = prod(L.subgroup_tile[k] for k in red)
     shuffles = outputs_thread * ceil(log2(lanes_r)) * (acc_bytes // 4) if lanes_r > 1 else 0
     shared = outputs_wg * sg_r * acc_bytes + T * outputs_thread * sg_r * acc_bytes if sg_r > 1 else 0
+    per_lane = _per_lane_plan(L, tuple(red), S, T, acc_bytes) if sg_r > 1 else None
+    if per_lane is not None:  # partials read one per lane, then a cluster subgroup_reduce
+        size = per_lane[0]
+        shuffles += outputs_thread * int(log2(size)) * (acc_bytes // 4)
+        shared = outputs_wg * sg_r * acc_bytes + T * sg_r // size * outputs_thread * acc_bytes
     masked = any(plan.reduction[k] for k in plan.tail_dims)
     per_element = (REGISTERS_PER_ELEMENT + d.bits / 32 + (acc_bytes // 4 - 1)
                    + REGISTERS_PER_MASKED_ELEMENT * masked

@@ -11,7 +11,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.sim.ops import handles
-from simtify.sim.types import shape_of
+from simtify.sim.types import fit, shape_of
 from simtify.sim.values import lead
 
 
@@ -105,3 +105,38 @@ def _transfer_gather(sim, op):
     from simtify.sim.types import fit
 
     return [fit(np.where(valid, vals, pad), t)]
+
+
+def run_comparator(sim, region, a, b):
+    """The i1 an arg_compare comparator yields for (a, b), elementwise over the arrays."""
+    block = region.block
+    for arg, v in zip(block.args, (a, b)):
+        sim.set(arg, v)
+    for op in block.ops:
+        if op is block.last_op:
+            return np.asarray(sim.get(op.operands[0]), dtype=bool)
+        sim.run_op(op)
+    raise SimtifyError("the comparator region is empty")
+
+
+@handles("iree_vector_ext.arg_compare")
+def _arg_compare(sim, op):
+    """In order along `dimension`, an element replaces the running value and index when
+    the comparator (element, running value) yields true (IREE's lowering to vector)."""
+    x = lead(sim.get(op.input_value))
+    axis = op.dimension.value.data + 2
+    best = lead(sim.get(op.init_value))
+    best_index = lead(sim.get(op.init_index))
+    indices = lead(sim.get(op.input_index)) if op.input_index is not None else None
+    kept = len(op.init_value.type.get_shape())
+    base = 0
+    if op.index_base is not None:
+        base = np.asarray(sim.get(op.index_base), dtype=np.int64)
+        base = base.reshape(base.shape + (1,) * kept) if base.ndim >= 2 else base
+    for i in range(x.shape[axis]):
+        candidate = np.take(x, i, axis=axis)
+        take = run_comparator(sim, op.region, candidate, best)
+        cand_index = np.take(indices, i, axis=axis) if indices is not None else base + i
+        best = np.where(take, candidate, best)
+        best_index = np.where(take, cand_index, best_index)
+    return [fit(best, op.result_value.type), fit(best_index, op.result_index.type)]

@@ -151,3 +151,51 @@ def _coalesced_gather_dma(sim, op):
     _count_dma(sim, op, nbytes, groups)
     sim.counters.add(op.name, "dma_instructions", int(groups.sum()) * -(-nbytes // (sg * IREE_TRANSFER_BYTES)))
     return []
+
+
+def _run_combiner(sim, region, a, b):
+    block = region.block
+    for arg, v in zip(block.args, (a, b)):
+        sim.set(arg, v)
+    for op in block.ops:
+        if op is block.last_op:
+            return np.asarray(sim.get(op.operands[0]))
+        sim.run_op(op)
+    raise SimtifyError("the combiner region is empty")
+
+
+@handles("iree_gpu.subgroup_scan")
+def _subgroup_scan(sim, op):
+    """IREE's cluster scan of one scalar per lane (see `SubgroupScanOp`). Counted as its
+    lowering's shuffles: log2(size) Hillis-Steele steps, the shift and the total."""
+    from simtify.sim.ops.gpu import _words
+    from simtify.sim.values import lead
+
+    sg = sim.subgroup_size
+    if sim.T % sg:
+        raise SimtifyError(f"{sim.T} threads are not whole subgroups of {sg}")
+    size = op.cluster_size.value.data if op.cluster_size is not None else sg
+    stride = op.cluster_stride.value.data if op.cluster_stride is not None else 1
+    if size * stride > sg:
+        raise SimtifyError(f"cluster of {size} lanes at stride {stride} does not fit the {sg}-lane subgroup")
+    full = np.broadcast_to(lead(sim.get(op.value)), (sim.W, sim.T))
+    tid = np.arange(sim.T)
+    lane = tid % sg
+    p = (lane // stride) % size
+    first = tid - p * stride
+    members = [full[:, first + q * stride] for q in range(size)]
+    inclusive = [members[0]]
+    for q in range(1, size):
+        inclusive.append(_run_combiner(sim, op.combiner, inclusive[-1], members[q]))
+    if op.inclusive is not None:
+        scans = inclusive
+    else:
+        identity = np.broadcast_to(np.asarray(sim.get(op.identity)), (sim.W, sim.T))
+        scans = [identity] + [_run_combiner(sim, op.combiner, identity, x) for x in inclusive[:-1]]
+    stacked = np.stack([np.broadcast_to(s, (sim.W, sim.T)) for s in scans])
+    result = np.take_along_axis(stacked, np.broadcast_to(p, (1, sim.W, sim.T)), axis=0)[0]
+    total = np.broadcast_to(inclusive[-1], (sim.W, sim.T))
+    active_subgroups = int(sim.active().reshape(sim.W, -1, sg).any(axis=2).sum())
+    steps = max(size - 1, 0).bit_length() + 2
+    sim.counters.add(op.name, "shuffles", active_subgroups * steps * _words(op.value.type))
+    return [result.astype(full.dtype), total.astype(full.dtype)]

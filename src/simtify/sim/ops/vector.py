@@ -8,6 +8,7 @@ import string
 
 import numpy as np
 
+from simtify.errors import SimtifyError
 from simtify.sim.affine_eval import result_dims
 from simtify.sim.ops import handles
 from simtify.sim.types import dtype_of, fit, shape_of
@@ -59,7 +60,7 @@ def _v(sim, value) -> np.ndarray:
 # --- memory ---------------------------------------------------------------------------
 
 
-def _transfer_indices(sim, op, mem, vshape):
+def _transfer_indices(sim, op, mem, vshape, mask_value=None):
     """Per memref dim, the index of every vector position; and, per position, whether each
     permuted dim is in bounds of the memref (for padding)."""
     perm = result_dims(op.permutation_map.data)
@@ -80,8 +81,8 @@ def _transfer_indices(sim, op, mem, vshape):
     if valid is not None and valid.all():
         valid = None
     mask = None
-    if op.mask is not None:
-        m = lead(sim.get(op.mask))
+    if op.mask is not None or mask_value is not None:  # mask_value: from an enclosing vector.mask
+        m = lead(sim.get(op.mask) if mask_value is None else mask_value)
         # the mask is indexed in memref-dim order, before permutation and broadcast
         order = sorted((d, k) for k, d in enumerate(perm) if d is not None)
         ks = [k for _, k in order]
@@ -96,11 +97,11 @@ def _transfer_indices(sim, op, mem, vshape):
 
 
 @handles("vector.transfer_read", "iree_vector_ext.transfer_read")
-def _transfer_read(sim, op):
+def _transfer_read(sim, op, mask_value=None):
     mem = sim.get(op.source)
     t = op.results[0].type
     vshape = shape_of(t)
-    idx, valid, mask, contiguous = _transfer_indices(sim, op, mem, vshape)
+    idx, valid, mask, contiguous = _transfer_indices(sim, op, mem, vshape, mask_value)
     take = valid if mask is None else (mask if valid is None else valid & mask)
     vals = sim.load(op, mem, idx, vshape, mask=take, contiguous=contiguous)
     if take is None:
@@ -111,11 +112,11 @@ def _transfer_read(sim, op):
 
 
 @handles("vector.transfer_write")
-def _transfer_write(sim, op):
+def _transfer_write(sim, op, mask_value=None):
     mem = sim.get(op.source)
     v = _v(sim, op.vector)
     vshape = v.shape[2:]
-    idx, valid, mask, contiguous = _transfer_indices(sim, op, mem, vshape)
+    idx, valid, mask, contiguous = _transfer_indices(sim, op, mem, vshape, mask_value)
     take = valid if mask is None else (mask if valid is None else valid & mask)
     sim.store(op, mem, idx, v, vshape, mask=take, contiguous=contiguous)
     return []
@@ -384,3 +385,116 @@ def _to_elements(sim, op):
     src = _v(sim, op.source)
     flat = src.reshape(src.shape[:2] + (-1,))
     return [flat[..., i] for i in range(flat.shape[-1])]
+
+
+# --- vector.mask and vector.scan ----------------------------------------------------------
+
+
+def identity(kind: str, dtype) -> np.generic:
+    """The value that leaves `kind` unchanged (masked-off elements of a reduction)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        table = {"add": 0.0, "mul": 1.0, "maxnumf": -np.inf, "maximumf": -np.inf, "minnumf": np.inf,
+                 "minimumf": np.inf}
+        return dt.type(table[kind])
+    if dt.kind == "b":
+        return dt.type(kind in ("and", "mul", "minui", "minsi"))
+    info = np.iinfo(dt)
+    table = {"add": 0, "or": 0, "xor": 0, "maxui": 0, "mul": 1, "and": -1, "minui": -1, "maxsi": info.min,
+             "minsi": info.max}
+    return dt.type(table[kind])
+
+
+def _masked_reduce(kind: str, src: np.ndarray, mask: np.ndarray, axes) -> np.ndarray:
+    return reduce(kind, np.where(mask, src, identity(kind, src.dtype)), axes)
+
+
+@handles("vector.mask")
+def _mask(sim, op):
+    """Run the one masked op with the mask: transfers skip masked-off elements (a read
+    gives padding there, or the passthru value), reductions and contractions leave them
+    out."""
+    inner = op.masked_op
+    block = op.mask_region.block
+    yielded = block.last_op.operands
+    if inner is None:
+        return [sim.get(v) for v in yielded]
+    m = sim.get(op.mask)
+    name = inner.name
+    if name == "vector.transfer_read":
+        (value,) = _transfer_read(sim, inner, m)
+        if op.passthru is not None:
+            mem = sim.get(inner.source)
+            _, _, where, _ = _transfer_indices(sim, inner, mem, shape_of(inner.results[0].type), m)
+            value = fit(np.where(where, lead(value), lead(sim.get(op.passthru))), inner.results[0].type)
+        results = [value]
+    elif name == "vector.transfer_write":
+        results = _transfer_write(sim, inner, m)
+    elif name == "vector.multi_reduction":
+        kind = kind_name(inner)
+        dims = tuple(d + 2 for d in int_array(inner.reduction_dims))
+        r = _masked_reduce(kind, _v(sim, inner.source), lead(m), dims)
+        results = [fit(combine(kind, r, lead(sim.get(inner.acc))), inner.results[0].type)]
+    elif name == "vector.reduction":
+        kind = kind_name(inner)
+        src = _v(sim, inner.vector)
+        r = _masked_reduce(kind, src, lead(m), tuple(range(2, src.ndim)))
+        if inner.acc is not None:
+            r = combine(kind, r, np.asarray(sim.get(inner.acc)))
+        results = [fit(r, inner.results[0].type)]
+    elif name == "vector.contract":
+        results = [_masked_contract(sim, inner, lead(m))]
+    else:
+        raise SimtifyError(f"the simulator does not run '{name}' under vector.mask")
+    for r, v in zip(inner.results, results):
+        sim.set(r, v)
+    return [sim.get(v) for v in yielded]
+
+
+def _masked_contract(sim, op, mask):
+    """Products over the whole iteration space, masked-off points left out, then the
+    kind's reduction over the reduction dims and the accumulator."""
+    lhs, rhs = _v(sim, op.lhs), _v(sim, op.rhs)
+    acc = lead(sim.get(op.acc))
+    maps = [m.data for m in op.indexing_maps.data]
+    letters = string.ascii_lowercase
+    subs = ["".join(letters[d] for d in result_dims(m)) for m in maps]
+    kind = kind_name(op)
+    rt = op.results[0].type
+    wide = np.float64 if dtype_of(rt).kind == "f" else np.int64
+    n = maps[0].num_dims
+    every = letters[:n]
+    full = np.einsum(f"...{subs[0]},...{subs[1]}->...{every}", lhs.astype(wide), rhs.astype(wide))
+    full = np.where(mask, full, identity(kind, full.dtype))
+    axes = tuple(full.ndim - n + d for d in range(n) if letters[d] not in subs[2])
+    kept = "".join(c for c in every if c in subs[2])
+    red = reduce(kind, full, axes)
+    if kept != subs[2]:
+        red = np.einsum(f"...{kept}->...{subs[2]}", red)
+    return fit(combine(kind, red, acc.astype(wide)), rt)
+
+
+@handles("vector.scan")
+def _scan(sim, op):
+    """Upstream's semantics (its lowering to arith): an inclusive scan starts from the
+    first element (the initial value is not used); an exclusive one from the initial
+    value. The accumulated value is the last element of the result."""
+    src = _v(sim, op.source)
+    init = lead(sim.get(op.initial_value))
+    kind = kind_name(op)
+    axis = op.reduction_dim.value.data + 2
+    inclusive = bool(op.inclusive.value.data)
+    n = src.shape[axis]
+    out = np.empty(np.broadcast_shapes(src.shape, np.expand_dims(init, axis).shape), dtype=src.dtype)
+    last_out = last_in = None
+    for i in range(n):
+        x = np.take(src, i, axis=axis)
+        if i == 0:
+            y = x if inclusive else np.broadcast_to(init, x.shape).astype(src.dtype)
+        else:
+            y = combine(kind, last_out, x if inclusive else last_in)
+        idx = [slice(None)] * out.ndim
+        idx[axis] = i
+        out[tuple(idx)] = y
+        last_out, last_in = y, x
+    return [fit(out, op.dest.type), fit(np.asarray(last_out), op.accumulated_value.type)]
