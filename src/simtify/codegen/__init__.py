@@ -1,7 +1,14 @@
 """SIMT IR -> GPU source: CUDA C++ (`cuda.py`), HIP C++ (`hip.py`), and a host C++
 emulation of one workgroup at a time (`host_emulation.py`) that g++ builds and runs
-here, so that index mistakes are caught without a GPU. `cpp_common.py` holds what the
-three share; `launch.py` the launch description; `toolchain.py` runs the compilers."""
+here, so that index mistakes are caught without a GPU.
+
+What the three share: `kernel_writer.py` (the writer of a function body: values, loops,
+op dispatch) with one module per op family mixed in (`arith_ops`, `index_ops`,
+`memory_ops`, `vector_transfers`, `vector_ops`, `vector_reductions`, `control_flow`,
+`lane_ops`, `matrix_ops`); `c_names`, `c_types`, `c_values` (how values look in C),
+`expressions` (linear index forms), `live_ops` (what must be emitted), `op_attributes`,
+`prelude` (C++ helpers), `kernel_file` (parameters, launch, the kernel around the body).
+`launch.py` holds the launch description; `toolchain.py` runs the compilers."""
 
 LANGUAGES = ("cuda", "hip", "host")
 

@@ -13,52 +13,11 @@ from __future__ import annotations
 
 from xdsl.ir import Operation
 
-from simtify.codegen.cpp_common import (
-    EmittedKernel,
-    KernelWriter,
-    Mem,
-    bind_arguments,
-    bind_attributions,
-    comment,
-    kernel_setup,
-)
+from simtify.codegen.c_values import Mem
 from simtify.codegen.expressions import paren
-from simtify.codegen.launch import LaunchDescription
-
-PRELUDE_HELPERS = r"""template <typename T> SIMTIFY_FN T floordiv(T a, T b) {
-  const T q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-template <typename T> SIMTIFY_FN T floormod(T a, T b) {
-  const T r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-template <typename T> SIMTIFY_FN T ceildiv(T a, T b) {
-  const T q = a / b;
-  return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;
-}
-template <typename To, typename From> SIMTIFY_FN To bit_cast(From x) {
-  To y;
-  __builtin_memcpy(&y, &x, sizeof y);
-  return y;
-}
-// arith.maximumf / minimumf: a NaN operand gives NaN, and -0 < +0 (IEEE 754-2019);
-// for equal zeros, a + b and -(-a - b) pick the right sign without <math.h>.
-SIMTIFY_FN double maximumf(double a, double b) {
-  return (a != a || b != b) ? a + b : a > b ? a : b > a ? b : a == 0 ? a + b : a;
-}
-SIMTIFY_FN double minimumf(double a, double b) {
-  return (a != a || b != b) ? a + b : a < b ? a : b < a ? b : a == 0 ? -(-a - b) : a;
-}
-"""
-
-PORTABLE_FLOAT_MINMAX = r"""SIMTIFY_FN float maximumf(float a, float b) {
-  return (a != a || b != b) ? a + b : a > b ? a : b > a ? b : a == 0 ? a + b : a;
-}
-SIMTIFY_FN float minimumf(float a, float b) {
-  return (a != a || b != b) ? a + b : a < b ? a : b < a ? b : a == 0 ? -(-a - b) : a;
-}
-"""
+from simtify.codegen.kernel_file import EmittedKernel, emission_target, emit_kernel
+from simtify.codegen.kernel_writer import KernelWriter
+from simtify.codegen.prelude import PRELUDE_HELPERS
 
 PRELUDE = r"""#ifndef SIMTIFY_PRELUDE
 #define SIMTIFY_PRELUDE
@@ -109,9 +68,12 @@ class CudaWriter(KernelWriter):
     def barrier_statement(self) -> str:
         return "__syncthreads();"
 
+    shuffles = SHUFFLES
+    shuffle_lanes = "0xffffffffu, "  # the lanes taking part: all
+
     def shuffle_call(self, mode: str, value: str, offset: str, width: str) -> str:
         tail = "" if width == str(self.target.subgroup_size) else f", {width}"  # default: the hardware's
-        return f"{SHUFFLES[mode]}(0xffffffffu, {value}, {offset}{tail})"
+        return f"{self.shuffles[mode]}({self.shuffle_lanes}{value}, {offset}{tail})"
 
     def shared_array(self, ctype: str, name: str, n: int) -> str:
         return f"__shared__ __align__(16) {ctype} {name}[{n}];"
@@ -119,7 +81,7 @@ class CudaWriter(KernelWriter):
     def gather_to_lds(self, op: Operation, src: Mem, sidx, dst: Mem, didx, nbytes: int, n: int) -> None:
         if nbytes not in (4, 8, 16):
             raise self.error(op, f"a {nbytes}-byte transfer has no cp.async (4, 8 or 16 bytes)")
-        lane = f"{paren(self.linear_thread())} % {self.sg}"
+        lane = self.lane_index()
         self.line(f"// {op.name}: lane l's {nbytes} bytes land at the subgroup's destination + l * {nbytes}")
         with self.block_of(""):
             self.line(f"const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared("
@@ -127,7 +89,6 @@ class CudaWriter(KernelWriter):
             self.line(f'asm volatile("cp.async.ca.shared.global [%0], [%1], {nbytes};" :: "r"(to), '
                       f'"l"(&{src.element(sidx)}));')
             self.line('asm volatile("cp.async.wait_all;" ::: "memory");')
-
 
     def async_copy(self, op, src: Mem, sidx, dst: Mem, didx, n, nbytes, src_n, bypass_l1) -> None:
         if nbytes not in (4, 8, 16) or (bypass_l1 and nbytes != 16):
@@ -172,31 +133,7 @@ class CudaWriter(KernelWriter):
             self.line(f"    : {', '.join(ins)});")
 
 
-def emit_kernel(writer_cls, module: Operation, func_name: str, target, *, grid=None, block=None,
-                subgroup_size=None, name: str | None = None, prelude: str, qualifier: str) -> EmittedKernel:
-    """The kernel file: launch comment, prelude, and the ``extern "C"`` kernel (named
-    `name`, default the function's name)."""
-    func, grid, block, sg = kernel_setup(module, func_name, target, grid, block, subgroup_size)
-    w = writer_cls(func, block=block, subgroup_size=sg, target=target)
-    name = w.names.fresh(name or func_name)
-    params, args = bind_arguments(w, func)
-    bind_attributions(w, func)
-    w.emit_block(func.body.blocks.first)
-    launch = LaunchDescription(name, grid, block, sg, w.shared_bytes, 0, tuple(args))
-    threads = block[0] * block[1] * block[2]
-    head = comment([f"{w.language_name()} kernel emitted by simtify from @{func_name} for {target.name} "
-                    f"({target.part})"] + launch.comment_lines())
-    sig = f'extern "C" {qualifier} void __launch_bounds__({threads}) {name}({", ".join(params)})'
-    body = ["  " + t for t in w.top] + w.lines
-    return EmittedKernel(w.language, f"{head}{prelude}\n{sig} {{\n" + "\n".join(body) + "\n}\n", launch)
-
-
 def emit_cuda(module: Operation, func_name: str, target="sm_90", **kw) -> EmittedKernel:
     """CUDA C++ for `func_name` of a SIMT-level module (see the module docstring)."""
-    from simtify.errors import SimtifyError
-    from simtify.target import get_target
-
-    tgt = get_target(target) if isinstance(target, str) else target
-    if tgt.vendor != "nvidia":
-        raise SimtifyError(f"CUDA is emitted for NVIDIA targets (sm_90), not {tgt.name}", "--target")
+    tgt = emission_target(target, "nvidia", "CUDA is emitted for NVIDIA targets (sm_90)")
     return emit_kernel(CudaWriter, module, func_name, tgt, prelude=PRELUDE, qualifier="__global__", **kw)

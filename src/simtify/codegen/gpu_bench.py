@@ -91,6 +91,24 @@ def find_backend(prefer: str | None = None) -> Backend | str:
     return "; ".join(reasons)
 
 
+def timed_runs(fn, runs: int, warmup: int, before, new_event, elapsed_ms) -> list[float]:
+    """Microseconds of each of `runs` calls of `fn` (after `warmup` untimed ones), between
+    two GPU events; `before` runs untimed before each call."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(runs):
+        if before is not None:
+            before()
+        start, end = new_event(), new_event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        out.append(elapsed_ms(start, end) * 1e3)
+    return out
+
+
 # ----------------------------------------------------------------------------- cupy
 
 
@@ -128,20 +146,7 @@ class CupyBackend(Backend):
         kernel(tuple(grid), tuple(block), tuple(args))
 
     def time(self, fn, runs, warmup, before=None):
-        cp = self.cp
-        for _ in range(warmup):
-            fn()
-        out = []
-        for _ in range(runs):
-            if before is not None:
-                before()
-            start, end = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            out.append(cp.cuda.get_elapsed_time(start, end) * 1e3)
-        return out
+        return timed_runs(fn, runs, warmup, before, self.cp.cuda.Event, self.cp.cuda.get_elapsed_time)
 
     def copy_gbps(self, nbytes, runs, warmup):
         src = self.cp.ones(nbytes // 4, dtype=self.cp.float32)
@@ -229,20 +234,8 @@ class TorchBackend(Backend):
                              params, None), "launch")
 
     def time(self, fn, runs, warmup, before=None):
-        t = self.torch
-        for _ in range(warmup):
-            fn()
-        out = []
-        for _ in range(runs):
-            if before is not None:
-                before()
-            start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            out.append(start.elapsed_time(end) * 1e3)
-        return out
+        return timed_runs(fn, runs, warmup, before, lambda: self.torch.cuda.Event(enable_timing=True),
+                          lambda start, end: start.elapsed_time(end))
 
     def copy_gbps(self, nbytes, runs, warmup):
         src = self.torch.ones(nbytes // 4, device="cuda")

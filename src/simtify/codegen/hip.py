@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from xdsl.ir import Operation
 
-from simtify.codegen.cpp_common import EmittedKernel, KernelWriter, Mem
-from simtify.codegen.cuda import (
-    PORTABLE_FLOAT_MINMAX,
-    PRELUDE_HELPERS,
-    CudaWriter,
-    emit_kernel,
-)
+from simtify.codegen.c_values import Mem
+from simtify.codegen.cuda import CudaWriter
+from simtify.codegen.kernel_file import EmittedKernel, emission_target, emit_kernel
+from simtify.codegen.kernel_writer import KernelWriter
+from simtify.codegen.prelude import PORTABLE_FLOAT_MINMAX, PRELUDE_HELPERS
 
 PRELUDE = r"""#ifndef SIMTIFY_PRELUDE
 #define SIMTIFY_PRELUDE
@@ -42,9 +40,8 @@ class HipWriter(CudaWriter):
     # NVIDIA's cp.async has no AMD spelling: an error, as in the base writer
     async_copy, async_commit, async_wait = KernelWriter.async_copy, KernelWriter.async_commit, KernelWriter.async_wait
 
-    def shuffle_call(self, mode: str, value: str, offset: str, width: str) -> str:
-        tail = "" if width == str(self.target.subgroup_size) else f", {width}"  # default: the hardware's
-        return f"{SHUFFLES[mode]}({value}, {offset}{tail})"
+    shuffles = SHUFFLES
+    shuffle_lanes = ""  # AMD's shuffles take no lane mask
 
     def shared_array(self, ctype: str, name: str, n: int) -> str:
         return f"__shared__ __attribute__((aligned(16))) {ctype} {name}[{n}];"
@@ -58,7 +55,6 @@ class HipWriter(CudaWriter):
         self.line("__builtin_amdgcn_global_load_lds(")
         self.line(f"    (__attribute__((address_space(1))) void*)&{src.element(sidx)},")
         self.line(f"    (__attribute__((address_space(3))) void*)&{dst.element(didx)}, {nbytes}, 0, 0);")
-
 
     def matrix_instruction(self, op, intr, a, b, c) -> None:
         builtins = {(16, 16, 16): "__builtin_amdgcn_mfma_f32_16x16x16f16",
@@ -81,11 +77,5 @@ class HipWriter(CudaWriter):
 
 def emit_hip(module: Operation, func_name: str, target="gfx942", **kw) -> EmittedKernel:
     """HIP C++ for `func_name` of a SIMT-level module."""
-    from simtify.target import get_target
-
-    tgt = get_target(target) if isinstance(target, str) else target
-    if tgt.vendor != "amd":
-        from simtify.errors import SimtifyError
-
-        raise SimtifyError(f"HIP is emitted for AMD targets (gfx942, gfx950), not {tgt.name}", "--target")
+    tgt = emission_target(target, "amd", "HIP is emitted for AMD targets (gfx942, gfx950)")
     return emit_kernel(HipWriter, module, func_name, tgt, prelude=PRELUDE, qualifier="__global__", **kw)

@@ -23,22 +23,20 @@ from math import prod
 
 from xdsl.ir import Block, Operation
 
-from simtify.codegen.cpp_common import (
-    RESERVED,
+from simtify.codegen.c_names import RESERVED
+from simtify.codegen.c_values import Mem, Val
+from simtify.codegen.expressions import Fact, Lin, paren
+from simtify.codegen.kernel_file import (
     EmittedKernel,
-    Fact,
-    KernelWriter,
-    Lin,
-    Mem,
-    Val,
     bind_arguments,
     bind_attributions,
     comment,
+    emission_target,
     kernel_setup,
 )
-from simtify.codegen.cuda import PORTABLE_FLOAT_MINMAX, PRELUDE_HELPERS
-from simtify.codegen.expressions import paren
+from simtify.codegen.kernel_writer import KernelWriter
 from simtify.codegen.launch import LaunchDescription
+from simtify.codegen.prelude import PORTABLE_FLOAT_MINMAX, PRELUDE_HELPERS
 from simtify.errors import SimtifyError
 from simtify.ir import location_of
 
@@ -261,9 +259,7 @@ class HostWriter(KernelWriter):
         return self.block_of("for (int t = 0; t < THREADS; ++t)")
 
     def emulate_shuffle(self, op: Operation) -> None:
-        mode = self._mode(op)
-        value, off, width = (self.val(o) for o in op.operands)
-        self.check_width(op, width)
+        mode, value, off, width = self.shuffle_operands(op)
         res, valid = op.results
         self.at_split = True
         out = self.fresh(res)
@@ -283,12 +279,7 @@ class HostWriter(KernelWriter):
         self.immutable.add(paren(out.at(0)))
 
     def emulate_subgroup_reduce(self, op: Operation) -> None:
-        kind = op.op.data.value if hasattr(op.op.data, "value") else str(op.op.data)
-        size = op.cluster_size.value.data if op.cluster_size is not None else self.sg
-        stride = op.cluster_stride.value.data
-        if size * stride > self.sg:
-            raise self.error(op, f"a cluster of {size} lanes at stride {stride} does not fit the "
-                                 f"{self.sg}-lane subgroup")
+        kind, size, stride = self.clusters(op)
         src = self.val(op.value)
         self.at_split = True
         out = self.fresh(op.results[0])
@@ -370,11 +361,8 @@ class HostWriter(KernelWriter):
         name = self.names.fresh(iv.name_hint or "iv")
         it = self.ctype(iv.type, op)
         with self.block_of(f"for ({it} {name} = {lb0}; {name} < {paren(ub0)}; {name} += {step0})"):
-            self.vals[iv] = Val(it, (), "var", name)
-            self.facts[name] = Fact(self.fact(Lin.of(lb0) if not lb0.lstrip("-").isdigit() else Lin(int(lb0))).nonneg, 1)
-            self.immutable.add(name)
-            for a, c in zip(body.args[1:], carried):
-                self.vals[a] = c
+            lb_fact = self.fact(Lin.of(lb0) if not lb0.lstrip("-").isdigit() else Lin(int(lb0)))
+            self.enter_loop_body(body, name, it, Fact(lb_fact.nonneg, 1), carried)
             self.emit_split(body, on_yield=lambda y: self.yield_to(carried, y.operands))
         for r, c in zip(op.results, carried):
             self.vals[r] = Val(c.ctype, c.shape, c.kind, c.text, thread_array=c.thread_array)
@@ -405,9 +393,7 @@ class HostWriter(KernelWriter):
 def emit_host(module: Operation, func_name: str, target="sm_90", *, grid=None, block=None,
               subgroup_size=None) -> EmittedKernel:
     """A C++ program that runs `func_name` on the host, one workgroup at a time."""
-    from simtify.target import get_target
-
-    tgt = get_target(target) if isinstance(target, str) else target
+    tgt = emission_target(target)
     func, grid, block, sg = kernel_setup(module, func_name, tgt, grid, block, subgroup_size)
     w = HostWriter(func, block=block, subgroup_size=sg, target=tgt)
     w.names.used.add(func_name)
