@@ -14,6 +14,7 @@ the offsets go on the access ops, and layouts are inherent attributes::
     %v = xegpu.load_nd %t[%i, 0] <{layout = #a}> : !xegpu.tensor_desc<64x32xf16> -> vector<64x32xf16>
     xegpu.store_nd %v, %t[%i, %j] <{layout = #c}> : vector<..>, !xegpu.tensor_desc<..>
     xegpu.prefetch_nd %t[%i, %j] <{l1_hint = #xegpu.cache_hint<cached>}> : !xegpu.tensor_desc<..>
+    %t2 = xegpu.update_nd_offset %t, [0, %k] : !xegpu.tensor_desc<..>   // older IR
     %d = xegpu.dpas %a, %b, %c {layout_a = #a, layout_b = #b, layout_cd = #c} : ta, tb, tc -> td
     %w = xegpu.convert_layout %v <{input_layout = #a, target_layout = #b}> : vector<..>
 
@@ -705,6 +706,54 @@ class PrefetchNdOp(_OffsetAccessOp):
 
 
 @irdl_op_definition
+class UpdateNdOffsetOp(IRDLOperation):
+    """``%t2 = xegpu.update_nd_offset %t, [0, %c32] : !xegpu.tensor_desc<..>``: the same
+    descriptor moved by the offsets (elements, one per descriptor dim). Older IR: upstream
+    removed it (llvm-project #193330) in favour of offsets on the accesses; it is read,
+    simulated and distributed (into offsets on the accesses) all the same."""
+
+    name = "xegpu.update_nd_offset"
+
+    tensor_desc = operand_def(TensorDescType)
+    offsets = var_operand_def(IndexType)
+    const_offsets = opt_prop_def(DenseArrayBase)
+    result = result_def(TensorDescType)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> UpdateNdOffsetOp:
+        tdesc = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        offsets, const_offsets = parse_mixed_indices(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        tdesc_type = parser.parse_type()
+        return cls(
+            operands=[parser.resolve_operand(tdesc, tdesc_type), [parser.resolve_operand(o, IndexType())
+                                                                  for o in offsets]],
+            result_types=[tdesc_type],
+            properties={"const_offsets": i64_array(const_offsets)},
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.tensor_desc)
+        printer.print_string(", ")
+        _print_offsets(printer, self, self.offsets)
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        tdesc = _tdesc(self.tensor_desc)
+        if self.result.type != tdesc:
+            raise VerifyException(f"update_nd_offset changes the descriptor type from {tdesc} to {self.result.type}")
+        n = _offsets_count(self, self.offsets)
+        if n != tdesc.rank:
+            raise VerifyException(f"{n} offsets for a tensor_desc of rank {tdesc.rank}: one per dim")
+
+
+@irdl_op_definition
 class DpasOp(IRDLOperation):
     """``%d = xegpu.dpas %a, %b, %c {layout_a = #a, layout_b = #b, layout_cd = #c} :
     vector<MxK>, vector<KxN>, vector<MxN> -> vector<MxN>`` (the accumulator is
@@ -1338,7 +1387,7 @@ class StoreMatrixOp(_MatrixOp):
 
 XeGPU = Dialect(
     "xegpu",
-    [CreateNdDescOp, LoadNdOp, StoreNdOp, PrefetchNdOp, DpasOp, ConvertLayoutOp, LoadGatherOp, StoreScatterOp,
+    [CreateNdDescOp, LoadNdOp, StoreNdOp, PrefetchNdOp, UpdateNdOffsetOp, DpasOp, ConvertLayoutOp, LoadGatherOp, StoreScatterOp,
      PrefetchOp, CreateMemDescOp, LoadMatrixOp, StoreMatrixOp],
     [LayoutAttr, SliceAttr, CacheHintAttr, BlockTensorDescAttr, TensorDescType, MemLayoutAttr, MemDescType],
 )
@@ -1366,5 +1415,6 @@ __all__ = [
     "StoreNdOp",
     "StoreScatterOp",
     "TensorDescType",
+    "UpdateNdOffsetOp",
     "XeGPU",
 ]

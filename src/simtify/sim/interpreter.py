@@ -163,10 +163,15 @@ class Interpreter:
 
     def merge(self, cond, a, b):
         """Per thread, `a` where `cond` else `b` (cond ``[W?, T?]``)."""
-        if isinstance(a, MemRef) or isinstance(b, MemRef):
-            if a is b:
+        if not isinstance(a, (np.ndarray, np.generic, int, float, bool)) or \
+                not isinstance(b, (np.ndarray, np.generic, int, float, bool)):
+            # a memref or an XeGPU descriptor: one for every thread, or not at all
+            c = np.broadcast_to(np.asarray(cond, dtype=bool), (self.W, self.T))[self.active()]
+            if a is b or c.all():
                 return a
-            raise SimtifyError("a memref chosen per thread by divergent control flow is not supported")
+            if not c.any():
+                return b
+            raise SimtifyError(f"a {type(a).__name__} chosen per thread by divergent control flow is not supported")
         a, b = np.asarray(a), np.asarray(b)
         c = np.asarray(cond, dtype=bool)
         nd = max(a.ndim, b.ndim)

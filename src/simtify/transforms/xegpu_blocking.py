@@ -105,7 +105,9 @@ class Blocking(Unroller):
         for q in product(*[range(n) for n in wgrid]):
             lo = [x * s for x, s in zip(q, wsize)]
             piece = self._recut(hp, hgrid, hsize, hl, lo, wsize, elt, em)
-            if not self.A.same(hl, wl, wsize):
+            # a side with no lane fields left is a whole-block value: nothing to convert
+            # here, the lane stage converts what it needs
+            if hl is not None and wl is not None and not self.A.same(hl, wl, wsize):
                 props = {"input_layout": notes.to_attr(hl), "target_layout": notes.to_attr(wl)}
                 piece = em.value(xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type],
                                                                 properties=props))

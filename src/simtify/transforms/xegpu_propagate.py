@@ -13,7 +13,7 @@ The seed's rules, from an op's result to its operands and back:
   is owned by whoever owns its row in the result;
 - shape_cast adding or dropping unit dims: the same owners;
 - transpose: the source layout is the result's under the inverse permutation;
-- elementwise ops, ``scf.for`` / ``scf.if`` carried values: one layout;
+- elementwise ops, ``scf.for`` / ``scf.if`` / ``scf.while`` carried values: one layout;
 - gathers and scatters (``xegpu.load`` / ``xegpu.store``): the offsets and mask take the
   rows' layout without the chunk dim, and completion gives the rows one lane each
   (``lane_layout = [16, 1]``: a lane's chunk is contiguous) and 16-row instructions;
@@ -321,6 +321,13 @@ class Propagation:
             out += [(o, L(r)) for o, r in zip(op.operands[3:], op.results)]
         elif name == "scf.yield" and op.parent_op() is not None and op.parent_op().name in ("scf.for", "scf.if"):
             out += [(o, L(r)) for o, r in zip(op.operands, op.parent_op().results)]
+        elif name == "scf.while":
+            before = op.regions[0].blocks.first
+            out += [(o, L(a)) for o, a in zip(op.operands, before.args)]
+        elif name == "scf.yield" and op.parent_op() is not None and op.parent_op().name == "scf.while":
+            out += [(o, L(a)) for o, a in zip(op.operands, op.parent_op().regions[0].blocks.first.args)]
+        elif name == "scf.condition":
+            out += [(o, L(r)) for o, r in zip(op.operands[1:], op.parent_op().results)]
         return [(v, lay) for v, lay in out if lay is not None and is_vector(v)]
 
     def anchor_need(self, anchor: Layout | None, v: SSAValue) -> Layout | None:
@@ -369,6 +376,15 @@ class Propagation:
             body = op.regions[0].blocks.first
             for o, r, a in zip(op.operands[3:], op.results, list(body.args)[1:]):
                 out += [(r, L(o)), (a, L(o)), (a, L(r)), (r, L(a))]
+        elif name == "scf.while":
+            # before args = inits = what the after region yields; condition operands =
+            # results = after args
+            before, after = (r.blocks.first for r in op.regions)
+            cond, yielded = before.ops.last, after.ops.last
+            for o, a, y in zip(op.operands, before.args, yielded.operands):
+                out += [(a, L(o)), (a, L(y))]
+            for c, r, a in zip(list(cond.operands)[1:], op.results, after.args):
+                out += [(r, L(c)), (a, L(c)), (r, L(a)), (a, L(r))]
         elif name == "scf.if":
             for region in op.regions:
                 if region.blocks:
@@ -429,9 +445,9 @@ class Propagation:
         out = [owner] if owner is not None and owner is not self.func else []
         for use in v.uses:
             out.append(use.operation)
-            if use.operation.name == "scf.yield" and use.operation.parent_op() is not None:
+            if use.operation.name in ("scf.yield", "scf.condition") and use.operation.parent_op() is not None:
                 out.append(use.operation.parent_op())
-        if owner is not None and owner.name in ("scf.for", "scf.if"):
+        if owner is not None and owner.name in ("scf.for", "scf.if", "scf.while"):
             out += [r.blocks.first.ops.last for r in owner.regions if r.blocks]
         return out
 

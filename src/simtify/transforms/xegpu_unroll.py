@@ -17,9 +17,21 @@ Ops that map pieces to pieces the same way at every level live here (elementwise
 splat constants, transpose, broadcast, unit-dim shape_cast, reductions within the
 pieces, block loads and stores, gathers and scatters (a piece of the rows takes its
 piece of the offsets and mask, plus its start in the chunk), matrix loads and stores,
-``scf.for`` / ``scf.if``); a level subclass says how
+``scf.for`` / ``scf.while`` / ``scf.if``); a level subclass says how
 pieces are placed (`piece_offsets`) and handles what crosses pieces or ids (dpas,
 cross-subgroup reductions, layout conversions).
+
+A descriptor is not a piece: it is its memory and its origin (`Descriptor`). Block
+descriptors without offsets are made once, where the original was; every access gets
+origin + piece offset as its offsets. ``update_nd_offset`` (older IR) only moves the
+origin, and a loop or branch carries a descriptor as its origin, one index per dim
+(upstream distributes one descriptor per piece instead, and moves each):
+
+    %r:2 = scf.for ... iter_args(%t = %ta, %acc = %c) -> (!xegpu.tensor_desc<16x32xf16>, ...)
+      %a = xegpu.load_nd %t ...; %t2 = xegpu.update_nd_offset %t, [0, 32]
+  becomes
+    %r:3 = scf.for ... iter_args(%i = %c0, %j = %c0, %acc0 = ...) -> (index, index, ...)
+      %a0 = xegpu.load_nd %t8x16[%i + .., %j + ..] ...; %j2 = %j + 32
 """
 
 from __future__ import annotations
@@ -56,7 +68,8 @@ Index = int | SSAValue
 
 class Descriptor:
     """What the rewritten program needs to make a descriptor of any block shape over
-    the same memory: the (new) source, the origin older IR put on the descriptor."""
+    the same memory: the (new) source, the origin older IR put on the descriptor (or
+    `update_nd_offset` moved it to, or a loop carries)."""
 
     def __init__(self, source: SSAValue, origin: list[Index], tdesc_type: xegpu_ir.TensorDescType, at: Emitter):
         self.source = source
@@ -64,6 +77,13 @@ class Descriptor:
         self.type = tdesc_type
         self.at = at  # where the original descriptor was made: new ones go there
         self.made: dict = {}
+
+    def moved(self, origin: list[Index]) -> Descriptor:
+        """The same memory from another origin: the block descriptors (which carry no
+        offsets) are shared."""
+        new = Descriptor(self.source, list(origin), self.type, self.at)
+        new.made = self.made
+        return new
 
 
 class Site:
@@ -219,8 +239,14 @@ class Unroller:
 
     def rewrite_block(self, block: Block, em: Emitter) -> list[SSAValue]:
         for op in block.ops:
+            if op.name in ("func.return", "gpu.return") and any(
+                    isinstance(v.type, xegpu_ir.TensorDescType) for v in op.operands):
+                raise SimtifyError(f"a function returning a descriptor is not distributed by {self.level}",
+                                   where(op))
             if op.name in ("scf.yield", "func.return", "gpu.return"):
-                return [p for v in op.operands for p in self.pieces(v)]
+                return [p for v in op.operands for p in self.carried(v)]
+            if op.name == "scf.condition":
+                return [self.one(op.operands[0])] + [p for v in op.operands[1:] for p in self.carried(v)]
             self.site.at(op)
             try:
                 self.rewrite(op, em)
@@ -406,28 +432,88 @@ class Unroller:
         if is_vector(v):
             return [self.piece_type(v)] * prod(self.grid_of(v))
         if isinstance(v.type, xegpu_ir.TensorDescType):
-            raise SimtifyError(f"descriptors carried by loops or branches are not distributed by {self.level}; "
-                               "create them outside and give the loads offsets")
+            return [IndexType()] * v.type.rank  # a carried descriptor is its origin
         return [v.type]
+
+    def carried(self, v: SSAValue) -> list[SSAValue]:
+        """What a loop or branch carries for `v`: its pieces, or a descriptor's origin
+        (one index per descriptor dim; the block descriptors stay outside)."""
+        if not isinstance(v.type, xegpu_ir.TensorDescType):
+            return self.pieces(v)
+        return [self.index(self.prelude, x) for x in self.origin_of(v)]
+
+    def origin_of(self, tdesc: SSAValue) -> list[Index]:
+        """Where descriptor `tdesc` starts, one entry per descriptor dim."""
+        d = self.descs.get(tdesc)
+        if d is None:
+            raise SimtifyError(f"the descriptor must come from a create_nd_tdesc in this function to be "
+                               f"distributed by {self.level}")
+        rank = tdesc.type.rank
+        if d.origin and len(d.origin) != rank:
+            raise SimtifyError(f"a rank-{rank} descriptor over a rank-{len(d.origin)} memref with offsets is not "
+                               f"moved or carried by {self.level}")
+        return list(d.origin) or [0] * rank
+
+    def bind_carried(self, olds: Sequence[SSAValue], news: Sequence[SSAValue],
+                     templates: Sequence[SSAValue | None]) -> None:
+        """Map `olds` (loop arguments or results) to `news`; a descriptor takes its
+        origin from the carried indices and its memory from its template (the value
+        that enters the loop, or the then-branch yields)."""
+        k = 0
+        for old, template in zip(olds, templates):
+            n = len(self.piece_types(old))
+            if isinstance(old.type, xegpu_ir.TensorDescType):
+                self.origin_of(template)
+                self.descs[old] = self.descs[template].moved(list(news[k:k + n]))
+                self.vmap[old] = []
+            else:
+                self.vmap[old] = list(news[k:k + n])
+            k += n
+
+    def check_same_memory(self, op: Operation, pairs) -> None:
+        """A carried descriptor must stay over the memory it entered with."""
+        for i, (a, b) in enumerate(pairs):
+            if isinstance(a.type, xegpu_ir.TensorDescType) and self.descs[a].made is not self.descs[b].made:
+                raise SimtifyError(f"{op.name} carries descriptor #{i} over different memories (or from different "
+                                   f"create_nd_tdesc ops); {self.level} needs one create_nd_tdesc per carried "
+                                   "descriptor")
 
     def op_scf_for(self, op: Operation, em: Emitter) -> None:
         old_body = op.regions[0].blocks.first
-        inits = [p for v in op.operands[3:] for p in self.pieces(v)]
+        carried_in = list(op.operands[3:])
+        inits = [p for v in carried_in for p in self.carried(v)]
         arg_types = [IndexType()] + [t for a in list(old_body.args)[1:] for t in self.piece_types(a)]
         body = Block(arg_types=arg_types)
         body.args[0].name_hint = old_body.args[0].name_hint
         self.vmap[old_body.args[0]] = [body.args[0]]
-        k = 1
-        for a in list(old_body.args)[1:]:
-            n = len(self.piece_types(a))
-            self.vmap[a] = list(body.args[k:k + n])
-            k += n
+        self.bind_carried(list(old_body.args)[1:], list(body.args)[1:], carried_in)
         results = self.rewrite_block(old_body, self.emitter(body))
+        self.check_same_memory(op, zip(carried_in, old_body.ops.last.operands))
         body.add_op(scf.YieldOp(*results))
         new = scf.ForOp(self.one(op.operands[0]), self.one(op.operands[1]), self.one(op.operands[2]), inits,
                         Region(body))
         em.add(new)
-        self._split_results(op, list(new.results))
+        self.bind_carried(list(op.results), list(new.results), carried_in)
+
+    def op_scf_while(self, op: Operation, em: Emitter) -> None:
+        """The before region's arguments take the inits' pieces, the condition forwards
+        the pieces of the results (and of the after region's arguments)."""
+        old_before, old_after = (r.blocks.first for r in op.regions)
+        carried_in = list(op.operands)
+        inits = [p for v in carried_in for p in self.carried(v)]
+        before = Block(arg_types=[t for a in old_before.args for t in self.piece_types(a)])
+        self.bind_carried(list(old_before.args), list(before.args), carried_in)
+        cond, *forwarded = self.rewrite_block(old_before, self.emitter(before))
+        before.add_op(scf.ConditionOp(cond, *forwarded))
+        passed = list(old_before.ops.last.operands)[1:]
+        after = Block(arg_types=[t for a in old_after.args for t in self.piece_types(a)])
+        self.bind_carried(list(old_after.args), list(after.args), passed)
+        results = self.rewrite_block(old_after, self.emitter(after))
+        self.check_same_memory(op, zip(carried_in, old_after.ops.last.operands))
+        after.add_op(scf.YieldOp(*results))
+        new = scf.WhileOp(inits, [t for r in op.results for t in self.piece_types(r)], Region(before), Region(after))
+        em.add(new)
+        self.bind_carried(list(op.results), list(new.results), passed)
 
     def op_scf_if(self, op: Operation, em: Emitter) -> None:
         types = [t for r in op.results for t in self.piece_types(r)]
@@ -442,14 +528,10 @@ class Unroller:
             regions.append(Region(block))
         new = scf.IfOp(self.one(op.operands[0]), types, regions[0], regions[1])
         em.add(new)
-        self._split_results(op, list(new.results))
-
-    def _split_results(self, op: Operation, flat: list[SSAValue]) -> None:
-        k = 0
-        for r in op.results:
-            n = len(self.piece_types(r))
-            self.vmap[r] = flat[k:k + n]
-            k += n
+        yields = [list(r.blocks.first.ops.last.operands) if r.blocks else [] for r in op.regions]
+        if yields[0] and yields[1]:
+            self.check_same_memory(op, zip(yields[0], yields[1]))
+        self.bind_carried(list(op.results), list(new.results), yields[0] or [None] * len(op.results))
 
     # --- descriptors, loads and stores ------------------------------------------------
 
@@ -481,7 +563,7 @@ class Unroller:
             d.made[key] = at.value(new)
         return d.made[key]
 
-    def access_offsets(self, op: Operation, tdesc: SSAValue) -> list[Index]:
+    def access_offsets(self, op: Operation, tdesc: SSAValue, em: Emitter) -> list[Index]:
         d = self.descs.get(tdesc)
         own = _mixed(op.const_offsets, [self.one(o) for o in op.offsets])
         rank = len(tdesc.type.get_shape())
@@ -489,8 +571,19 @@ class Unroller:
             if len(d.origin) != rank:
                 raise SimtifyError(f"offsets on a rank-{rank} descriptor over a rank-{len(d.origin)} memref "
                                    f"are not distributed by {self.level}")
-            return [x if not own else _add_static(x, y) for x, y in zip(d.origin, own or [0] * rank)]
+            return [x if not own else self.add(em, x, y) for x, y in zip(d.origin, own or [0] * rank)]
         return own or [0] * rank
+
+    def op_xegpu_update_nd_offset(self, op: Operation, em: Emitter) -> None:
+        """Older IR's moved descriptor: the same block descriptors, a new origin (the
+        accesses through it get the sum as offsets)::
+
+            %t2 = xegpu.update_nd_offset %t, [0, %c32]    // %t from [%m, %k]
+          becomes nothing; a load of %t2 reads at [%m, %k + 32]"""
+        by = _mixed(op.const_offsets, [self.one(o) for o in op.offsets])
+        origin = [self.add(em, x, y) for x, y in zip(self.origin_of(op.tensor_desc), by)]
+        self.descs[op.result] = self.descs[op.tensor_desc].moved(origin)
+        self.vmap[op.result] = []
 
     def piece_access(self, em: Emitter, op: Operation, value_layout: Layout | None, vshape, q, base: list[Index],
                      perm: Sequence[int] | None) -> tuple[list[Index], tuple[int, ...]]:
@@ -513,7 +606,7 @@ class Unroller:
         if op.packed is not None and prod(self.grid_of(r)) > 1:
             raise SimtifyError("packed (VNNI) loads of several pieces are not distributed")
         perm = [int(x) for x in op.transpose.get_values()] if op.transpose is not None else None
-        base = self.access_offsets(op, op.tensor_desc)
+        base = self.access_offsets(op, op.tensor_desc, em)
         out = []
         for q in product(*[range(n) for n in self.grid_of(r)]):
             offs, block = self.piece_access(em, op, lay, shape(r), q, base, perm)
@@ -528,7 +621,7 @@ class Unroller:
     def op_xegpu_store_nd(self, op: Operation, em: Emitter) -> None:
         v = op.value
         lay = self.L(v)
-        base = self.access_offsets(op, op.tensor_desc)
+        base = self.access_offsets(op, op.tensor_desc, em)
         target = self.store_guard(lay, shape(v), em)
         for q, piece in zip(product(*[range(n) for n in self.grid_of(v)]), self.pieces(v)):
             offs, block = self.piece_access(target, op, lay, shape(v), q, base, None)
@@ -543,7 +636,7 @@ class Unroller:
     def op_xegpu_prefetch_nd(self, op: Operation, em: Emitter) -> None:
         lay = notes.access_layout(op) or self.load_layout_of(op.tensor_desc)
         vshape = op.tensor_desc.type.get_shape()
-        base = self.access_offsets(op, op.tensor_desc)
+        base = self.access_offsets(op, op.tensor_desc, em)
         for q in product(*[range(n) for n in self.grid(lay, vshape)]):
             offs, block = self.piece_access(em, op, lay, vshape, q, base, None)
             tdesc = self.descriptor(op.tensor_desc, block, None, em)
@@ -551,10 +644,32 @@ class Unroller:
             self.make_access(xegpu_ir.PrefetchNdOp, [tdesc], offs, props, self.access_layout(lay), [], em)
 
     def load_layout_of(self, tdesc: SSAValue) -> Layout | None:
-        """A prefetch without a layout prefetches as the loads of its descriptor read."""
-        for use in tdesc.uses:
-            if use.operation.name == "xegpu.load_nd" and use.operation.transpose is None:
-                return self.L(use.operation.value)
+        """A prefetch without a layout prefetches as the loads of its descriptor read —
+        the same descriptor moved by update_nd_offset or carried by a loop included."""
+        seen: set = set()
+        work = [tdesc]
+        while work:
+            v = work.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            owner = v.owner
+            if isinstance(owner, Operation) and owner.name == "xegpu.update_nd_offset":
+                work.append(owner.tensor_desc)
+            elif isinstance(owner, Block) and owner.parent_op() is not None and owner.parent_op().name == "scf.for" \
+                    and v.index > 0:
+                work.append(owner.parent_op().operands[3 + v.index - 1])
+            for use in v.uses:
+                o = use.operation
+                if o.name == "xegpu.load_nd" and o.transpose is None:
+                    return self.L(o.value)
+                if o.name == "xegpu.update_nd_offset":
+                    work.append(o.result)
+                loop = o if o.name == "scf.for" else o.parent_op() if o.name == "scf.yield" else None
+                if loop is not None and loop.name == "scf.for":
+                    i = use.index - 3 if o is loop else use.index
+                    if i >= 0:
+                        work += [loop.regions[0].blocks.first.args[1 + i], loop.results[i]]
         return None
 
     # --- gathers and scatters -----------------------------------------------------------
@@ -734,16 +849,6 @@ def _mixed(static, dynamic: list[SSAValue]) -> list[Index]:
         return []
     it = iter(dynamic)
     return [next(it) if s == DYNAMIC else int(s) for s in static.get_values()]
-
-
-def _add_static(a: Index, b: Index) -> Index:
-    if isinstance(a, int) and isinstance(b, int):
-        return a + b
-    if isinstance(b, int) and b == 0:
-        return a
-    if isinstance(a, int) and a == 0:
-        return b
-    raise SimtifyError("a descriptor with offsets read with offsets again is not distributed")
 
 
 def neutral(kind: str, elt):

@@ -14,6 +14,8 @@ and its layout. Load, store and DPAS read their level off the vector shapes:
   ``layout`` property, else the descriptor's, else the hardware's default (lanes
   along the last dim, VNNI ``lane_data`` for packed loads).
 
+``update_nd_offset`` (older IR) gives a descriptor whose origin moved by its offsets
+along the descriptor's (innermost) dims; descriptors ride loops and branches as values.
 Blocks with ``boundary_check`` (the default) read zeros outside the memref and drop
 stores there; without it an access outside is an out-of-bounds finding. Lane-level
 ``dpas`` is subgroup-cooperative: the subgroup's fragments of A, B and C are gathered
@@ -32,7 +34,7 @@ same rule; a mem_desc over a byte buffer gets a typed shared-memory buffer of it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 import numpy as np
@@ -239,6 +241,18 @@ def _store_nd(sim, op):
     layout = _layout_attr(op.layout) or desc.layout
     _block_access(sim, op, desc, offsets, shape_of(op.value.type), layout=layout, values=lead(sim.get(op.value)))
     return []
+
+
+@handles("xegpu.update_nd_offset")
+def _update_nd_offset(sim, op):
+    """The descriptor moved by the offsets along its own (innermost) dims."""
+    desc: TensorDesc = sim.get(op.tensor_desc)
+    offsets = _mixed(sim, op.const_offsets, op.offsets)
+    lead_dims = len(desc.memref.shape) - len(offsets)
+    origin = list(desc.origin)
+    for k, off in enumerate(offsets):
+        origin[lead_dims + k] = np.asarray(origin[lead_dims + k], dtype=np.int64) + np.asarray(off, dtype=np.int64)
+    return [replace(desc, origin=tuple(origin))]
 
 
 @handles("xegpu.prefetch_nd")
