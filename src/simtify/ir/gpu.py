@@ -710,7 +710,12 @@ class WarpExecuteOnLane0Op(IRDLOperation):
             args = [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
         result_types: list[Attribute] = []
         if parser.parse_optional_punctuation("->") is not None:
-            result_types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
+            if parser.parse_optional_punctuation("(") is not None:  # one result may come without parentheses
+                if parser.parse_optional_punctuation(")") is None:
+                    result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+                    parser.parse_punctuation(")")
+            else:
+                result_types = [parser.parse_type()]
         region = parser.parse_region()
         _ensure_yield(region)
         extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())

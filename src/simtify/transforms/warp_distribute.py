@@ -4,8 +4,10 @@
     warp-to-scf-if  wrap, then lower every region to ``scf.if %laneid == 0`` through
                     workgroup memory
     warp-propagate  wrap, hoist uniform scalars, move the ops behind the regions'
-                    results out (reads, arithmetic, reshuffles, reductions, loops)
-    warp-distribute wrap, hoist, distribute writes (splitting regions after them),
+                    results out (reads, gathers, arithmetic, reshuffles, transposes,
+                    bitcasts, reductions, multi_reductions, contracts, loops)
+    warp-distribute wrap, hoist, distribute writes (transfer_write, vector.store;
+                    splitting regions after them),
                     propagate, keep what cannot be distributed on lane 0 in regions
                     of their own, and lower those to ``scf.if``
 
@@ -23,6 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
+from simtify.transforms.warp_contract import sink_contract
 from simtify.transforms.warp_cse import merge_identical_ops
 from simtify.transforms.warp_fission import isolate_last_write, split_after_write
 from simtify.transforms.warp_hoist import hoist_uniform
@@ -35,11 +38,14 @@ from simtify.transforms.warp_propagate import (
     remove_dead_results,
     sinking,
 )
-from simtify.transforms.warp_reduce import sink_reduction
+from simtify.transforms.warp_rearrange import REARRANGE_SINKS
+from simtify.transforms.warp_reduce import MULTI_REDUCTION_SINKS, sink_reduction
 from simtify.transforms.warp_region import WarpConfig, warp_ops
 from simtify.transforms.warp_scf import sink_scf_for, sink_scf_if
 from simtify.transforms.warp_transfer import (
+    distribute_last_store,
     distribute_last_write,
+    sink_gather,
     sink_load,
     sink_transfer_read,
 )
@@ -49,8 +55,9 @@ OnStep = Callable[[str], None]
 
 CLEANUP = [remove_dead_results, forward_yields, merge_duplicate_yields]
 HOIST = [hoist_uniform]
-WRITES = [distribute_last_write, split_after_write]
-PROPAGATE = [sinking(SINKS + [sink_transfer_read, sink_load, sink_reduction]), sink_scf_for, sink_scf_if,
+WRITES = [distribute_last_write, distribute_last_store, split_after_write]
+PROPAGATE = [sinking(SINKS + REARRANGE_SINKS + [sink_transfer_read, sink_load, sink_gather, sink_reduction]
+                     + MULTI_REDUCTION_SINKS + [sink_contract]), sink_scf_for, sink_scf_if,
              broadcast_captured_scalar]
 ISOLATE = [isolate_last_write]
 MAX_STEPS = 10_000

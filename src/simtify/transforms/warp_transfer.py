@@ -184,3 +184,66 @@ def sink_load(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool:
     made = em.add(_clone(op, [vals[0]] + indices, [res_t]))
     new.results[i].replace_all_uses_with(made.results[0])
     return True
+
+
+def sink_gather(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool:
+    """``vector.gather %base[%c0][%idx], %mask, %pass`` yielded split: each element is
+    read at its own index, so %idx, %mask and %pass cross split like the result and
+    each lane gathers its block after the region; %base and the offsets are the same
+    for every lane. Same conditions as a read (its only use is the yield, no write
+    after it in the region, a base every lane holds). Upstream keeps gathers in the
+    region (its @transfer_read_no_prop test)."""
+    if op.name != "vector.gather":
+        return False
+    y = yield_of(warp)
+    if any(use.operation is not y for use in op.results[0].uses) or writes_after(op):
+        return False
+    res_t = warp.results[i].type
+    ks = ratios(op.results[0].type, res_t)
+    b = Boundary(warp)
+    base = b.need(op.base)
+    if base not in b.direct:
+        return False
+    for o in op.offsets:
+        b.need(o)
+    for v in (op.indices, op.mask, op.pass_thru):
+        b.need(v, distributed_type(v.type, ks) if any(k > 1 for k in ks) else v.type)
+    new, vals = b.cross()
+    made = after(new).add(_clone(op, vals, [res_t]))
+    new.results[i].replace_all_uses_with(made.results[0])
+    return True
+
+
+def distribute_last_store(warp: Operation, cfg: WarpConfig) -> bool:
+    """The region's last op, ``vector.store %v, %B[%i] : memref<128xf32>, vector<64xf32>``,
+    becomes ``vector.store %r, %B[%i + %laneid · 2] : .., vector<2xf32>`` after the
+    region: the index of vector dim i (a trailing memref dim) moves by the lane's block
+    start, split by the distribution map of writes (as `distribute_last_write`; upstream
+    keeps vector.store in the region)."""
+    y = yield_of(warp)
+    w = y.prev_op
+    if w is None or w.name != "vector.store":
+        return False
+    value, mem, idx = w.operands[0], w.operands[1], list(w.operands[2:])
+    vt = value.type
+    ks = write_ratios(vt, cfg) if isinstance(vt, VectorType) and vt.get_num_dims() else None
+    if ks is None:
+        return False
+    b = Boundary(warp)
+    b.need(value, distributed_type(vt, ks))
+    dest = b.need(mem)
+    if dest not in b.direct:
+        return False
+    for v in idx:
+        b.need(v)
+    new, vals = b.cross()
+    em = after(new)
+    indices = list(vals[2:])
+    lead = len(indices) - len(ks)
+    for j, off in enumerate(block_offsets(em, new.laneid, ks, shape(vals[0].type))):
+        if off is not None:
+            indices[lead + j] = add_offset(em, indices[lead + j], off)
+    em.add(_clone(w, [vals[0], vals[1]] + indices, []))
+    w.detach()
+    w.erase()
+    return True
