@@ -1,4 +1,7 @@
-"""The ``amdgpu`` op this project uses: ``gather_to_lds``, AMD's global-to-LDS DMA.
+"""The ``amdgpu`` ops this project uses: ``gather_to_lds`` (AMD's global-to-LDS DMA),
+``mfma``, and the lane permutations AMD lowerings of subgroup reductions produce
+(``dpp``, ``swizzle_bitmode``, ``permlane_swap``; their semantics are in
+`simtify.sim.ops.amdgpu`).
 
 ``amdgpu.gather_to_lds [async] %src[%i, %j], %dst[%k, %l] : vector<2xf16>,
 memref<..>, memref<.., #gpu.address_space<workgroup>>`` (upstream MLIR's syntax, which
@@ -13,7 +16,18 @@ from __future__ import annotations
 from math import prod
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IndexType, MemRefType, StridedLayoutAttr, UnitAttr, VectorType
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StridedLayoutAttr,
+    UnitAttr,
+    VectorType,
+    i1,
+    i32,
+)
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Data, Dialect
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -24,13 +38,21 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.attribute_syntax import memory_space_name, print_sorted_attr_dict, split_properties
+from simtify.ir.assembly import AngleBracketEnum, parse_enum_keyword
+from simtify.ir.attribute_syntax import (
+    memory_space_name,
+    print_sorted_attr_dict,
+    split_properties,
+)
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).
 TRANSFER_BITS = (8, 16, 32, 96, 128)
@@ -251,8 +273,314 @@ class MFMAOp(IRDLOperation):
                                       f"needs {elems // 64} per lane of 64")
 
 
-AMDGPU = Dialect("amdgpu", [GatherToLDSOp, MFMAOp], [AddressSpaceAttr])
+# ----------------------------------------------------------------- lane permutations
+
+
+def _is_lane_value(type_: Attribute) -> bool:
+    """An integer, a float or a 1-D vector of them: what a lane permutation moves."""
+    from xdsl.dialects.builtin import AnyFloat, IntegerType
+
+    element = type_.element_type if isinstance(type_, VectorType) else type_
+    if isinstance(type_, VectorType) and type_.get_num_dims() != 1:
+        return False
+    return isinstance(element, IntegerType | AnyFloat)
+
+
+class DPPPerm(StrEnum):
+    QUAD_PERM = "quad_perm"
+    ROW_SHL = "row_shl"
+    ROW_SHR = "row_shr"
+    ROW_ROR = "row_ror"
+    WAVE_SHL = "wave_shl"
+    WAVE_SHR = "wave_shr"
+    WAVE_ROR = "wave_ror"
+    WAVE_ROL = "wave_rol"
+    ROW_MIRROR = "row_mirror"
+    ROW_HALF_MIRROR = "row_half_mirror"
+    ROW_BCAST_15 = "row_bcast_15"
+    ROW_BCAST_31 = "row_bcast_31"
+
+
+@irdl_attr_definition
+class DPPPermAttr(AngleBracketEnum, EnumAttribute[DPPPerm]):
+    """``#amdgpu.dpp_perm<row_shr>``: which DPP lane pattern an `amdgpu.dpp` applies."""
+
+    name = "amdgpu.dpp_perm"
+
+
+def _i32(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i32)
+
+
+def _int_of(attr: Attribute | None, default: int) -> int:
+    return default if attr is None else int(attr.value.data)  # type: ignore[attr-defined]
+
+
+@irdl_op_definition
+class DPPOp(IRDLOperation):
+    """``%r = amdgpu.dpp %old %src row_shr(1 : i32) row_mask(10) bank_mask(15)
+    bound_ctrl(true) : f32``: every lane reads `src` from another lane of its row of 16
+    (or quad, half-row, wave) by the pattern `kind`; lanes of rows / banks masked off by
+    `row_mask` / `bank_mask` get `old`; a lane whose source is invalid gets 0 with
+    `bound_ctrl`, else `old` (CDNA's ``v_mov_b32_dpp``; see `simtify.sim.ops.amdgpu`).
+    Syntax as upstream MLIR prints it today: masks and `bound_ctrl` in any order, each
+    only when not the default (15, 15, false)."""
+
+    name = "amdgpu.dpp"
+
+    old = operand_def()
+    src = operand_def()
+    result = result_def()
+    kind = prop_def(DPPPermAttr)
+    perm_argument = opt_prop_def(Attribute, prop_name="permArgument")
+    row_mask = opt_prop_def(IntegerAttr)
+    bank_mask = opt_prop_def(IntegerAttr)
+    bound_ctrl = opt_prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("kind", "permArgument", "row_mask", "bank_mask", "bound_ctrl")
+    MASKS: ClassVar[tuple[str, ...]] = ("row_mask", "bank_mask", "bound_ctrl")
+
+    def __init__(self, old, src, kind: DPPPerm | str, perm_argument: Attribute | None = None, *,
+                 row_mask: int = 0xF, bank_mask: int = 0xF, bound_ctrl: bool = False):
+        from xdsl.ir import SSAValue
+
+        props: dict[str, Attribute] = {"kind": DPPPermAttr(DPPPerm(kind))}
+        if perm_argument is not None:
+            props["permArgument"] = perm_argument
+        if row_mask != 0xF:
+            props["row_mask"] = _i32(row_mask)
+        if bank_mask != 0xF:
+            props["bank_mask"] = _i32(bank_mask)
+        if bound_ctrl:
+            props["bound_ctrl"] = IntegerAttr(1, i1)
+        super().__init__(operands=[old, src], result_types=[SSAValue.get(src).type], properties=props)
+
+    @property
+    def masks(self) -> tuple[int, int, bool]:
+        """(row_mask, bank_mask, bound_ctrl) with their defaults."""
+        return (_int_of(self.row_mask, 0xF), _int_of(self.bank_mask, 0xF), bool(_int_of(self.bound_ctrl, 0)))
+
+    @property
+    def perm_values(self) -> int | tuple[int, ...] | None:
+        """The pattern's argument: a shift (row_shl/shr/ror), four lanes (quad_perm), or None."""
+        arg = self.perm_argument
+        if isinstance(arg, IntegerAttr):
+            return int(arg.value.data)
+        if isinstance(arg, ArrayAttr):
+            return tuple(int(a.value.data) for a in arg.data)  # type: ignore[attr-defined]
+        return None
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DPPOp:
+        old = parser.parse_unresolved_operand()
+        src = parser.parse_unresolved_operand()
+        kind = parse_enum_keyword(parser, DPPPerm, "a DPP permutation")
+        props: dict[str, Attribute] = {"kind": DPPPermAttr(kind)}
+        if parser.parse_optional_punctuation("(") is not None:
+            props["permArgument"] = parser.parse_attribute()
+            parser.parse_punctuation(")")
+        while (word := parser.parse_optional_keyword_in(cls.MASKS)) is not None:
+            if word in props:
+                parser.raise_error(f"'{word}' is given twice")
+            parser.parse_punctuation("(")
+            if word == "bound_ctrl":
+                pos = parser.pos
+                flag = parser.parse_optional_keyword_in(("true", "false"))
+                if flag is None:
+                    parser.raise_error("expected true or false", pos)
+                props[word] = IntegerAttr(int(flag == "true"), i1)
+            else:
+                props[word] = _i32(parser.parse_integer(allow_negative=False))
+            parser.parse_punctuation(")")
+        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        return cls.build(operands=[parser.resolve_operand(old, type_), parser.resolve_operand(src, type_)],
+                         result_types=[type_], properties=extra | props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.old)
+        printer.print_string(" ")
+        printer.print_ssa_value(self.src)
+        printer.print_string(f" {self.kind.data.value}")
+        if self.perm_argument is not None:
+            printer.print_string("(")
+            printer.print_attribute(self.perm_argument)
+            printer.print_string(")")
+        row, bank, bound = self.masks
+        if row != 0xF:
+            printer.print_string(f" row_mask({row})")
+        if bank != 0xF:
+            printer.print_string(f" bank_mask({bank})")
+        if bound:
+            printer.print_string(" bound_ctrl(true)")
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        if not (self.old.type == self.src.type == self.result.type):
+            raise VerifyException(f"old, src and the result must have one type, got {self.old.type}, "
+                                  f"{self.src.type} and {self.result.type}")
+        kind = self.kind.data
+        arg = self.perm_argument
+        if kind == DPPPerm.QUAD_PERM:
+            lanes = self.perm_values
+            if not isinstance(lanes, tuple) or len(lanes) != 4 or not all(0 <= x < 4 for x in lanes):
+                raise VerifyException("quad_perm takes four lanes of the quad, e.g. quad_perm([1 : i32, 0 : i32, "
+                                      "3 : i32, 2 : i32])")
+        elif kind in (DPPPerm.ROW_SHL, DPPPerm.ROW_SHR, DPPPerm.ROW_ROR):
+            shift = self.perm_values
+            if not isinstance(shift, int) or not 1 <= shift <= 15:
+                raise VerifyException(f"{kind.value} takes a shift between 1 and 15, got {arg}")
+        elif arg is not None and not isinstance(arg, UnitAttr):
+            raise VerifyException(f"{kind.value} takes no argument, got {arg}")
+        row, bank, _ = self.masks
+        for what, mask in (("row_mask", row), ("bank_mask", bank)):
+            if not 0 <= mask <= 15:
+                raise VerifyException(f"{what} is a 4-bit mask, got {mask}")
+
+
+@irdl_op_definition
+class SwizzleBitModeOp(IRDLOperation):
+    """``%r = amdgpu.swizzle_bitmode %src 0 31 0 : f32``: ``ds_swizzle_b32`` in bit-mask
+    mode: within each group of 32 lanes, lane l reads lane ((l & and) | or) ^ xor."""
+
+    name = "amdgpu.swizzle_bitmode"
+
+    src = operand_def()
+    result = result_def()
+    and_mask = prop_def(IntegerAttr)
+    or_mask = prop_def(IntegerAttr)
+    xor_mask = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    MASK_NAMES: ClassVar[tuple[str, ...]] = ("and_mask", "or_mask", "xor_mask")
+
+    def __init__(self, src, and_mask: int, or_mask: int, xor_mask: int):
+        from xdsl.ir import SSAValue
+
+        super().__init__(operands=[src], result_types=[SSAValue.get(src).type],
+                         properties={"and_mask": _i32(and_mask), "or_mask": _i32(or_mask), "xor_mask": _i32(xor_mask)})
+
+    @property
+    def mask_values(self) -> tuple[int, int, int]:
+        return tuple(int(getattr(self, n).value.data) for n in self.MASK_NAMES)  # type: ignore[return-value]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SwizzleBitModeOp:
+        src = parser.parse_unresolved_operand()
+        masks = {n: _i32(parser.parse_integer(allow_negative=False)) for n in cls.MASK_NAMES}
+        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.MASK_NAMES)
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        return cls.build(operands=[parser.resolve_operand(src, type_)], result_types=[type_],
+                         properties=extra | masks, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.src)
+        printer.print_string(" " + " ".join(str(m) for m in self.mask_values))
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        if not _is_lane_value(self.src.type) or self.result.type != self.src.type:
+            raise VerifyException(f"swizzles an integer, float or 1-D vector into its own type, got "
+                                  f"{self.src.type} -> {self.result.type}")
+        for name, m in zip(self.MASK_NAMES, self.mask_values):
+            if not 0 <= m < 32:
+                raise VerifyException(f"{name} is a 5-bit lane mask, got {m}")
+
+
+@irdl_op_definition
+class PermlaneSwapOp(IRDLOperation):
+    """``%r = amdgpu.permlane_swap %src 16 [fetch_inactive(true)] [bound_ctrl(true)] : f32``
+    (gfx950's ``v_permlane16/32_swap``): lane l reads lane l ^ 16 (odd and even rows of
+    16 swap) or l ^ 32 (the two halves of the wave swap)."""
+
+    name = "amdgpu.permlane_swap"
+
+    src = operand_def()
+    result = result_def()
+    row_length = prop_def(IntegerAttr)
+    fetch_inactive = opt_prop_def(IntegerAttr)
+    bound_ctrl = opt_prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    FLAGS: ClassVar[tuple[str, ...]] = ("fetch_inactive", "bound_ctrl")
+
+    def __init__(self, src, row_length: int, *, fetch_inactive: bool = False, bound_ctrl: bool = False):
+        from xdsl.ir import SSAValue
+
+        props: dict[str, Attribute] = {"row_length": _i32(row_length)}
+        if fetch_inactive:
+            props["fetch_inactive"] = IntegerAttr(1, i1)
+        if bound_ctrl:
+            props["bound_ctrl"] = IntegerAttr(1, i1)
+        super().__init__(operands=[src], result_types=[SSAValue.get(src).type], properties=props)
+
+    @property
+    def flags(self) -> tuple[bool, bool]:
+        """(fetch_inactive, bound_ctrl)."""
+        return bool(_int_of(self.fetch_inactive, 0)), bool(_int_of(self.bound_ctrl, 0))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PermlaneSwapOp:
+        src = parser.parse_unresolved_operand()
+        props: dict[str, Attribute] = {"row_length": _i32(parser.parse_integer(allow_negative=False))}
+        while (word := parser.parse_optional_keyword_in(cls.FLAGS)) is not None:
+            parser.parse_punctuation("(")
+            pos = parser.pos
+            flag = parser.parse_optional_keyword_in(("true", "false"))
+            if flag is None:
+                parser.raise_error("expected true or false", pos)
+            props[word] = IntegerAttr(int(flag == "true"), i1)
+            parser.parse_punctuation(")")
+        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ("row_length",) + cls.FLAGS)
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        return cls.build(operands=[parser.resolve_operand(src, type_)], result_types=[type_],
+                         properties=extra | props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.src)
+        printer.print_string(f" {int(self.row_length.value.data)}")
+        for name, flag in zip(self.FLAGS, self.flags):
+            if flag:
+                printer.print_string(f" {name}(true)")
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        if not _is_lane_value(self.src.type) or self.result.type != self.src.type:
+            raise VerifyException(f"permutes an integer, float or 1-D vector into its own type, got "
+                                  f"{self.src.type} -> {self.result.type}")
+        if int(self.row_length.value.data) not in (16, 32):
+            raise VerifyException(f"row_length must be 16 or 32, got {self.row_length.value.data}")
+
+
+AMDGPU = Dialect("amdgpu", [DPPOp, GatherToLDSOp, MFMAOp, PermlaneSwapOp, SwizzleBitModeOp],
+                 [AddressSpaceAttr, DPPPermAttr])
 
 DIALECTS: list[Dialect] = [AMDGPU]
 
-__all__ = ["AMDGPU", "AddressSpaceAttr", "DIALECTS", "GatherToLDSOp", "MFMAOp", "TRANSFER_BITS", "transfer_bits"]
+__all__ = [
+    "AMDGPU",
+    "DIALECTS",
+    "TRANSFER_BITS",
+    "AddressSpaceAttr",
+    "DPPOp",
+    "DPPPerm",
+    "DPPPermAttr",
+    "GatherToLDSOp",
+    "MFMAOp",
+    "PermlaneSwapOp",
+    "SwizzleBitModeOp",
+    "transfer_bits",
+]

@@ -29,6 +29,8 @@ EXTRA_DIALECT_MODULES = [
     "simtify.ir.iree_gpu",
     "simtify.ir.iree_codegen",
     "simtify.ir.amdgpu",
+    "simtify.ir.rocdl",
+    "simtify.ir.hal",
     "simtify.ir.nvgpu",
 ]
 

@@ -42,6 +42,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -589,6 +590,149 @@ class SubgroupReduceOp(IRDLOperation):
             raise VerifyException("a cluster stride needs a cluster size")
 
 
+@irdl_op_definition
+class BallotOp(IRDLOperation):
+    """``%mask = gpu.ballot %pred : i64``: bit l of every lane's result is set where lane l
+    of the subgroup is active and its predicate is true."""
+
+    name = "gpu.ballot"
+    predicate = operand_def(i1)
+    result = result_def(IntegerType)
+
+    def __init__(self, predicate: SSAValue | Operation, result_type: IntegerType = i64):
+        super().__init__(operands=[predicate], result_types=[result_type])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BallotOp:
+        pred = parser.parse_unresolved_operand()
+        _, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        return cls.build(operands=[parser.resolve_operand(pred, i1)], result_types=[type_], attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.predicate)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+class BroadcastType(StrEnum):
+    FIRST_ACTIVE_LANE = auto()
+    SPECIFIC_LANE = auto()
+
+
+@irdl_attr_definition
+class BroadcastTypeAttr(AngleBracketEnum, EnumAttribute[BroadcastType]):
+    """``#gpu.broadcast<first_active_lane>``: where `gpu.subgroup_broadcast` reads."""
+
+    name = "gpu.broadcast"
+
+
+@irdl_op_definition
+class SubgroupBroadcastOp(IRDLOperation):
+    """``gpu.subgroup_broadcast %v, first_active_lane : f32`` or ``..., specific_lane %lane
+    : f32``: every lane gets %v of the subgroup's first active lane, or of lane %lane (an
+    i32 that must be uniform and name an active lane)."""
+
+    name = "gpu.subgroup_broadcast"
+    src = operand_def()
+    lane = opt_operand_def(i32)
+    result = result_def()
+    broadcast_type = prop_def(BroadcastTypeAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation | None = None):
+        src = SSAValue.get(src)
+        kind = BroadcastType.FIRST_ACTIVE_LANE if lane is None else BroadcastType.SPECIFIC_LANE
+        super().__init__(operands=[src, [] if lane is None else [lane]], result_types=[src.type],
+                         properties={"broadcast_type": BroadcastTypeAttr(kind)})
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SubgroupBroadcastOp:
+        src = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        kind = parse_enum_keyword(parser, BroadcastType, "a broadcast type")
+        lane = parser.parse_unresolved_operand() if kind == BroadcastType.SPECIFIC_LANE else None
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        lanes = [] if lane is None else [parser.resolve_operand(lane, i32)]
+        return cls.build(operands=[parser.resolve_operand(src, type_), lanes], result_types=[type_],
+                         properties=extra | {"broadcast_type": BroadcastTypeAttr(kind)}, attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.src)
+        printer.print_string(f", {self.broadcast_type.data.value}")
+        if self.lane is not None:
+            printer.print_string(" ")
+            printer.print_operand(self.lane)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        if not _is_int_or_float_or_1d_vector(self.src.type) or self.result.type != self.src.type:
+            raise VerifyException(f"broadcasts an integer, float or 1-D vector into its own type, got "
+                                  f"{self.src.type} -> {self.result.type}")
+        specific = self.broadcast_type.data == BroadcastType.SPECIFIC_LANE
+        if specific != (self.lane is not None):
+            raise VerifyException("specific_lane takes a lane operand; first_active_lane takes none")
+
+
+@irdl_op_definition
+class RotateOp(IRDLOperation):
+    """``%r, %valid = gpu.rotate %v, 3, 16 : f32``: lane k of each group of `width` lanes
+    reads lane ((k + offset) mod width) of its group; %valid is false for lanes at or
+    beyond `width` (their value is poison)."""
+
+    name = "gpu.rotate"
+    value = operand_def()
+    rotate_result = result_def()
+    valid = result_def(i1)
+    offset = prop_def(IntegerAttr)
+    width = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, value: SSAValue | Operation, offset: int, width: int):
+        value = SSAValue.get(value)
+        super().__init__(operands=[value], result_types=[value.type, i1],
+                         properties={"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)})
+
+    @classmethod
+    def parse(cls, parser: Parser) -> RotateOp:
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        offset = parser.parse_integer(allow_negative=False)
+        parser.parse_punctuation(",")
+        width = parser.parse_integer(allow_negative=False)
+        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        return cls.build(operands=[parser.resolve_operand(value, type_)], result_types=[type_, i1],
+                         properties=extra | {"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)},
+                         attributes=attributes)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.value)
+        printer.print_string(f", {self.offset.value.data}, {self.width.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+    def verify_(self) -> None:
+        if not _is_int_or_float_or_1d_vector(self.value.type) or self.rotate_result.type != self.value.type:
+            raise VerifyException(f"rotates an integer, float or 1-D vector, got {self.value.type}")
+        width, offset = self.width.value.data, self.offset.value.data
+        if not _is_power_of_two(width):
+            raise VerifyException(f"width {width} is not a power of two")
+        if not 0 <= offset < width:
+            raise VerifyException(f"offset {offset} is not in [0, {width})")
+
+
 # ---------------------------------------------------------------------- warp region
 
 
@@ -1008,6 +1152,7 @@ GPU = Dialect(
     [
         BarrierOp,
         BlockDimOp,
+        BallotOp,
         BlockIdOp,
         ClusterIdOp,
         FuncOp,
@@ -1017,7 +1162,9 @@ GPU = Dialect(
         ModuleOp,
         NumSubgroupsOp,
         ReturnOp,
+        RotateOp,
         ShuffleOp,
+        SubgroupBroadcastOp,
         SubgroupIdOp,
         SubgroupReduceOp,
         SubgroupSizeOp,
@@ -1029,6 +1176,7 @@ GPU = Dialect(
         AddressSpaceAttr,
         BarrierScopeAttr,
         BlockMappingAttr,
+        BroadcastTypeAttr,
         DimensionAttr,
         LaneMappingAttr,
         ReduceOperationAttr,

@@ -11,17 +11,47 @@ is IREE's default (non-GPU-specific) config.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from math import prod
+from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import SymbolRefAttr, UnitAttr
-from xdsl.ir import Attribute, Data, Dialect
-from xdsl.irdl import irdl_attr_definition
-from xdsl.parser import AttrParser
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    DenseArrayBase,
+    MemRefType,
+    ShapedType,
+    SymbolRefAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Data, Dialect, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineMap
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.attribute_syntax import ParameterlessAttr, int_tree_of, parse_int_list, print_attribute_value
-from simtify.ir.iree_gpu import PIPELINES, PipelineAttr
+from simtify.ir.attribute_syntax import (
+    ParameterlessAttr,
+    int_tree_of,
+    parse_int_list,
+    print_attribute_value,
+    print_sorted_attr_dict,
+    split_properties,
+)
+from simtify.ir.iree_gpu import PIPELINES, MMALayoutAttr, MMASemanticsAttr, PipelineAttr
 from simtify.layout.syntax import format_ints
 
 
@@ -192,18 +222,222 @@ class CodegenLoweringConfigAttr(Data[tuple[tuple[int, ...], ...]]):
             raise VerifyException(f"tile sizes must not be negative: {list(map(list, self.data))}")
 
 
+ROLES = ("a", "b", "c")  # an MMA inner_tiled's operands: lhs (M×K), rhs (K×N), acc (M×N)
+
+
+@irdl_op_definition
+class InnerTiledOp(IRDLOperation):
+    """``%r = iree_codegen.inner_tiled ins(%a, %b) outs(%c) {indexing_maps = [..],
+    iterator_types = [#linalg.iterator_type<parallel>, ..], kind =
+    #iree_gpu.mma_layout<MFMA_F32_16x16x16_F16>, semantics = #iree_gpu.mma_semantics<
+    distributed = false, opaque = true>} : vector<2x3x16x16xf16>, vector<3x4x16x16xf16>
+    into vector<2x4x16x16xf32>`` (IREE's MMA op since 3.x).
+
+    Each operand is ``outer dims × inner tile``: the outer dims are those its indexing map
+    names and are iterated like a ``vector.contract``'s; at every outer point the
+    intrinsic `kind` updates the output's inner tile from the inputs'. Undistributed, an
+    inner tile is the intrinsic's whole matrix (A M×K, B K×N, C M×N); distributed, it is
+    one lane's fragment. ``permutations`` (one per operand) says the operand's inner
+    tile is the canonical one permuted: ``S[i] == C[p[i]]``. With ``opaque = true`` only
+    the element count must match the canonical tile (read row-major)."""
+
+    name = "iree_codegen.inner_tiled"
+
+    inputs = var_operand_def()
+    outputs = var_operand_def()
+    res = var_result_def()
+    indexing_maps = prop_def(ArrayAttr[AffineMapAttr])
+    iterator_types = prop_def(ArrayAttr)
+    kind = prop_def(Attribute)
+    semantics = prop_def(Attribute)
+    permutations = opt_prop_def(ArrayAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure())
+
+    PROPERTY_NAMES: ClassVar = ("indexing_maps", "iterator_types", "kind", "semantics", "permutations")
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        outputs: Sequence[SSAValue],
+        indexing_maps: Sequence[AffineMap],
+        iterator_types: Sequence[str],
+        kind: Attribute,
+        semantics: MMASemanticsAttr,
+        permutations: Sequence[Sequence[int]] | None = None,
+    ):
+        from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
+
+        props: dict[str, Attribute] = {
+            "indexing_maps": ArrayAttr(AffineMapAttr(m) for m in indexing_maps),
+            "iterator_types": ArrayAttr(IteratorTypeAttr(IteratorType(t)) for t in iterator_types),
+            "kind": kind,
+            "semantics": semantics,
+        }
+        if permutations is not None:
+            props["permutations"] = ArrayAttr(DenseArrayBase.from_list(i64, list(p)) for p in permutations)
+        outs = [SSAValue.get(o) for o in outputs]
+        super().__init__(operands=[list(inputs), outs],
+                         result_types=[[o.type for o in outs if not isinstance(o.type, MemRefType)]],
+                         properties=props)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InnerTiledOp:
+        parser.parse_keyword("ins")
+        ins = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        parser.parse_keyword("outs")
+        outs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        pos = parser.pos
+        props, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
+        missing = [k for k in cls.PROPERTY_NAMES[:4] if k not in props]
+        if missing:
+            parser.raise_error(f"inner_tiled needs {', '.join(missing)} in its attribute dictionary", pos, parser.pos)
+        parser.parse_punctuation(":")
+        in_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type) if ins else []
+        parser.parse_keyword("into")
+        out_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(in_types) != len(ins) or len(out_types) != len(outs):
+            parser.raise_error(f"inner_tiled has {len(ins)} inputs and {len(outs)} outputs but "
+                               f"{len(in_types)} and {len(out_types)} types", pos, parser.pos)
+        return cls.build(
+            operands=[[parser.resolve_operand(o, t) for o, t in zip(ins, in_types)],
+                      [parser.resolve_operand(o, t) for o, t in zip(outs, out_types)]],
+            result_types=[[t for t in out_types if not isinstance(t, MemRefType)]],
+            properties=props,
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ins(")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(") outs(")
+        printer.print_list(self.outputs, printer.print_operand)
+        printer.print_string(")")
+        entries = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
+        entries.update(self.attributes)
+        print_sorted_attr_dict(printer, entries)
+        printer.print_string(" : ")
+        printer.print_list([v.type for v in self.inputs], printer.print_attribute)
+        printer.print_string(" into ")
+        printer.print_list([v.type for v in self.outputs], printer.print_attribute)
+
+    # --- what it computes ------------------------------------------------------------
+
+    @property
+    def maps(self) -> list[AffineMap]:
+        return [m.data for m in self.indexing_maps.data]
+
+    @property
+    def iterators(self) -> list[str]:
+        return [str(t.data.value if hasattr(t.data, "value") else t.data) for t in self.iterator_types.data]
+
+    @property
+    def distributed(self) -> bool:
+        return isinstance(self.semantics, MMASemanticsAttr) and self.semantics.distributed
+
+    @property
+    def opaque(self) -> bool:
+        return isinstance(self.semantics, MMASemanticsAttr) and self.semantics.opaque
+
+    def permutation(self, index: int) -> tuple[int, ...] | None:
+        """Operand `index`'s inner-tile permutation, None for the identity."""
+        if self.permutations is None:
+            return None
+        perm = tuple(self.permutations.data[index].get_values())
+        return None if perm == tuple(range(len(perm))) else perm
+
+    def outer_shape(self, index: int) -> tuple[int, ...]:
+        return tuple(self.operands[index].type.get_shape()[: len(self.maps[index].results)])
+
+    def inner_shape(self, index: int) -> tuple[int, ...]:
+        return tuple(self.operands[index].type.get_shape()[len(self.maps[index].results):])
+
+    def iteration_sizes(self) -> list[int]:
+        sizes = [1] * len(self.iterators)
+        for i, m in enumerate(self.maps):
+            for expr, size in zip(m.results, self.outer_shape(i)):
+                sizes[expr.position] = size
+        return sizes
+
+    def intrinsic_name(self) -> str | None:
+        return self.kind.data[0] if isinstance(self.kind, MMALayoutAttr) else None
+
+    def intrinsic(self):
+        """simtify's model of the intrinsic `kind` names; a `SimtifyError` naming the
+        modelled ones when it has none."""
+        from simtify.errors import SimtifyError
+        from simtify.target.mma import INTRINSICS
+
+        name = self.intrinsic_name()
+        if name is None or name not in INTRINSICS:
+            raise SimtifyError(f"inner_tiled kind {self.kind} is not modelled "
+                               f"(modelled: {', '.join(INTRINSICS)})")
+        return INTRINSICS[name]
+
+    def canonical_inner(self, index: int, intr) -> tuple[int, ...]:
+        """The intrinsic's inner tile of operand `index` (unpermuted)."""
+        if self.distributed:
+            return tuple(intr.shape(ROLES[index]))
+        return {"a": (intr.m, intr.k), "b": (intr.k, intr.n), "c": (intr.m, intr.n)}[ROLES[index]]
+
+    def verify_(self) -> None:
+        maps = self.maps
+        n_ops = len(self.operands)
+        if len(maps) != n_ops:
+            raise VerifyException(f"needs one indexing map per operand ({n_ops}), got {len(maps)}")
+        if len(self.results) != len([o for o in self.outputs if not isinstance(o.type, MemRefType)]) or any(
+                r.type != o.type for r, o in zip(self.results, self.outputs)):
+            raise VerifyException("its results must have its outputs' types")
+        sizes: dict[int, int] = {}
+        for i, (v, m) in enumerate(zip(self.operands, maps)):
+            if m.num_dims != len(self.iterators) or m.num_symbols:
+                raise VerifyException(f"map #{i} {m} must have one dim per iterator ({len(self.iterators)}) and no symbols")
+            if not isinstance(v.type, ShapedType) or len(v.type.get_shape()) < len(m.results):
+                raise VerifyException(f"operand #{i} {v.type} has fewer dims than its map {m} has results")
+            for expr, size in zip(m.results, self.outer_shape(i)):
+                if not isinstance(expr, AffineDimExpr):
+                    raise VerifyException(f"map #{i} {m} must be a projected permutation")
+                if sizes.setdefault(expr.position, size) != size:
+                    raise VerifyException(f"outer dim d{expr.position} has sizes {sizes[expr.position]} and {size}")
+        if self.permutations is not None and len(self.permutations.data) != n_ops:
+            raise VerifyException(f"needs one permutation per operand ({n_ops}), got {len(self.permutations.data)}")
+        from simtify.target.mma import INTRINSICS
+
+        name = self.intrinsic_name()
+        if name not in INTRINSICS:
+            return  # kinds simtify does not model are checked where they are run
+        intr = INTRINSICS[name]
+        if (len(self.inputs), len(self.outputs)) != (2, 1):
+            raise VerifyException(f"{name} takes 2 inputs and 1 output, not {len(self.inputs)} and {len(self.outputs)}")
+        for i, want_elt in enumerate((intr.a_type, intr.b_type, intr.c_type)):
+            canon = self.canonical_inner(i, intr)
+            perm = self.permutation(i)
+            if self.permutations is not None and len(self.permutations.data[i]) != len(canon):
+                raise VerifyException(f"permutation #{i} must have {len(canon)} entries")
+            want = tuple(canon[p] for p in perm) if perm else canon
+            inner = self.inner_shape(i)
+            elt = self.operands[i].type.element_type
+            same = prod(inner) == prod(want) if self.opaque else \
+                tuple(d for d in inner if d != 1) == tuple(d for d in want if d != 1)
+            if str(elt) != want_elt or not same:
+                raise VerifyException(f"operand #{i} inner tile {'x'.join(map(str, inner)) or 'scalar'}x{elt} "
+                                      f"is incompatible with {name}'s {'x'.join(map(str, want))}x{want_elt}"
+                                      f"{' (element count)' if self.opaque else ''}")
+
+
 IREECodegen = Dialect(
     "iree_codegen",
-    [],
+    [InnerTiledOp],
     [TranslationInfoAttr, CodegenLoweringConfigAttr, NoPipelineAttr, TransformDialectCodegenAttr, PassPipelineAttr],
 )
 
 DIALECTS: list[Dialect] = [IREECodegen]
 
 __all__ = [
-    "CodegenLoweringConfigAttr",
     "DIALECTS",
+    "CodegenLoweringConfigAttr",
     "IREECodegen",
+    "InnerTiledOp",
     "NoPipelineAttr",
     "PassPipelineAttr",
     "TransformDialectCodegenAttr",

@@ -146,6 +146,41 @@ class MMALayoutAttr(Data[tuple[str, bool]]):
 
 
 @irdl_attr_definition
+class MMASemanticsAttr(Data[tuple[bool, bool]]):
+    """``#iree_gpu.mma_semantics<distributed = false, opaque = true>`` on an
+    ``iree_codegen.inner_tiled``: whether its inner tiles are a subgroup's whole matrices
+    (false) or each lane's fragment (true), and whether only their element count must
+    match the intrinsic's (opaque) or also their shape. IREE 3.12 requires both keys."""
+
+    name = "iree_gpu.mma_semantics"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[bool, bool]:
+        with parser.in_angle_brackets():
+            parser.parse_keyword("distributed")
+            parser.parse_punctuation("=")
+            distributed = parser.parse_boolean()
+            if parser.parse_optional_punctuation(",") is None:
+                parser.raise_error("expected ', opaque = true|false' (IREE 3.12 requires both keys)")
+            parser.parse_keyword("opaque")
+            parser.parse_punctuation("=")
+            opaque = parser.parse_boolean()
+        return (distributed, opaque)
+
+    def print_parameter(self, printer: Printer) -> None:
+        distributed, opaque = self.data
+        printer.print_string(f"<distributed = {str(distributed).lower()}, opaque = {str(opaque).lower()}>")
+
+    @property
+    def distributed(self) -> bool:
+        return self.data[0]
+
+    @property
+    def opaque(self) -> bool:
+        return self.data[1]
+
+
+@irdl_attr_definition
 class ExpandDimsAttr(Data[tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]]):
     """``#iree_gpu.expand_dims<[[0], [1], [2, 3]], output_shape = [?, ?, ?, 8]>`` (seed):
     split iteration dims as tensor.expand_shape does; group i lists the expanded dims of
@@ -783,6 +818,7 @@ IREEGPU = Dialect(
         UseGlobalLoadDMAAttr,
         PipelineAttr,
         MMALayoutAttr,
+        MMASemanticsAttr,
     ],
 )
 
@@ -799,6 +835,7 @@ __all__ = [
     "IREEGPU",
     "LoweringConfigAttr",
     "MMALayoutAttr",
+    "MMASemanticsAttr",
     "PipelineAttr",
     "TILE_LEVELS",
     "UseGlobalLoadDMAAttr",

@@ -24,10 +24,14 @@ from simtify.target import Target, get_target
 SIMT_OPS = frozenset({
     "gpu.thread_id", "gpu.lane_id", "gpu.subgroup_id", "gpu.global_id", "gpu.shuffle", "gpu.subgroup_reduce",
     "gpu.barrier", "gpu.warp_execute_on_lane_0", "iree_vector_ext.to_simt", "amdgpu.gather_to_lds",
-    "iree_gpu.global_load_dma",
+    "iree_gpu.global_load_dma", "gpu.ballot", "gpu.rotate", "gpu.subgroup_broadcast", "amdgpu.dpp",
+    "amdgpu.swizzle_bitmode", "amdgpu.permlane_swap", "rocdl.readlane", "rocdl.readfirstlane",
 })
 # Threads (or tile elements) in flight per batch: bounds memory, keeps numpy calls large.
 BATCH_ELEMENTS = 1 << 22
+# The most elements one workgroup's largest value (or one argument) may hold: beyond it the
+# simulator would need gigabytes, so it refuses instead of exhausting memory.
+MAX_ELEMENTS = 1 << 27
 
 
 @dataclass(frozen=True)
@@ -184,6 +188,9 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     real = None if T_run == T else (np.arange(T_run) < T).reshape(1, T_run)
     n_wg = launch.num_workgroups
     per_wg = T_run * max(1, _largest_vector(func))
+    if per_wg > MAX_ELEMENTS:
+        raise SimtifyError(f"its largest vector times {T_run} thread(s) is {per_wg} elements per workgroup, more than "
+                           f"the simulator holds ({MAX_ELEMENTS}); simulate a smaller shape", f"@{func_name}")
     batch = max(1, min(n_wg, BATCH_ELEMENTS // per_wg))
     for plane in (launch.grid[0] * launch.grid[1], launch.grid[0]):  # whole rows of the grid per batch:
         if plane <= batch < n_wg:  # block ids stay affine in the batch's digits

@@ -907,9 +907,6 @@ class NestedDistribution:
           becomes, for every (bm, bn) and bk in order,
             %d = amdgpu.mfma 16x16x16 %a[bm, bk] * %b[bk, bn] + %d : ...  (or nvgpu.mma.sync)
         """
-        from simtify.ir import amdgpu as amdgpu_ir
-        from simtify.ir import nvgpu as nvgpu_ir
-
         dm, dn, dk = dims
         maps = [result_dims(m.data) for m in op.indexing_maps.data]
         canon = {"a": (dm, dk), "b": (dk, dn), "c": (dm, dn)}
@@ -940,10 +937,7 @@ class NestedDistribution:
                     fb = self.to_fragment(em.extract(b, [kk, j], VectorType(op.rhs.type.element_type,
                                                                               list(lb.distributed_shape[2:]))),
                                           intr, "b", em)
-                    if intr.op == "amdgpu.mfma":
-                        d = em.value(amdgpu_ir.MFMAOp(fa, fb, d, (intr.m, intr.n, intr.k)))
-                    else:
-                        d = em.value(nvgpu_ir.MmaSyncOp(fa, fb, d, (intr.m, intr.n, intr.k)))
+                    d = intrinsic_op(intr, fa, fb, d, em)
                 back = self.from_fragment(d, intr, "c", VectorType(elt_c, list(lc.distributed_shape[2:])), em)
                 result = em.value(_insert(back, result, [i, j]))
         order = [canon["c"].index(d) for d in maps[2]]
@@ -952,12 +946,57 @@ class NestedDistribution:
 
     def to_fragment(self, regs: SSAValue, intr, role: str, em: Emitter) -> SSAValue:
         """A tile's registers ``[O.., E..]`` in the intrinsic op's operand shape and order."""
-        return _reorder(regs, intr.order(role), VectorType(regs.type.element_type, list(intr.shape(role))), em)
+        return fragment_of(regs, intr, role, em)
 
     def from_fragment(self, frag: SSAValue, intr, role: str, vt: VectorType, em: Emitter) -> SSAValue:
-        order = intr.order(role)
-        inverse = [order.index(i) for i in range(len(order))]
-        return _reorder(frag, tuple(inverse), vt, em)
+        return registers_of(frag, intr, role, vt, em)
+
+    def op_iree_codegen_inner_tiled(self, op: Operation, em: Emitter) -> None:
+        """IREE's distributed form: every lane's fragments of every outer tile go
+        through one distributed ``inner_tiled`` (the outer dims stay batch dims).
+
+            %d = iree_codegen.inner_tiled ins(%a, %b) outs(%c) {.., semantics = <distributed = false, ..>}
+                   : vector<2x3x16x16xf16>, vector<3x4x16x16xf16> into vector<2x4x16x16xf32>
+          becomes (registers [B.., O.., E..] shape_cast to [B_outer.., O·E per inner dim])
+            %d = iree_codegen.inner_tiled ins(..) outs(..) {.., semantics = <distributed = true, opaque = true>}
+                   : vector<2x3x1x4xf16>, vector<3x4x4x1xf16> into vector<2x4x4x1xf32>
+        Permuted inner tiles are transposed to the intrinsic's order first (and back)."""
+        from simtify.ir.iree_codegen import InnerTiledOp
+        from simtify.ir.iree_gpu import MMASemanticsAttr
+
+        if op.distributed:
+            raise SimtifyError("this inner_tiled is already distributed")
+        try:
+            intr = op.intrinsic()
+        except SimtifyError as e:
+            raise e.at(_where(op))
+        if self.sg != intr.subgroup_size:
+            raise SimtifyError(f"{intr.name} runs on subgroups of {intr.subgroup_size} lanes, not {self.sg}")
+        frags, shapes = [], []
+        for i, v in enumerate(op.operands):
+            lay = self.L(v)
+            r = len(op.maps[i].results)
+            perm = op.permutation(i) or (0, 1)
+            inv = [perm.index(j) for j in range(2)]
+            n = r + 2
+            full = [g * n + d for g in range(3) for d in list(range(r)) + [r + j for j in inv]]
+            regs = em.transpose(self.m(v), full)
+            canon = intr.layout(("a", "b", "c")[i])
+            inner = [canon.outer_tile[d] * canon.element_tile[d] for d in range(2)]
+            shape = list(lay.batch_tile[:r]) + inner
+            shapes.append(shape)
+            frags.append(em.shape_cast(regs, VectorType(v.type.element_type, shape)))
+        new = em.value(InnerTiledOp(frags[:2], frags[2:], op.maps, op.iterators, op.kind,
+                                    MMASemanticsAttr((True, True))))
+        res = op.results[0]
+        lay = self.L(res)
+        r = len(op.maps[2].results)
+        perm = op.permutation(2) or (0, 1)
+        n = r + 2
+        canon_lay = lay.permute(list(range(r)) + [r + perm.index(j) for j in range(2)])
+        back = em.shape_cast(new, VectorType(res.type.element_type, list(canon_lay.distributed_shape)))
+        full = [g * n + d for g in range(3) for d in list(range(r)) + [r + p for p in perm]]
+        self.vmap[res] = em.transpose(back, full)
 
     def neutral(self, kind: str, t, em: Emitter) -> SSAValue:
         elt = t.element_type if isinstance(t, VectorType) else t
@@ -1837,6 +1876,29 @@ def _reorder(v: SSAValue, order, vt: VectorType, em: Emitter) -> SSAValue:
     scalars = [em.extract(flat, [i], elt) for i in order]
     out = em.value(vector_ir.FromElementsOp.build(operands=[scalars], result_types=[VectorType(elt, [n])]))
     return em.shape_cast(out, vt)
+
+
+def fragment_of(regs: SSAValue, intr, role: str, em: Emitter) -> SSAValue:
+    """One intrinsic tile's registers (the layout's order, any shape) in the intrinsic
+    op's operand shape and register order."""
+    return _reorder(regs, intr.order(role), VectorType(regs.type.element_type, list(intr.shape(role))), em)
+
+
+def registers_of(frag: SSAValue, intr, role: str, vt: VectorType, em: Emitter) -> SSAValue:
+    """The inverse of `fragment_of`: an intrinsic operand back in the layout's order, shaped `vt`."""
+    order = intr.order(role)
+    inverse = [order.index(i) for i in range(len(order))]
+    return _reorder(frag, tuple(inverse), vt, em)
+
+
+def intrinsic_op(intr, a: SSAValue, b: SSAValue, c: SSAValue, em: Emitter) -> SSAValue:
+    """``amdgpu.mfma`` or ``nvgpu.mma.sync`` on fragments in the instruction's shape and order."""
+    from simtify.ir import amdgpu as amdgpu_ir
+    from simtify.ir import nvgpu as nvgpu_ir
+
+    if intr.op == "amdgpu.mfma":
+        return em.value(amdgpu_ir.MFMAOp(a, b, c, (intr.m, intr.n, intr.k)))
+    return em.value(nvgpu_ir.MmaSyncOp(a, b, c, (intr.m, intr.n, intr.k)))
 
 
 def _memref_store(value, buf, idx):

@@ -75,6 +75,13 @@ def nested_distribute(module: ModuleOp, opts: Options) -> None:
         record_launch(func, sg, threads)
 
 
+def lower_inner_tiled(module: ModuleOp, opts: Options) -> None:
+    from simtify.transforms.lower_inner_tiled import lower_function
+
+    for func in _functions(module):
+        lower_function(func)
+
+
 def expand_subgroup_reduce(module: ModuleOp, opts: Options) -> None:
     from simtify.transforms.expand_subgroup_reduce import expand_all
 
@@ -113,6 +120,8 @@ PASSES = {
                                 "configured linalg.generic reductions -> workgroup-level vector programs "
                                 "with to_layout anchors from their lowering_config"),
     "expand-subgroup-reduce": (expand_subgroup_reduce, "gpu.subgroup_reduce -> gpu.shuffle xor butterfly"),
+    "lower-inner-tiled": (lower_inner_tiled, "distributed iree_codegen.inner_tiled -> one amdgpu.mfma / "
+                          "nvgpu.mma.sync per outer tile"),
     "propagate-layouts": (propagate_layouts, "give every vector value a nested layout; print them"),
     "lower-to-global-loads": (lower_to_global_loads,
                               "copies tagged use_global_load_dma -> per-subgroup iree_gpu.global_load_dma loops "
@@ -143,6 +152,9 @@ PIPELINES = {
     **{name: ([_warp_pipeline(name)], help_text) for name, help_text in WARP_PIPELINES.items()},
     "nested-distribute": ([nested_distribute],
                           "propagate nested layouts, then distribute to SIMT code (IREE vector distribution)"),
+    "nested-distribute-mma": ([nested_distribute, lower_inner_tiled],
+                              "nested-distribute, then distributed iree_codegen.inner_tiled -> amdgpu.mfma / "
+                              "nvgpu.mma.sync"),
     "nested-distribute-shuffles": ([nested_distribute, expand_subgroup_reduce],
                                    "nested-distribute, with subgroup reductions expanded to xor shuffles"),
     "lower-dma": ([lower_to_global_loads, lower_global_loads_to_gather],

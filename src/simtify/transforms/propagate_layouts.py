@@ -161,6 +161,10 @@ class Propagation:
             lays = self.mma_layouts(op)
             for v, lay in zip((op.lhs, op.rhs, op.acc, op.results[0]), lays + (lays[2],)):
                 self.assign(v, lay)
+        elif name == "iree_codegen.inner_tiled" and not op.distributed:
+            lays = self.inner_tiled_layouts(op)
+            for v, lay in zip(list(op.operands) + list(op.results), lays + (lays[2],)):
+                self.assign(v, lay)
         elif name == "vector.contract":
             it = self.iteration_layout(op)
             if it is not None and is_vector(op.results[0]):
@@ -361,6 +365,52 @@ class Propagation:
 
     # --- matrix intrinsics -------------------------------------------------------
 
+    def inner_tiled_layouts(self, op: Operation) -> tuple[NestedLayout, NestedLayout, NestedLayout]:
+        """The A, B, C layouts of an undistributed ``iree_codegen.inner_tiled``: its inner
+        dims carry the intrinsic's operand layouts (permuted by ``permutations``), its
+        outer dims subgroup and batch tiles only. Per outer iteration dim, (subgroup
+        tile, stride, batch tile) come from an operand whose layout already has that
+        form, else one subgroup and as many batch tiles as the dim's size."""
+        try:
+            intr = op.intrinsic()
+        except SimtifyError as e:
+            raise e.at(_where(op))
+        maps = [result_dims(m) for m in op.maps]
+        inner = []
+        for i, role in enumerate(("a", "b", "c")):
+            canon = op.canonical_inner(i, intr)
+            perm = op.permutation(i) or (0, 1)
+            if op.inner_shape(i) != tuple(canon[p] for p in perm):
+                raise SimtifyError(f"distributing inner_tiled needs operand #{i}'s inner tile to be {intr.name}'s "
+                                   f"{'x'.join(str(canon[p]) for p in perm)}, not "
+                                   f"{'x'.join(map(str, op.inner_shape(i)))}", _where(op))
+            inner.append(intr.layout(role).permute(perm))
+        sizes = op.iteration_sizes()
+        tiles: dict[int, tuple[int, int, int]] = {}
+        for i, v in enumerate(op.operands):
+            lay = self.L(v)
+            r = len(maps[i])
+            if lay is None or lay.rank != r + 2 or lay.project(list(range(r))) != inner[i] \
+                    or any(lay.outer_tile[k] * lay.thread_tile[k] * lay.element_tile[k] != 1 for k in range(r)):
+                continue
+            for k, d in enumerate(maps[i]):
+                tiles.setdefault(d, (lay.subgroup_tile[k], lay.subgroup_strides[k], lay.batch_tile[k]))
+        for d, size in enumerate(sizes):
+            tiles.setdefault(d, (1, 0, size))
+            if op.iterators[d] == "reduction" and tiles[d][0] != 1:
+                raise SimtifyError(f"inner_tiled: the reduction dim d{d} is split over {tiles[d][0]} subgroups; "
+                                   "each subgroup must hold all of it", _where(op))
+        out = []
+        for i in range(3):
+            outer = [tiles[d] for d in maps[i]]
+            lay = inner[i]
+            one = (1,) * len(outer)
+            out.append(NestedLayout(
+                tuple(t[0] for t in outer) + lay.subgroup_tile, tuple(t[2] for t in outer) + lay.batch_tile,
+                one + lay.outer_tile, one + lay.thread_tile, one + lay.element_tile,
+                tuple(t[1] for t in outer) + lay.subgroup_strides, (0,) * len(outer) + lay.thread_strides))
+        return tuple(out)
+
     def mma(self, op: Operation):
         """(intrinsic, (m, n, k) iteration dims) when the contraction runs on a matrix
         intrinsic: named by ``mma_kind`` on a `to_layout` that defines an operand, or by an
@@ -438,6 +488,8 @@ class Propagation:
             out[1] = self.L(op.source).project(list(op.reduction_dims.get_values()))
         elif name == "vector.contract" and self.mma(op) is not None:
             out.update(enumerate(self.mma_layouts(op)))
+        elif name == "iree_codegen.inner_tiled" and not op.distributed:
+            out.update(enumerate(self.inner_tiled_layouts(op)))
         elif name == "vector.contract":
             it = self.iteration_layout(op)
             if it is not None:

@@ -72,7 +72,9 @@ LANE_VARIANT_OPS = frozenset({"gpu.lane_id", "gpu.thread_id", "gpu.global_id"})
 WARP_UNIFORM_OPS = frozenset({"gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.subgroup_id",
                               "gpu.subgroup_size", "gpu.num_subgroups"})
 # Ops that need every lane of the subgroup: never inside a lane-0 region.
-COLLECTIVE_OPS = frozenset({"gpu.barrier", "gpu.shuffle", "gpu.subgroup_reduce", WARP_OP})
+COLLECTIVE_OPS = frozenset({"gpu.barrier", "gpu.shuffle", "gpu.subgroup_reduce", WARP_OP, "gpu.ballot",
+                            "gpu.rotate", "gpu.subgroup_broadcast", "amdgpu.dpp", "amdgpu.swizzle_bitmode",
+                            "amdgpu.permlane_swap", "rocdl.readlane", "rocdl.readfirstlane"})
 
 
 def effect(op: Operation) -> str:

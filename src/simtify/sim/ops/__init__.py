@@ -21,7 +21,9 @@ def handles(*names: str):
 def load_all() -> dict[str, Callable]:
     from simtify.sim.ops import affine, arith, func, gpu, iree, linalg, math, memref, scf, vector  # noqa: F401
     from simtify.sim.ops import amdgpu, iree_gpu, nvgpu  # noqa: F401
+    from simtify.sim.ops import rocdl  # noqa: F401
     from simtify.sim.ops import xegpu  # noqa: F401
     from simtify.sim.ops import mma  # noqa: F401
+    from simtify.sim.ops import iree_codegen  # noqa: F401
 
     return HANDLERS

@@ -1,4 +1,6 @@
-"""`amdgpu.gather_to_lds`: a subgroup's direct load from global memory into LDS.
+"""`amdgpu.gather_to_lds`: a subgroup's direct load from global memory into LDS; and the
+lane permutations of AMD's subgroup-reduction lowerings (`amdgpu.dpp`,
+`amdgpu.swizzle_bitmode`, `amdgpu.permlane_swap`, at the end of this module).
 
 Every active lane reads `transfer type` bytes at its own source indices (a gather; the
 addresses need not be coalesced); the subgroup writes what its lanes read contiguously,
@@ -25,8 +27,10 @@ import numpy as np
 from simtify.errors import SimtifyError
 from simtify.sim.memory import MemRef
 from simtify.sim.ops import handles
+from simtify.sim.ops.gpu import count_lane_op, read_lanes, undefined_where
 from simtify.sim.report import Finding
-from simtify.sim.types import byte_width
+from simtify.sim.types import byte_width, fit
+from simtify.sim.values import lead
 
 
 def transfer_bytes(type_) -> int:
@@ -169,3 +173,123 @@ def _gather_to_lds(sim, op):
     src, dst = sim.get(op.src), sim.get(op.dst)
     subgroup_gather(sim, op, src, index_values(sim, op.src_indices), dst, index_values(sim, op.dst_indices), nbytes)
     return []
+
+
+# ------------------------------------------------------------ lane permutations
+# amdgpu.dpp, amdgpu.swizzle_bitmode and amdgpu.permlane_swap: what AMD lowerings of
+# gpu.subgroup_reduce emit (IREE's iree-codegen-expand-gpu-ops on ROCm targets). Each counts
+# as a shuffle (see sim/ops/gpu.py `count_lane_op`).
+
+
+def _dpp_sources(kind: str, arg, lane: np.ndarray, sg: int) -> tuple[np.ndarray, np.ndarray]:
+    """(source lane, source valid) of every lane (`lane`, [W, T] lane ids) for a DPP
+    pattern, from the CDNA ISA's DPP_CTRL table: rows are 16 lanes; row_shl/shr n read
+    lane l + n / l - n inside the row (invalid past it), row_ror n rotates the row right,
+    wave_shl/shr read l + 1 / l - 1 in the wave (invalid past it), wave_rol/ror rotate the
+    wave, row_mirror / row_half_mirror reverse the row / half row, quad_perm [a, b, c, d]
+    picks within each quad, row_bcast_15 gives rows 1-3 lane 15 of the row before, and
+    row_bcast_31 gives rows 2-3 lane 31. The ISA names no source for the rows a broadcast
+    skips (row 0; rows 0-1): they are taken as invalid sources."""
+    row, pos = lane // 16 * 16, lane % 16
+    ok = np.ones(lane.shape, dtype=bool)
+    if kind == "quad_perm":
+        return (lane & ~3) + np.asarray(arg, dtype=np.int64)[lane & 3], ok
+    if kind == "row_shl":
+        return lane + arg, pos + arg < 16
+    if kind == "row_shr":
+        return lane - arg, pos - arg >= 0
+    if kind == "row_ror":
+        return row + (pos - arg) % 16, ok
+    if kind == "wave_shl":
+        return lane + 1, lane + 1 < sg
+    if kind == "wave_shr":
+        return lane - 1, lane >= 1
+    if kind == "wave_rol":
+        return (lane + 1) % sg, ok
+    if kind == "wave_ror":
+        return (lane - 1) % sg, ok
+    if kind == "row_mirror":
+        return row + 15 - pos, ok
+    if kind == "row_half_mirror":
+        return (lane & ~7) + 7 - (lane & 7), ok
+    if kind == "row_bcast_15":
+        return row - 1, lane >= 16
+    if kind == "row_bcast_31":
+        return np.full_like(lane, 31), lane >= 32
+    raise SimtifyError(f"unknown DPP pattern '{kind}'")
+
+
+def _lane_ids(sim) -> np.ndarray:
+    return np.broadcast_to(sim.tid() % sim.subgroup_size, (sim.W, sim.T)).astype(np.int64)
+
+
+@handles("amdgpu.dpp")
+def _dpp(sim, op):
+    """``v_mov_b32_dpp`` with `old` as the destination's prior value (LLVM's
+    ``llvm.amdgcn.update.dpp``): a lane of a row disabled by `row_mask` (bit r: lanes
+    16r..16r+15) or a bank disabled by `bank_mask` (bit b: lanes with l % 16 in
+    4b..4b+3) is not written and gets `old`; a written lane whose source is invalid (out
+    of the pattern's range, or an inactive lane — on CDNA, which has no fetch-inactive
+    bit) gets 0 with `bound_ctrl`, `old` without; every other lane gets `src` of its
+    source lane. Reading an inactive lane is defined by the ISA but is reported as an
+    `inactive-lane-read` finding: 0 or `old` is rarely what the program meant."""
+    sg = sim.subgroup_size
+    if sg % 16:
+        raise SimtifyError(f"amdgpu.dpp works on rows of 16 lanes; the subgroup has {sg}")
+    kind = op.kind.data.value
+    if kind in ("row_bcast_15", "row_bcast_31", "wave_shl", "wave_shr", "wave_rol", "wave_ror") and sg != 64:
+        raise SimtifyError(f"amdgpu.dpp {kind} needs a 64-lane wave (CDNA); the subgroup has {sg} lanes")
+    row_mask, bank_mask, bound_ctrl = op.masks
+    lane = _lane_ids(sim)
+    src_lane, in_range = _dpp_sources(kind, op.perm_values, lane, sg)
+    writes = (((row_mask >> (lane // 16 % 4)) & 1) == 1) & (((bank_mask >> (lane % 16 // 4)) & 1) == 1)
+    reading = writes & in_range
+    got, inactive_src = read_lanes(sim, op, sim.get(op.src), np.where(reading, src_lane, lane), reading,
+                                   f"DPP takes them as invalid sources: {'0' if bound_ctrl else 'old'}")
+    old = np.broadcast_to(lead(sim.get(op.old)), got.shape)
+    valid = reading & ~inactive_src
+    shape = (slice(None), slice(None)) + (None,) * (got.ndim - 2)
+    invalid_value = np.zeros_like(got) if bound_ctrl else old
+    out = np.where(writes[shape], np.where(valid[shape], got, invalid_value), old)
+    count_lane_op(sim, op, op.src.type)
+    return [fit(out, op.result.type)]
+
+
+@handles("amdgpu.swizzle_bitmode")
+def _swizzle_bitmode(sim, op):
+    """``ds_swizzle_b32`` bit-mask mode: in each group of 32 lanes, lane l reads lane
+    ((l & and_mask) | or_mask) ^ xor_mask. Reading an inactive lane: `undefined` and a
+    finding."""
+    and_mask, or_mask, xor_mask = op.mask_values
+    lane = _lane_ids(sim)
+    src = (lane & ~31) | (((lane & 31 & and_mask) | or_mask) ^ xor_mask)
+    if (src >= sim.subgroup_size).any():
+        raise SimtifyError(f"amdgpu.swizzle_bitmode needs groups of 32 lanes; the subgroup has {sim.subgroup_size}")
+    out, bad = read_lanes(sim, op, sim.get(op.src), src, sim.active())
+    count_lane_op(sim, op, op.src.type)
+    return [undefined_where(fit(out, op.result.type), bad)]
+
+
+@handles("amdgpu.permlane_swap")
+def _permlane_swap(sim, op):
+    """gfx950's ``v_permlane16_swap`` / ``v_permlane32_swap`` on one value: lane l reads
+    lane l ^ 16 (row_length 16) or l ^ 32 (32). An inactive source lane (a finding) gives
+    its stale register (`undefined`) with `fetch_inactive`, else 0 with `bound_ctrl`, else
+    the lane keeps its own value."""
+    n = int(op.row_length.value.data)
+    if sim.subgroup_size != 64:
+        raise SimtifyError(f"amdgpu.permlane_swap needs a 64-lane wave; the subgroup has {sim.subgroup_size}")
+    fetch_inactive, bound_ctrl = op.flags
+    lane = _lane_ids(sim)
+    value = sim.get(op.src)
+    outcome = ("the value read is undefined" if fetch_inactive else
+               f"they read {'0' if bound_ctrl else 'their own value'} (no fetch_inactive)")
+    out, bad = read_lanes(sim, op, value, lane ^ n, sim.active(), outcome)
+    if fetch_inactive:
+        out = undefined_where(out, bad)
+    else:
+        own = np.broadcast_to(lead(value), out.shape)
+        shape = (slice(None), slice(None)) + (None,) * (out.ndim - 2)
+        out = np.where(bad[shape], np.zeros_like(out) if bound_ctrl else own, out)
+    count_lane_op(sim, op, op.src.type)
+    return [fit(out, op.result.type)]

@@ -104,16 +104,18 @@ def _by_subgroup(sim, a: np.ndarray) -> np.ndarray:
 INACTIVE_LANE_READ = "inactive-lane-read"
 
 
-def _undefined_where(a: np.ndarray, where: np.ndarray) -> np.ndarray:
+def undefined_where(a: np.ndarray, where: np.ndarray) -> np.ndarray:
     """`a` ([W, T, *s]) with the lanes of `where` ([W, T]) holding `undefined` (NaN, the
     most negative integer, true for i1): a read of them must not look plausible."""
     w = where.reshape(where.shape + (1,) * (a.ndim - 2))
     return np.where(w, np.asarray(undefined(a.dtype), dtype=a.dtype), a)
 
 
-def _report_inactive_read(sim, op, bad: np.ndarray, read: np.ndarray) -> None:
+def _report_inactive_read(sim, op, bad: np.ndarray, read: np.ndarray,
+                          outcome: str = "the value read is undefined") -> None:
     """One finding per op: the active lanes that read an inactive lane (`bad`, [W, T]) and
-    the inactive lanes they read (`read`, [W, T]), in the first workgroup with one."""
+    the inactive lanes they read (`read`, [W, T]), in the first workgroup with one;
+    `outcome` says what the readers get."""
     key = (INACTIVE_LANE_READ, op.name, sim.where(op), "")
     if not sim.sanitize or key in sim.seen or not bad.any():
         return
@@ -125,7 +127,7 @@ def _report_inactive_read(sim, op, bad: np.ndarray, read: np.ndarray) -> None:
     sim.findings.append(Finding(
         INACTIVE_LANE_READ, op.name, sim.where(op), int(sim.state.wg_linear[w]), tuple(readers[:16].tolist()),
         "", None, f"{readers.size} active lanes read threads {id_ranges(sources)}, which are inactive "
-        f"({' or '.join(why)}); the value read is undefined"))
+        f"({' or '.join(why)}); {outcome}"))
 
 
 def _mixed_groups(act: np.ndarray, shape: tuple, axis: int) -> tuple[np.ndarray, np.ndarray]:
@@ -174,7 +176,7 @@ def _shuffle(sim, op):
             read = np.zeros_like(act)
             read[np.broadcast_to(w_ix, bad.shape)[bad], src_tid[bad]] = True
             _report_inactive_read(sim, op, bad, read)
-            out = _undefined_where(out, bad)
+            out = undefined_where(out, bad)
     return [out, valid]
 
 
@@ -206,7 +208,7 @@ def _subgroup_reduce(sim, op):
         bad, read = _mixed_groups(act, (sim.W, S, sg // (size * stride), size, stride), 3)
         if bad.any():
             _report_inactive_read(sim, op, bad, read)
-            out = _undefined_where(out, bad)
+            out = undefined_where(out, bad)
     return [out]
 
 
@@ -273,7 +275,7 @@ def _warp_execute(sim, op):
             ks = _ratios(shape_of(operand.type), shape_of(barg.type), "warp_execute_on_lane_0 argument", n)
             if gone is not None and gone.any():
                 _report_inactive_read(sim, op, reading, gone)
-                v = _undefined_where(v, gone)
+                v = undefined_where(v, gone)
             args.append(_gather_lanes(v, ks, n))
     on_lane0 = expected == 0
     yielded = sim.with_mask(on_lane0, lambda: sim.run_region(op.warp_region, args))
@@ -287,3 +289,122 @@ def _warp_execute(sim, op):
             ks = _ratios(shape_of(res.type), shape_of(yv.type), "warp_execute_on_lane_0 result", n)
             results.append(_scatter_lanes(y, ks, n))
     return results
+
+
+# ------------------------------------------------------------ lane permutations
+# gpu.rotate / subgroup_broadcast / ballot here; amdgpu.dpp & co. in sim/ops/amdgpu.py and
+# rocdl.readlane in sim/ops/rocdl.py use `read_lanes`. Each counts as one shuffle per 32-bit
+# word per subgroup with an active lane (DESIGN.md's `shuffles`: lane-to-lane data
+# movement), whatever instruction the hardware uses for it.
+
+
+def count_lane_op(sim, op, type_) -> None:
+    """One shuffle per 32-bit word of `type_` for every subgroup with an active lane."""
+    act = sim.active()
+    sub_active = int(act.reshape(sim.W, -1, sim.subgroup_size).any(axis=2).sum())
+    sim.counters.add(op.name, "shuffles", sub_active * _words(type_))
+
+
+def read_lanes(sim, op, value: np.ndarray, src_lane: np.ndarray, reading: np.ndarray,
+               outcome: str = "the value read is undefined"):
+    """Every lane's read of `value` ([W, T, *s]) from lane `src_lane` ([W, T], a lane of
+    its own subgroup) -> (values read, [W, T] lanes whose source was inactive). Only the
+    lanes of `reading` ([W, T]) read; of those, an active one that reads an inactive lane
+    is reported (one `inactive-lane-read` finding per op); the caller decides what value
+    such a read gives (undefined for most ops, what the ISA says for DPP)."""
+    if sim.T % sim.subgroup_size:
+        raise SimtifyError(f"{sim.T} threads are not whole subgroups of {sim.subgroup_size}")
+    W, T = sim.W, sim.T
+    full = np.broadcast_to(lead(value), (W, T) + lead(value).shape[2:])
+    lane = np.broadcast_to(sim.tid() % sim.subgroup_size, (W, T))
+    src = np.where(reading, np.broadcast_to(src_lane, (W, T)), lane).astype(np.int64)
+    src_tid = np.broadcast_to(sim.tid() - sim.tid() % sim.subgroup_size, (W, T)) + src
+    w_ix = np.arange(W).reshape(W, 1)
+    out = full[w_ix, src_tid]
+    act = sim.active()
+    bad = act & reading & ~act[w_ix, src_tid]
+    if bad.any():
+        read = np.zeros_like(act)
+        read[np.broadcast_to(w_ix, bad.shape)[bad], src_tid[bad]] = True
+        _report_inactive_read(sim, op, bad, read, outcome)
+    return out, bad
+
+
+def uniform_lane(sim, op, lane: np.ndarray) -> np.ndarray:
+    """The lane index ([W, T]) of an op that needs it uniform over each subgroup's active
+    lanes (an SGPR on AMD); an error otherwise."""
+    sg = sim.subgroup_size
+    lane = np.broadcast_to(np.asarray(lane, dtype=np.int64).reshape(np.shape(lane)[:2]), (sim.W, sim.T))
+    act = sim.active()
+    by_sg = np.where(act, lane, np.iinfo(np.int64).min).reshape(sim.W, -1, sg)
+    first = by_sg.max(axis=2, keepdims=True)
+    if ((by_sg != first) & act.reshape(sim.W, -1, sg)).any():
+        raise SimtifyError(f"the lane operand of '{op.name}' differs between the active lanes of a subgroup; "
+                           "it must be uniform")
+    return lane
+
+
+def first_active_lane(sim) -> np.ndarray:
+    """[W, T]: each lane's subgroup's lowest active lane (0 where none is active)."""
+    sg = sim.subgroup_size
+    act = sim.active().reshape(sim.W, -1, sg)
+    first = np.argmax(act, axis=2)
+    return np.repeat(first, sg, axis=1)
+
+
+@handles("gpu.rotate")
+def _rotate(sim, op):
+    """MLIR's `gpu.rotate`: lane k < width reads lane ((k + offset) & (width - 1)) +
+    (k & ~(width - 1)); lanes at or beyond width are not valid and keep their own value
+    (poison in MLIR). Reading an inactive lane: `undefined` and a finding."""
+    off, width = int(op.offset.value.data), int(op.width.value.data)
+    if width > sim.subgroup_size:
+        raise SimtifyError(f"gpu.rotate width {width} exceeds the {sim.subgroup_size}-lane subgroup")
+    lane = np.broadcast_to(sim.tid() % sim.subgroup_size, (sim.W, sim.T))
+    valid = lane < width
+    src = ((lane + off) & (width - 1)) + (lane & ~(width - 1))
+    out, bad = read_lanes(sim, op, sim.get(op.value), src, valid)
+    count_lane_op(sim, op, op.value.type)
+    out = undefined_where(fit(out, op.results[0].type), bad)
+    return [out, valid]
+
+
+@handles("gpu.subgroup_broadcast")
+def _subgroup_broadcast(sim, op):
+    """`first_active_lane`: every lane gets the value of its subgroup's lowest active
+    lane. `specific_lane %l`: of lane %l (uniform, else an error); a lane out of range or
+    inactive gives `undefined` (poison in MLIR) and an `inactive-lane-read` finding."""
+    sg = sim.subgroup_size
+    if op.lane is None:
+        src = first_active_lane(sim)
+        out, bad = read_lanes(sim, op, sim.get(op.src), src, sim.active())
+    else:
+        lane = uniform_lane(sim, op, lead(sim.get(op.lane)))
+        inside = (lane >= 0) & (lane < sg)
+        out, bad = read_lanes(sim, op, sim.get(op.src), np.where(inside, lane, 0), sim.active())
+        outside = sim.active() & ~inside
+        if outside.any():
+            _report_inactive_read(sim, op, outside, np.zeros_like(outside))
+        bad = bad | outside
+    count_lane_op(sim, op, op.src.type)
+    return [undefined_where(fit(out, op.result.type), bad)]
+
+
+@handles("gpu.ballot")
+def _ballot(sim, op):
+    """Every lane gets its subgroup's mask of active lanes whose predicate is true: bit l
+    for lane l, as an iN (a narrower N keeps the low N lanes, as ROCDL's i32 ballot on a
+    64-lane wave does)."""
+    sg = sim.subgroup_size
+    if sim.T % sg:
+        raise SimtifyError(f"{sim.T} threads are not whole subgroups of {sg}")
+    pred = np.broadcast_to(lead(sim.get(op.predicate)).astype(bool), (sim.W, sim.T)) & sim.active()
+    bits = np.left_shift(np.uint64(1), np.arange(sg, dtype=np.uint64) % np.uint64(64))
+    bits = np.where(np.arange(sg) < 64, bits, np.uint64(0))
+    mask = (pred.reshape(sim.W, -1, sg).astype(np.uint64) * bits).sum(axis=2, dtype=np.uint64)
+    width = op.result.type.width.data
+    if width < 64:
+        mask &= np.uint64((1 << width) - 1)
+    signed = mask.view(np.int64)
+    count_lane_op(sim, op, op.predicate.type)
+    return [fit(np.repeat(signed, sg, axis=1), op.result.type)]

@@ -32,7 +32,9 @@ def _elements(name: str, role: str) -> np.ndarray:
     return flat[:, list(intr.order(role))]
 
 
-def _run(sim, op, intr, a_val, b_val, c_val):
+def run_intrinsic(sim, op, intr, a_val, b_val, c_val):
+    """Every subgroup's D = A·B + C: per-lane fragments ``[W, T, F]`` in the instruction's
+    register order in, C's fragments out."""
     sg = sim.subgroup_size
     if sg != intr.subgroup_size:
         raise SimtifyError(f"{intr.name} runs on subgroups of {intr.subgroup_size} lanes, not {sg}")
@@ -67,7 +69,7 @@ def _mfma(sim, op):
     m, n, k = op.shape
     a_type = str(op.sourceA.type.element_type if hasattr(op.sourceA.type, "element_type") else op.sourceA.type)
     intr = intrinsic_for_op("amdgpu.mfma", m, n, k, a_type)
-    out = _run(sim, op, intr, sim.get(op.sourceA), sim.get(op.sourceB), sim.get(op.destC))
+    out = run_intrinsic(sim, op, intr, sim.get(op.sourceA), sim.get(op.sourceB), sim.get(op.destC))
     t = op.destD.type
     return [fit(out.reshape((out.shape[0], out.shape[1]) + tuple(t.get_shape())), t)]
 
@@ -78,6 +80,6 @@ def _mma_sync(sim, op):
 
     m, n, k = op.shape
     intr = intrinsic_for_op("nvgpu.mma.sync", m, n, k, str(op.matrixA.type.element_type))
-    out = _run(sim, op, intr, sim.get(op.matrixA), sim.get(op.matrixB), sim.get(op.matrixC))
+    out = run_intrinsic(sim, op, intr, sim.get(op.matrixA), sim.get(op.matrixB), sim.get(op.matrixC))
     t = op.res.type
     return [fit(out.reshape((out.shape[0], out.shape[1]) + tuple(t.get_shape())), t)]
