@@ -108,3 +108,74 @@ def replication(table, shape) -> dict[tuple[int, ...], int]:
         for x in set(regs):
             count[x] += 1
     return count
+
+
+def _delin_order(i: int, counts, order):
+    """Digits of i over `counts`, order[0] fastest (Triton's thread and warp order)."""
+    out = [0] * len(counts)
+    for d in order:
+        out[d] = i % counts[d]
+        i //= counts[d]
+    return out
+
+
+def triton_blocked_map(spt, tpw, wpc, order, shape) -> list[list[tuple[int, ...]]]:
+    """Triton's blocked layout as its documentation tells it: lane and warp ids are
+    delinearized with order[0] fastest; a thread holds a sizePerThread block of every
+    CTA tile (sizePerThread·threadsPerWarp·warpsPerCTA), the tiles repeating over a larger
+    shape and wrapping (mod the size) over a smaller one. Registers count the block's
+    elements (order[0] fastest), then the tile repetitions (order[0] fastest)."""
+    rank = len(shape)
+    warp_size, num_warps = prod(tpw), prod(wpc)
+    tile = [spt[d] * tpw[d] * wpc[d] for d in range(rank)]
+    reps = [max(1, shape[d] // tile[d]) for d in range(rank)]
+    table = []
+    for tid in range(warp_size * num_warps):
+        lane = _delin_order(tid % warp_size, tpw, order)
+        warp = _delin_order(tid // warp_size, wpc, order)
+        regs = []
+        for k_index in range(prod(reps)):
+            k = _delin_order(k_index, reps, order)
+            for e_index in range(prod(spt)):
+                e = _delin_order(e_index, spt, order)
+                regs.append(tuple((k[d] * tile[d] + (warp[d] * tpw[d] + lane[d]) * spt[d] + e[d]) % shape[d]
+                                  for d in range(rank)))
+        table.append(regs)
+    return table
+
+
+def slice_map(parent_table, dim: int) -> list[list[tuple[int, ...]]]:
+    """A slice of a parent layout: drop coordinate `dim` and keep, per thread, the first
+    register holding each element."""
+    out = []
+    for regs in parent_table:
+        seen, row = set(), []
+        for x in regs:
+            y = x[:dim] + x[dim + 1:]
+            if y not in seen:
+                seen.add(y)
+                row.append(y)
+        out.append(row)
+    return out
+
+
+def xor_map(register, lane, warp, shape) -> list[list[tuple[int, ...]]]:
+    """A linear layout read literally: (warp, lane, register) holds the XOR of the bases of
+    its set bits; thread id = warp·2^len(lane) + lane."""
+    rank = len(shape)
+    table = []
+    for tid in range(1 << (len(lane) + len(warp))):
+        ids = [(tid >> j) & 1 for j in range(len(lane) + len(warp))]
+        base = [0] * rank
+        for bit, b in zip(ids, list(lane) + list(warp)):
+            if bit:
+                base = [x ^ y for x, y in zip(base, b)]
+        regs = []
+        for r in range(1 << len(register)):
+            x = list(base)
+            for j, b in enumerate(register):
+                if (r >> j) & 1:
+                    x = [p ^ q for p, q in zip(x, b)]
+            regs.append(tuple(x))
+        table.append(regs)
+    return table

@@ -57,9 +57,10 @@ def _only_function(module, given: str | None) -> str:
     return funcs[0]
 
 
-def _default_target(language: str, module, func: str | None, pipeline: str | None) -> str:
-    """cuda: sm_90, hip: gfx942; host: the target whose subgroup size the function records."""
-    if language != "host" or pipeline:
+def _default_target(language: str, module, func: str | None) -> str:
+    """cuda: sm_90, hip: gfx942; host: the target whose subgroup size the function records
+    (before any pipeline: IREE's inputs record it in their translation_info)."""
+    if language != "host":
         return LANGUAGES[language]
     from simtify.codegen.launch import recorded_block
     from simtify.sim import find_function
@@ -78,7 +79,7 @@ def run(args) -> int:
 
     text, name = read_source(args.file)
     module = parse(text, name)
-    target = args.target or _default_target(args.language, module, args.func, args.pipeline)
+    target = args.target or _default_target(args.language, module, args.func)
     get_target(target)
     if args.pipeline:
         from simtify.transforms.pipelines import Options, run_pipeline
@@ -87,6 +88,16 @@ def run(args) -> int:
     from simtify.codegen import emit
 
     func = _only_function(module, args.func)
+    if args.subgroup_size is not None and args.subgroup_size < 1:
+        raise SimtifyError(f"subgroup size {args.subgroup_size} must be positive", "--subgroup-size")
+    if args.block is not None:
+        from simtify.codegen.launch import recorded_block, xyz
+        from simtify.sim import find_function
+
+        recorded, _ = recorded_block(find_function(module, func))
+        if recorded is not None and xyz(args.block, "block") != recorded:
+            raise SimtifyError(f"the function is compiled for workgroups of {list(recorded)} threads, "
+                               f"not {list(xyz(args.block, 'block'))}", "--block")
     kernel = emit(args.language, module, func, target, grid=args.grid, block=args.block,
                   subgroup_size=args.subgroup_size)
     write_output(args.output, kernel.source)

@@ -1,7 +1,8 @@
 """`simtify layout`: paste a layout, see who owns what.
 
 LAYOUT is attribute text (``#iree_vector_ext.nested_layout<...>``, its bare ``<...>``
-body, ``#xegpu.layout<...>``, ``#xegpu.slice<...>``), ``@FILE`` holding it, or a built-in
+body, ``#xegpu.layout<...>``, ``#xegpu.slice<...>``, Triton's ``#ttg.blocked<{...}>``,
+``#ttg.linear<{...}>``, ``#ttg.slice<{...}>``), ``@FILE`` holding it, or a built-in
 example ``example:seed-64x64``, ``example:seed-subgroup-order``, ``example:xegpu-128x128``.
 """
 
@@ -10,9 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from math import prod
 from pathlib import Path
 
 from simtify.errors import SimtifyError
+
+# Bounds on what the layout commands compute (an ownership map is one entry per thread and
+# register): beyond them a picture is unreadable and the map would exhaust memory.
+MAX_ELEMENTS = 1 << 24
+MAX_THREADS = 1 << 16
 
 
 def _read_layout_text(arg: str) -> tuple[str, str]:
@@ -24,9 +31,11 @@ def _read_layout_text(arg: str) -> tuple[str, str]:
     if arg.startswith("@"):
         path = arg[1:]
         try:
-            return Path(path).read_text().strip(), path
+            return Path(path).read_text(encoding="utf-8").strip(), path
         except OSError as e:
             raise SimtifyError(f"cannot read layout file: {e.strerror}", path) from None
+        except UnicodeDecodeError as e:
+            raise SimtifyError(f"layout file is not UTF-8 text (byte {e.start})", path) from None
     return arg, "layout"
 
 
@@ -61,12 +70,22 @@ def _load(args):
         shape = parse_shape(args.shape)
     elif isinstance(layout, NestedLayout):
         shape = layout.undistributed_shape
+    elif hasattr(layout, "tile_shape"):  # a Triton layout: one CTA tile
+        shape = layout.tile_shape
     else:
         raise SimtifyError("an XeGPU layout needs --shape", "--shape")
+    if prod(shape) > MAX_ELEMENTS:
+        raise SimtifyError(f"the shape has {prod(shape)} elements; layout commands handle at most {MAX_ELEMENTS}",
+                           "--shape" if args.shape is not None else where)
+    for flag, value in (("--threads", args.threads), ("--subgroup-size", args.subgroup_size)):
+        if value is not None and value > MAX_THREADS:
+            raise SimtifyError(f"{value} is more than a workgroup can have (at most {MAX_THREADS} here)", flag)
     try:
         omap = ownership_map(layout, shape, args.subgroup_size, args.threads)
     except SimtifyError as e:
         raise e.at(where)
+    except MemoryError:
+        raise SimtifyError(f"the ownership map of this layout on {shape} does not fit in memory", where) from None
     return layout, omap
 
 
@@ -101,7 +120,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
     convert = verbs.add_parser("convert", help="the equal layout of another family")
     _add_common(convert)
-    convert.add_argument("--to", choices=("nested",), required=True)
+    convert.add_argument("--to", choices=("nested", "linear", "xegpu"), required=True,
+                         help="nested: #iree_vector_ext.nested_layout; linear: Triton's #ttg.linear; "
+                              "xegpu: #xegpu.layout (from a Triton layout)")
     convert.set_defaults(run=run_convert)
 
     basis = verbs.add_parser("basis", help="where a lowering-config basis puts an id")
@@ -204,21 +225,18 @@ def run_check(args) -> int:
 
 
 def run_convert(args) -> int:
-    from simtify.layout import NestedLayout, xegpu_to_nested
+    from simtify.layout.parse import convert_layout
 
     layout, omap = _load(args)
-    if isinstance(layout, NestedLayout):
-        conv_layout, note, ok = layout, "already a nested layout", True
-    else:
-        conv = xegpu_to_nested(layout, omap.shape, omap.subgroup_size, omap.num_threads)
-        conv_layout, note, ok = conv.layout, conv.reason, conv.exists
+    conv_layout, note = convert_layout(layout, args.to, omap.shape, omap.subgroup_size, omap.num_threads)
+    ok = conv_layout is not None
     if args.json:
-        print(json.dumps({"nested": str(conv_layout) if ok else None, "note": note}))
+        print(json.dumps({args.to: str(conv_layout) if ok else None, "note": note}))
     elif ok:
         print(conv_layout)
         print(f"// {note}")
     else:
-        print(f"no equal nested layout: {note}")
+        print(f"no equal {args.to} layout: {note}")
     return 0 if ok else 1
 
 

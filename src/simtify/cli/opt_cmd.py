@@ -80,9 +80,14 @@ def run(args) -> int:
         from simtify.target import get_target
         from simtify.transforms.pipelines import Options, run_pass, run_pipeline
 
-        get_target(args.target)
+        target = get_target(args.target)
         if args.subgroup_size is not None and args.subgroup_size < 1:
             raise SimtifyError(f"subgroup size {args.subgroup_size} must be positive", "--subgroup-size")
+        xegpu = (args.pipeline or "").startswith("xegpu")  # XeGPU stages always run on xe, and say so
+        if args.subgroup_size is not None and not xegpu and args.subgroup_size not in target.supported_subgroup_sizes:
+            sizes = " or ".join(map(str, target.supported_subgroup_sizes))
+            raise SimtifyError(f"{target.name} runs subgroups of {sizes} lanes, not {args.subgroup_size}",
+                               "--subgroup-size")
         if args.workgroup_size is not None and args.workgroup_size < 1:
             raise SimtifyError(f"workgroup size {args.workgroup_size} must be positive", "--workgroup-size")
         if args.warp_size is not None and args.warp_size < 1:

@@ -63,7 +63,13 @@ def run(args) -> int:
     from simtify.transforms.plan_conversion import plan_conversion
 
     target = get_target(args.target)
+    if args.threads is not None and args.threads > target.max_workgroup_size:
+        raise SimtifyError(f"{args.threads} threads exceed {target.name}'s limit of {target.max_workgroup_size} "
+                           "per workgroup", "--threads")
     sg = args.subgroup_size or target.subgroup_size
+    if sg > target.max_workgroup_size:
+        raise SimtifyError(f"a subgroup of {sg} lanes exceeds {target.name}'s workgroup limit of "
+                           f"{target.max_workgroup_size} threads", "--subgroup-size")
     shape = parse_shape(args.shape) if args.shape else None
     src = _nested(args.src, shape, sg, args.threads, "SRC")
     dst = _nested(args.dst, shape, sg, args.threads, "DST")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from math import prod
 
 import numpy as np
 
@@ -44,7 +45,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
         p = sub.add_parser(name, help=help_text, description=__doc__)
         p.add_argument("file", metavar="FILE.mlir")
         _common(p)
-        p.add_argument("--out", metavar="FILE.npz", help="save the memref arguments the kernel wrote")
+        p.add_argument("--out", metavar="FILE.npz",
+                       help="save the memref arguments the kernel wrote, and returned values as return0, return1, ..")
         p.add_argument("--sanitize", action="store_true", help="check bounds, races, uninitialised reads, barriers")
         p.add_argument("--stats", action="store_true", help="print the cost counters")
         p.set_defaults(run=run_cmd)
@@ -70,7 +72,7 @@ def _load_module(path: str):
 def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[str, np.ndarray]:
     """Values for the function's arguments from ``NAME=FILE.npy`` / ``NAME=random[:seed]``."""
     from simtify.sim import function_args
-    from simtify.sim.launch import random_array
+    from simtify.sim.launch import MAX_ELEMENTS, random_array
 
     types = dict(function_args(func))
     given: dict[str, str] = {}
@@ -94,9 +96,14 @@ def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[
                 seed = int(seed_text)
             except ValueError:
                 raise SimtifyError(f"'{value}': the seed must be an integer", "--arg") from None
+            if seed < 0:
+                raise SimtifyError(f"'{value}': the seed must not be negative", "--arg")
             shape = tuple(t.get_shape()) if hasattr(t, "get_shape") else ()
             if any(d < 0 for d in shape):
                 raise SimtifyError(f"argument '{name}' has a dynamic shape; give a .npy file", "--arg")
+            if prod(shape) > MAX_ELEMENTS:
+                raise SimtifyError(f"argument '{name}' has {prod(shape)} elements, more than the simulator holds "
+                                   f"({MAX_ELEMENTS}); simulate a smaller shape", "--arg")
             out[name] = random_array(t, shape, np.random.default_rng(seed))
         else:
             try:
@@ -109,6 +116,8 @@ def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[
 def _simulate(module, args, inputs, sanitize: bool):
     from simtify.sim import run
 
+    if args.subgroup_size is not None and args.subgroup_size < 1:
+        raise SimtifyError(f"subgroup size {args.subgroup_size} must be positive", "--subgroup-size")
     return run(module, args.func, inputs, grid=args.grid, block=args.block, target=args.target,
                sanitize=sanitize, subgroup_size=args.subgroup_size, level=args.level)
 
@@ -126,7 +135,8 @@ def run_cmd(args) -> int:
     t3 = time.perf_counter()
     if args.out:
         try:
-            np.savez(args.out, **result.outputs)
+            returned = {f"return{i}": np.asarray(r) for i, r in enumerate(result.returns)}
+            np.savez(args.out, **result.outputs, **returned)
         except OSError as e:
             raise SimtifyError(f"cannot write: {e.strerror or e}", args.out) from None
     t4 = time.perf_counter()
@@ -139,7 +149,8 @@ def run_cmd(args) -> int:
         partial = L.threads % L.subgroup_size if L.level == "simt" else 0
         last = f" (last subgroup: {partial} of {L.subgroup_size} lanes active)" if partial else ""
         print(f"ran @{args.func}: {L.level} level, grid {list(L.grid)}, block {list(L.block)}, "
-              f"subgroup {L.subgroup_size}{last}; wrote {', '.join(sorted(result.outputs)) or 'nothing'} "
+              f"subgroup {L.subgroup_size}{last}; wrote {', '.join(sorted(result.outputs)) or 'nothing'}"
+              f"{f', returned {len(result.returns)} value(s) (return0.. in --out)' if result.returns else ''} "
               f"in {timing['simulate_s']:.3f} s")
         if args.stats:
             for k, v in result.stats.items():
@@ -177,6 +188,11 @@ def compare(ref: np.ndarray, new: np.ndarray, rtol=None, atol=None) -> tuple[boo
 def check_cmd(args) -> int:
     from simtify.sim import find_function, function_args
 
+    if args.seed < 0:
+        raise SimtifyError(f"the seed {args.seed} must not be negative", "--seed")
+    for flag, tol in (("--rtol", args.rtol), ("--atol", args.atol)):
+        if tol is not None and not tol >= 0:
+            raise SimtifyError(f"the tolerance {tol} must be a number >= 0", flag)
     ref_module = _load_module(args.ref)
     new_module = _load_module(args.new)
     ref_func = find_function(ref_module, args.func)

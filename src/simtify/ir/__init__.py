@@ -13,6 +13,7 @@ where it does not (see `simtify.ir.context`).
 from __future__ import annotations
 
 import io
+import re
 import weakref
 from dataclasses import dataclass
 
@@ -47,9 +48,31 @@ class _Source:
 _SOURCES: weakref.WeakKeyDictionary[ModuleOp, _Source] = weakref.WeakKeyDictionary()
 
 
+_LOC_ALIAS = re.compile(r"^(#[\w.$-]+) = loc\((.*)\)[ \t]*$", re.M)
+
+
+def _inline_location_aliases(text: str) -> str:
+    """MLIR lets a location alias (``#loc4 = loc("f.mlir":3:5)``, as
+    ``--mlir-print-debuginfo`` writes them) be defined after its uses; xDSL does not.
+    Each use is replaced by the alias's body and each definition by an empty line, so
+    that line numbers stay those of the input."""
+    aliases = {m.group(1): m.group(2) for m in _LOC_ALIAS.finditer(text)}
+    if not aliases:
+        return text
+    text = _LOC_ALIAS.sub("", text)
+    use = re.compile("|".join(re.escape(a) for a in sorted(aliases, key=len, reverse=True)) + r"(?![\w.$-])")
+    for _ in range(len(aliases) + 1):  # bodies may name other aliases
+        new = use.sub(lambda m: aliases[m.group(0)], text)
+        if new == text:
+            break
+        text = new
+    return text
+
+
 def parse(text: str, filename: str = "<input>") -> ModuleOp:
     """Parse MLIR text (generic or custom syntax, with ``#alias = ...`` definitions)
     into a verified module. Raises `SimtifyError` located at ``FILE:LINE:COL``."""
+    text = _inline_location_aliases(text)
     parser = MLIRParser(make_context(), text, filename)
     source = _Source(filename, text, parser.op_offsets)
     try:

@@ -20,6 +20,7 @@ Two things are added to `xdsl.parser.Parser`:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -29,13 +30,18 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerType,
     MemRefType,
+    ModuleOp,
     TensorType,
     VectorType,
 )
 from xdsl.ir import Operation
 from xdsl.parser import AttrParser, Parser
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 __all__ = ["MLIRParser"]
+
+# The largest dense literal read (elements, splats included).
+MAX_DENSE_ELEMENTS = 1 << 26
 
 
 @dataclass
@@ -67,6 +73,13 @@ class MLIRParser(Parser):
         self.op_offsets: dict[Operation, int] = {}
         self.open_op_offsets: list[int] = []
 
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """As xDSL, but input with no operation (empty, or only comments) is an empty
+        module, as MLIR reads it."""
+        if allow_implicit_module and self._current_token.kind == MLIRTokenKind.EOF:
+            return ModuleOp([])
+        return super().parse_module(allow_implicit_module)
+
     def parse_operation(self) -> Operation:
         start = self.pos
         self.open_op_offsets.append(start)
@@ -86,6 +99,7 @@ class MLIRParser(Parser):
     def _parse_dense_literal_type(self):
         """The type after ``dense<...> :``: a static vector, tensor or memref of
         integers, indices, floats or complex numbers (as xDSL checks it, faster)."""
+        start = self.pos
         type_ = self.expect(self.parse_optional_type, "Dense attribute must be typed!")
         if not isinstance(type_, VectorType | TensorType | MemRefType) or not isinstance(
             type_.element_type, IntegerType | IndexType | AnyFloat | ComplexType
@@ -93,6 +107,10 @@ class MLIRParser(Parser):
             self.raise_error("Expected memref, vector or tensor type of integer, index, float, or complex type")
         if DYNAMIC_INDEX in type_.get_shape():
             self.raise_error("Dense literal attribute should have a static shape.")
+        if prod(type_.get_shape()) > MAX_DENSE_ELEMENTS:
+            # xDSL stores every element, even of a splat: refuse before exhausting memory.
+            self.raise_error(f"a dense literal of {prod(type_.get_shape())} elements is more than simtify holds "
+                             f"({MAX_DENSE_ELEMENTS})", start, self.pos)
         return type_
 
     def _parse_tensor_literal_element(self) -> AttrParser._TensorLiteralElement:

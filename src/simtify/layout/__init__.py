@@ -3,7 +3,9 @@
 Every layout family lowers to one **ownership map**: for a vector shape, a subgroup size
 and a thread count, the elements each workgroup-linear thread ``tid`` holds, in register
 order (subgroup ``tid // subgroup_size``, lane ``tid % subgroup_size``). Equality,
-replication, coverage and conversions are all decided on that map.
+replication, coverage and conversions are all decided on that map. Triton's layouts
+(``#ttg.blocked``, ``#ttg.linear``, ``#ttg.slice``) reach it through their linear layouts
+over F2 (`layout/triton.py`), a warp being a subgroup.
 
 The seed's example: ``vector<64x64xf16>`` with ::
 
@@ -25,6 +27,7 @@ from simtify.layout.nested import NestedLayout
 from simtify.layout.ownership import OwnershipMap
 from simtify.layout.parse import Layout, default_subgroup_size, ownership_map, parse_layout
 from simtify.layout.syntax import parse_shape
+from simtify.layout.triton import TritonBlocked, TritonLinear, TritonSlice, nested_to_linear, triton_to_nested
 from simtify.layout.xegpu import XeGPULayout, XeGPUSlice
 
 __all__ = [
@@ -33,12 +36,17 @@ __all__ = [
     "NestedConversion",
     "NestedLayout",
     "OwnershipMap",
+    "TritonBlocked",
+    "TritonLinear",
+    "TritonSlice",
     "XeGPULayout",
     "XeGPUSlice",
     "default_subgroup_size",
     "layout_from_config",
+    "nested_to_linear",
     "ownership_map",
     "parse_layout",
     "parse_shape",
+    "triton_to_nested",
     "xegpu_to_nested",
 ]

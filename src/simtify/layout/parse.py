@@ -10,10 +10,26 @@ from simtify.layout.nested import FIELDS as NESTED_FIELDS
 from simtify.layout.nested import NestedLayout
 from simtify.layout.ownership import OwnershipMap
 from simtify.layout.syntax import parse_attribute
+from simtify.layout.triton import (
+    BLOCKED_FIELDS,
+    LINEAR_FIELDS,
+    TRITON_LAYOUTS,
+    TritonBlocked,
+    TritonLinear,
+    TritonSlice,
+    triton_from_attribute,
+)
+from simtify.layout.triton import family_name as triton_family
 from simtify.layout.xegpu import FIELDS as XEGPU_FIELDS
-from simtify.layout.xegpu import LAYOUT_NAME, SLICE_NAME, XeGPULayout, XeGPUSlice, launch
+from simtify.layout.xegpu import (
+    LAYOUT_NAME,
+    SLICE_NAME,
+    XeGPULayout,
+    XeGPUSlice,
+    launch,
+)
 
-Layout = Union[NestedLayout, XeGPULayout, XeGPUSlice]
+Layout = Union[NestedLayout, XeGPULayout, XeGPUSlice, TritonBlocked, TritonLinear, TritonSlice]
 
 
 def parse_layout(text: str, where: str = "layout") -> Layout:
@@ -26,16 +42,24 @@ def parse_layout(text: str, where: str = "layout") -> Layout:
         return XeGPULayout.from_attribute(attr, where)
     if attr.name == SLICE_NAME:
         return XeGPUSlice.from_attribute(attr, where)
+    if triton_family(attr.name) is not None:
+        return triton_from_attribute(attr, where)
     if attr.name is not None:
-        raise SimtifyError(f"unknown layout attribute {attr.name} (expected {NESTED_NAME}, {LAYOUT_NAME} or {SLICE_NAME})", where)
+        raise SimtifyError(f"unknown layout attribute {attr.name} (expected {NESTED_NAME}, {LAYOUT_NAME}, {SLICE_NAME}, "
+                           "#ttg.blocked, #ttg.linear or #ttg.slice)", where)
     keys = set(attr.keys())
+    if keys and keys <= set(BLOCKED_FIELDS) | {"CTAsPerCGA", "CTASplitNum", "CTAOrder", "CGALayout"} and "sizePerThread" in keys:
+        return TritonBlocked.from_attribute(attr, where)
+    if keys and keys <= set(LINEAR_FIELDS) and "register" in keys:
+        return TritonLinear.from_attribute(attr, where)
     if keys and keys <= set(XEGPU_FIELDS) and not keys & set(NESTED_FIELDS):
         return XeGPULayout.from_attribute(attr, where)
     return NestedLayout.from_attribute(attr, where)
 
 
 def default_subgroup_size(layout: Layout) -> int:
-    """64 for nested layouts (AMD wave64); the lane count of an XeGPU layout, else 16."""
+    """64 for nested layouts (AMD wave64); the lane count of an XeGPU layout, else 16;
+    a Triton layout's warp size."""
     return 64 if isinstance(layout, NestedLayout) else layout.default_subgroup_size
 
 
@@ -45,5 +69,61 @@ def ownership_map(layout: Layout, shape, subgroup_size: int | None = None, num_t
     if isinstance(layout, NestedLayout):
         layout.check_shape(shape)
         return layout.ownership(subgroup_size or 64, num_threads)
+    if isinstance(layout, TRITON_LAYOUTS):
+        return layout.ownership(shape, subgroup_size, num_threads)
     subgroup_size, num_threads = launch(layout, subgroup_size, num_threads)
     return layout.ownership(shape, subgroup_size, num_threads)
+
+
+CONVERT_TARGETS = ("nested", "linear", "xegpu")
+
+
+def convert_layout(layout: Layout, to: str, shape, subgroup_size: int | None = None,
+                   num_threads: int | None = None) -> tuple[Layout | None, str]:
+    """The layout of family `to` ("nested", "linear" i.e. ``#ttg.linear``, or "xegpu" from
+    a Triton layout) with the same
+    ownership map as `layout` on `shape`, and a note; ``(None, why)`` when none exists.
+    Every answer is checked on ownership maps by the converter that makes it."""
+    from simtify.layout.convert import xegpu_to_nested
+    from simtify.layout.triton import (
+        nested_to_linear,
+        triton_to_nested,
+        triton_to_xegpu,
+    )
+
+    shape = tuple(shape)
+    if to not in CONVERT_TARGETS:
+        raise SimtifyError(f"cannot convert to '{to}' (expected one of {', '.join(CONVERT_TARGETS)})")
+    omap = ownership_map(layout, shape, subgroup_size, num_threads)
+    subgroup_size, num_threads = omap.subgroup_size, omap.num_threads
+    if to == "xegpu":
+        if isinstance(layout, (XeGPULayout, XeGPUSlice)):
+            return layout, "already an XeGPU layout"
+        if not isinstance(layout, TRITON_LAYOUTS):
+            return None, "only Triton layouts convert to XeGPU here (a nested layout has no XeGPU reading yet)"
+        return triton_to_xegpu(layout, shape, subgroup_size, num_threads)
+    if isinstance(layout, TRITON_LAYOUTS):
+        if to == "linear":
+            try:
+                linear = layout.linear(shape).attribute()
+            except SimtifyError as e:
+                return None, e.what
+            if not linear.ownership(shape).identical(omap):  # a construction bug if ever reached
+                return None, "no linear layout found (the fitted bases disagree with the ownership map)"
+            note = "already a linear layout" if linear == layout else f"Triton's linear layout of this layout on {'x'.join(map(str, shape))}"
+            return linear, note
+        conv = triton_to_nested(layout, shape, subgroup_size, num_threads)
+        return conv.layout, conv.reason
+    if isinstance(layout, NestedLayout):
+        nested, note = layout, "already a nested layout"
+    else:
+        conv = xegpu_to_nested(layout, shape, subgroup_size, num_threads)
+        if not conv.exists or to == "nested":
+            return conv.layout, conv.reason
+        if not conv.same_register_order:
+            return None, "the equal nested layout lists registers in another order, so its linear layout would too"
+        nested, note = conv.layout, conv.reason
+    if to == "nested":
+        return nested, note
+    lin = nested_to_linear(nested, subgroup_size, num_threads)
+    return lin.layout, lin.reason

@@ -19,7 +19,7 @@ Value = Union[int, str, list, "AttributeText"]
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<name>#[A-Za-z_][\w.$]*)|(?P<int>-?\d+)|(?P<ident>[A-Za-z_][\w.$]*)"
-    r"|(?P<punct>[<>\[\],=?:()]))"
+    r"|(?P<punct>[<>\[\],=?:(){}]))"
 )
 
 
@@ -101,8 +101,12 @@ class _Reader:
 
     def body(self, name: str | None) -> AttributeText:
         self.expect("<")
+        # Triton writes its attributes as a dictionary: ``#ttg.blocked<{key = value, ...}>``
+        close = "}" if self.accept("{") else ">"
         params: list[tuple[str | None, Value]] = []
-        if self.accept(">"):
+        if self.accept(close):
+            if close == "}":
+                self.expect(">")
             return AttributeText(name, ())
         while True:
             tok = self.peek()
@@ -115,7 +119,9 @@ class _Reader:
                 else:
                     self.pos = save
             params.append((key, self.value()))
-            if self.accept(">"):
+            if self.accept(close):
+                if close == "}":
+                    self.expect(">")
                 return AttributeText(name, tuple(params))
             self.expect(",")
 

@@ -14,6 +14,8 @@ from simtify.sim.ops import handles
 from simtify.sim.types import dtype_of
 
 DYNAMIC = -(2**63)
+# The largest allocation the simulator makes (elements per workgroup): more would exhaust memory.
+MAX_ALLOCATION_ELEMENTS = 1 << 27
 
 
 def row_major_strides(shape) -> tuple[int, ...]:
@@ -59,6 +61,10 @@ def allocate(sim, name: str, t: MemRefType, shape: tuple[int, ...]) -> MemRef:
     per thread in private memory (global allocations are per thread too: each thread
     that runs `memref.alloc` gets its own)."""
     size = prod(shape)
+    per_workgroup = size if memory_space(t) == WORKGROUP else size * sim.T  # private: one copy per thread
+    if per_workgroup > MAX_ALLOCATION_ELEMENTS:
+        raise SimtifyError(f"allocating {t} takes {per_workgroup} elements per workgroup, more than the "
+                           f"simulator holds ({MAX_ALLOCATION_ELEMENTS}); simulate a smaller shape")
     if memory_space(t) == WORKGROUP:
         buf = sim.new_workgroup_buffer(name, t.element_type, size)
         return MemRef(buf, shape, row_major_strides(shape), 0)
