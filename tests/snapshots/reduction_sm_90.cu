@@ -31,6 +31,21 @@ template <typename To, typename From> SIMTIFY_FN To bit_cast(From x) {
   __builtin_memcpy(&y, &x, sizeof y);
   return y;
 }
+template <typename T> SIMTIFY_FN T ctpop(T x) {
+  T n = 0;
+  for (int b = 0; b < 8 * (int)sizeof(T); ++b) n += (x >> b) & 1;
+  return n;
+}
+template <typename T> SIMTIFY_FN T ctlz(T x) {
+  T n = 0;
+  for (int b = 8 * (int)sizeof(T) - 1; b >= 0 && !((x >> b) & 1); --b) ++n;
+  return n;
+}
+template <typename T> SIMTIFY_FN T cttz(T x) {
+  T n = 0;
+  for (int b = 0; b < 8 * (int)sizeof(T) && !((x >> b) & 1); ++b) ++n;
+  return n;
+}
 // arith.maximumf / minimumf: a NaN operand gives NaN, and -0 < +0 (IEEE 754-2019);
 // for equal zeros, a + b and -(-a - b) pick the right sign without <math.h>.
 SIMTIFY_FN double maximumf(double a, double b) {

@@ -1,5 +1,5 @@
 """arith and math ops as C expressions, element by element; integer add, sub and mul on
-indices fold into linear forms (`Lin`) instead."""
+indices fold into linear forms (`Lin`) instead; ub.poison (any value will do) is zero."""
 
 from __future__ import annotations
 
@@ -38,6 +38,11 @@ class ArithmeticOps:
         name = self.names.fresh(op.results[0].name_hint or "table")
         self.top.append(f"const {ct} {name}[{vals.size}] = {{{', '.join(lit(x) for x in vals)}}};")
         self.vals[op.results[0]] = Val(ct, shape_of(t), "array", name)
+
+    def op_ub_poison(self, op: Operation) -> None:
+        t = op.results[0].type
+        ct = self.ctype(t, op)
+        self.literal(op.results[0], float_literal(0.0, ct) if is_float(t) else int_literal(0, ct))
 
     def elementwise(self, op: Operation, fmt) -> None:
         """Result element i = fmt([operand element i ...])."""
@@ -109,6 +114,13 @@ class ArithmeticOps:
 
     def op_arith_ceildivsi(self, op):
         self.elementwise(op, lambda a: f"ceildiv({a[0]}, {a[1]})")
+
+    def op_arith_ceildivui(self, op):
+        ct = self.ctype(op.results[0].type, op)
+        def fmt(a):
+            x, y = self._unsigned(op, a[0]), self._unsigned(op, a[1])
+            return f"({ct})({x} / {y} + ({x} % {y} != 0))"
+        self.elementwise(op, fmt)
 
     def op_arith_shrui(self, op):
         ct = self.ctype(op.results[0].type, op)
@@ -214,6 +226,8 @@ class ArithmeticOps:
             self.elementwise(op, lambda a: self.float_call(self.MATH_BINARY[short], ct, a))
         elif short == "fma":
             self.elementwise(op, lambda a: self.float_call("fma", ct, a))
+        elif short in ("ctpop", "ctlz", "cttz"):
+            self.elementwise(op, lambda a: f"{short}({a[0]})")
         elif short == "absi":
             self.elementwise(op, lambda a: f"{paren(a[0])} < 0 ? -{paren(a[0])} : {a[0]}")
         else:

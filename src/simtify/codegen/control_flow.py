@@ -1,5 +1,6 @@
-"""scf.for and scf.if: loop-carried values and if results are mutable variables,
-assigned at the scf.yield."""
+"""scf.for, scf.while and scf.if: loop-carried values and if results are mutable
+variables, assigned at the scf.yield (and, for a while loop's results, at its
+scf.condition)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from simtify.codegen.expressions import Fact, paren
 
 
 class ControlFlowOps:
-    """scf.for and scf.if; mixed into `KernelWriter`."""
+    """scf.for, scf.while and scf.if; mixed into `KernelWriter`."""
 
     def carried(self, v: SSAValue, init: Val, hint: SSAValue | None = None) -> Val:
         """A mutable variable for a loop-carried value, initialised from `init`."""
@@ -64,6 +65,33 @@ class ControlFlowOps:
             srcs = temps
         for s, t in zip(srcs, targets):
             self.assign(t, s)
+
+    def op_scf_while(self, op):
+        """``while (true) { before; results = forwarded; if (!cond) break; after }``: the
+        before region's arguments are carried variables, the after region reads the
+        results that the scf.condition forwarded."""
+        before, after = (r.blocks.first for r in op.regions)
+        carried = [self.carried(arg, self.val(init)) for arg, init in zip(before.args, op.operands)]
+        results = []
+        for r in op.results:
+            val = self.fresh(r, mutable=True)
+            self.declare(val)
+            results.append(val)
+
+        def condition(cond_op):
+            cond, *forwarded = cond_op.operands
+            self.yield_to(results, forwarded)
+            self.line(f"if (!{paren(self.ref(cond))}) break;")
+
+        with self.block_of("while (true)"):
+            for arg, c in zip(before.args, carried):
+                self.vals[arg] = c
+            self.emit_block(before, on_yield=condition)
+            for arg, r in zip(after.args, results):
+                self.vals[arg] = replace(r, mutable=False)
+            self.emit_block(after, on_yield=lambda y: self.yield_to(carried, y.operands))
+        for r, val in zip(op.results, results):
+            self.vals[r] = replace(val, mutable=False)
 
     def op_scf_if(self, op):
         results = []

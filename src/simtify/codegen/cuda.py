@@ -2,7 +2,7 @@
 
 Per-thread vectors become register arrays (``float v[16]``, indexed by constants after
 ``#pragma unroll``), 16-byte ``float4`` accesses where the address is provably aligned,
-``gpu.shuffle`` -> ``__shfl_*_sync``, ``gpu.subgroup_reduce`` -> an xor butterfly of
+``gpu.shuffle`` -> ``__shfl_*_sync``, ``gpu.ballot`` -> ``__ballot_sync``, ``gpu.subgroup_reduce`` -> an xor butterfly of
 ``__shfl_xor_sync``, workgroup memory -> ``__shared__`` arrays, ``gpu.barrier`` ->
 ``__syncthreads()``, ``amdgpu.gather_to_lds`` -> one ``cp.async`` per lane. The kernel is
 ``extern "C"`` (unmangled, as NVRTC/cupy look it up) and carries its launch
@@ -74,6 +74,11 @@ class CudaWriter(KernelWriter):
     def shuffle_call(self, mode: str, value: str, offset: str, width: str) -> str:
         tail = "" if width == str(self.target.subgroup_size) else f", {width}"  # default: the hardware's
         return f"{self.shuffles[mode]}({self.shuffle_lanes}{value}, {offset}{tail})"
+
+    ballot = "__ballot_sync"
+
+    def ballot_call(self, predicate: str) -> str:
+        return f"{self.ballot}({self.shuffle_lanes}{predicate})"
 
     def shared_array(self, ctype: str, name: str, n: int) -> str:
         return f"__shared__ __align__(16) {ctype} {name}[{n}];"

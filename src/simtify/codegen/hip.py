@@ -41,7 +41,8 @@ class HipWriter(CudaWriter):
     async_copy, async_commit, async_wait = KernelWriter.async_copy, KernelWriter.async_commit, KernelWriter.async_wait
 
     shuffles = SHUFFLES
-    shuffle_lanes = ""  # AMD's shuffles take no lane mask
+    shuffle_lanes = ""  # AMD's shuffles and ballots take no lane mask
+    ballot = "__ballot"  # all 64 lanes' bits
 
     def shared_array(self, ctype: str, name: str, n: int) -> str:
         return f"__shared__ __attribute__((aligned(16))) {ctype} {name}[{n}];"

@@ -41,7 +41,8 @@ from simtify.errors import SimtifyError
 from simtify.ir import location_of
 
 # ops that read other threads' registers, or wait for them: each ends a phase
-SYNC_OPS = frozenset({"gpu.barrier", "gpu.shuffle", "gpu.subgroup_reduce", "nvgpu.mma.sync", "amdgpu.mfma"})
+SYNC_OPS = frozenset({"gpu.barrier", "gpu.shuffle", "gpu.ballot", "gpu.subgroup_reduce", "iree_gpu.subgroup_scan",
+                      "nvgpu.mma.sync", "amdgpu.mfma"})
 
 KERNEL_MARK = "// ---- the workgroup and its launcher ----\n"
 
@@ -245,6 +246,10 @@ class HostWriter(KernelWriter):
             self.emulate_shuffle(op)
         elif op.name == "gpu.subgroup_reduce":
             self.emulate_subgroup_reduce(op)
+        elif op.name == "gpu.ballot":
+            self.emulate_ballot(op)
+        elif op.name == "iree_gpu.subgroup_scan":
+            self.emulate_subgroup_scan(op)
         elif op.name in ("nvgpu.mma.sync", "amdgpu.mfma"):
             self.emulate_matrix_instruction(op)
         elif op.name == "scf.for":
@@ -295,6 +300,30 @@ class HostWriter(KernelWriter):
                     self.line(f"folded = {self.combine(kind, 'folded', other, out.ctype)};")
                 self.line(f"{out.at(i)} = folded;")
         self.vals[op.results[0]] = out
+
+    def emulate_ballot(self, op: Operation) -> None:
+        pred = self.val(op.predicate)
+        self.at_split = True
+        out = self.fresh(op.result)
+        self.at_split = False
+        bits = min(64, self.sg, int(op.result.type.width.data))
+        with self.thread_loop(f"gpu.ballot ({location_of(op)}): bit l is lane l's predicate"):
+            self.line("const int first = t - t % SUBGROUP;")
+            self.line("unsigned long long member = 0;")
+            self.line(f"for (int lane = 0; lane < {bits}; ++lane) member |= "
+                      f"(unsigned long long)({pred.at_thread(0, 'first + lane')} ? 1 : 0) << lane;")
+            self.line(f"{out.at(0)} = ({out.ctype})member;")
+        self.vals[op.result] = out
+
+    def emulate_subgroup_scan(self, op: Operation) -> None:
+        value = self.val(op.value)
+        self.at_split = True
+        result, total = (self.fresh(r) for r in op.results)
+        self.at_split = False
+        with self.thread_loop(f"iree_gpu.subgroup_scan ({location_of(op)}): each lane folds its cluster's members"):
+            self.scan_cluster(op, lambda src: value.at_thread(0, f"t - t % SUBGROUP + {paren(src)}"), "t % SUBGROUP",
+                              result, total)
+        self.vals[op.results[0]], self.vals[op.results[1]] = result, total
 
     def emulate_matrix_instruction(self, op: Operation) -> None:
         """Per subgroup: assemble A, B and C from every lane's fragments (the tables say

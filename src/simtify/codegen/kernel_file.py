@@ -12,9 +12,10 @@ from xdsl.ir import Operation
 
 from simtify.codegen.c_values import Val, memory_space
 from simtify.codegen.expressions import Fact
-from simtify.codegen.kernel_writer import KernelWriter
+from simtify.codegen.kernel_writer import XE_ONLY, KernelWriter
 from simtify.codegen.launch import LaunchDescription
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 
 
 def function_inputs(func: Operation) -> list:
@@ -51,6 +52,9 @@ def kernel_setup(module: Operation, func_name: str, target, grid, block, subgrou
     from simtify.sim import find_function
 
     func = find_function(module, func_name)
+    xe = next((op for op in func.walk() if op.name.startswith("xegpu.")), None)
+    if xe is not None:  # before the subgroup size, whose advice does not apply
+        raise SimtifyError(f"'{xe.name}': cannot emit this op ({XE_ONLY})", location_of(xe))
     rec_block, rec_sg = recorded_block(func)
     if block is None:
         block = rec_block

@@ -51,6 +51,8 @@ from simtify.codegen.vector_transfers import TransferOps
 from simtify.errors import SimtifyError
 from simtify.ir import location_of
 
+XE_ONLY = "XeGPU code runs on Intel Xe GPUs, which have no CUDA or HIP; simulate it instead: simtify run --target xe"
+
 
 class KernelWriter(ArithmeticOps, IndexOps, MemoryOps, TransferOps, VectorOps, ReductionOps, ControlFlowOps,
                    LaneOps, MatrixOps):
@@ -314,7 +316,7 @@ class KernelWriter(ArithmeticOps, IndexOps, MemoryOps, TransferOps, VectorOps, R
         self.cse.append({})
         try:
             for op in block.ops:
-                if op.name in ("scf.yield", "gpu.yield", "vector.yield", "affine.yield"):
+                if op.name in ("scf.yield", "gpu.yield", "vector.yield", "affine.yield", "scf.condition", "iree_gpu.yield"):
                     if on_yield is not None:
                         on_yield(op)
                     continue
@@ -354,7 +356,16 @@ class KernelWriter(ArithmeticOps, IndexOps, MemoryOps, TransferOps, VectorOps, R
 
     @staticmethod
     def unsupported_hint(op: Operation) -> str:
-        if op.name.startswith(("iree_vector_ext.", "iree_gpu.", "linalg.", "xegpu.")):
+        if op.name.startswith("xegpu."):
+            return f" ({XE_ONLY})"
+        if op.name == "iree_codegen.inner_tiled":
+            return " (lower it to matrix instructions first: simtify opt --pipeline nested-distribute-mma)"
+        if op.name == "iree_gpu.global_load_dma":
+            return (" (lower it to amdgpu.gather_to_lds first: simtify opt --pass lower-to-global-loads, then "
+                    "--pass lower-global-load-dma)")
+        if op.name in ("iree_gpu.coalesced_gather_dma", "iree_gpu.async_dma"):
+            return " (IREE's DMA op is simulated, but nothing here lowers it to a GPU instruction yet)"
+        if op.name.startswith(("iree_vector_ext.", "iree_gpu.", "linalg.")):
             return " (a workgroup-level op: distribute the program first, e.g. simtify opt --pipeline nested-distribute)"
         if op.name == "gpu.warp_execute_on_lane_0":
             return " (lower the warp region to SIMT code first)"
@@ -363,7 +374,7 @@ class KernelWriter(ArithmeticOps, IndexOps, MemoryOps, TransferOps, VectorOps, R
     def _cse_key(self, op: Operation):
         if not is_pure(op) or op.regions or not op.results or op.name in (
                 "memref.load", "vector.transfer_read", "vector.load", "memref.alloc", "memref.alloca",
-                "gpu.shuffle", "gpu.subgroup_reduce"):
+                "gpu.shuffle", "gpu.subgroup_reduce", "gpu.ballot"):
             return None
         props = tuple(sorted((k, str(v)) for k, v in op.properties.items()))
         attrs = tuple(sorted((k, str(v)) for k, v in op.attributes.items()))

@@ -12,15 +12,25 @@ PURE = frozenset([
     "vector.extract_strided_slice", "vector.insert_strided_slice", "vector.multi_reduction", "vector.reduction",
     "vector.contract", "vector.fma", "vector.step", "vector.create_mask", "vector.constant_mask",
     "vector.from_elements", "vector.to_elements", "vector.interleave", "vector.deinterleave",
-    "vector.transfer_read", "vector.load", "vector.bitcast", "memref.load", "memref.alloc", "memref.alloca",
+    "vector.transfer_read", "vector.load", "vector.bitcast", "vector.gather", "vector.scan", "ub.poison",
+    "iree_vector_ext.transfer_gather", "memref.load", "memref.alloc", "memref.alloca",
     "memref.subview", "memref.cast", "memref.memory_space_cast", "memref.expand_shape", "memref.collapse_shape",
     "gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.global_id", "gpu.lane_id",
-    "gpu.subgroup_id", "gpu.subgroup_size", "gpu.num_subgroups", "gpu.shuffle", "gpu.subgroup_reduce"
+    "gpu.subgroup_id", "gpu.subgroup_size", "gpu.num_subgroups", "gpu.shuffle", "gpu.subgroup_reduce",
+    "gpu.ballot",
 ])
 
 
 def is_pure(op: Operation) -> bool:
     return op.name in PURE or op.name.startswith(PURE_PREFIXES)
+
+
+def read_operands(op: Operation):
+    """The operands whose values `op` reads: an inclusive vector.scan ignores its initial
+    value."""
+    if op.name == "vector.scan" and op.inclusive.value.data:
+        return [op.source]
+    return op.operands
 
 
 def live_ops(func: Operation) -> set[Operation]:
@@ -38,7 +48,7 @@ def live_ops(func: Operation) -> set[Operation]:
         live.add(op)
     while work:
         op = work.pop()
-        for v in op.operands:
+        for v in read_operands(op):
             if isinstance(v, OpResult):
                 mark(v.op)
             elif isinstance(v, BlockArgument):

@@ -7,13 +7,14 @@ from __future__ import annotations
 from dataclasses import replace
 from math import prod
 
-from xdsl.ir import SSAValue
+from xdsl.ir import OpResult, SSAValue
 
 from simtify.codegen.c_types import byte_width_of
 from simtify.codegen.c_values import Mem, Val, memory_space, memref_strides
 from simtify.codegen.expressions import Lin
 from simtify.codegen.op_attributes import static_or_dynamic
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 
 
 class MemoryOps:
@@ -21,9 +22,14 @@ class MemoryOps:
 
     def bind_memref(self, v: SSAValue, ptr: str, space: str | None = None) -> Mem:
         t = v.type
+        where = location_of(v.owner if isinstance(v, OpResult) else self.func)
         if any(d < 0 for d in t.get_shape()):
-            raise SimtifyError(f"memref {v.name_hint or ''} has a dynamic shape ({t}); only static shapes are emitted")
-        strides, offset = memref_strides(t)
+            raise SimtifyError(f"memref {v.name_hint or ''} has a dynamic shape ({t}); only static shapes are emitted "
+                               "(their sizes would be kernel parameters, which the launch does not describe yet)", where)
+        try:
+            strides, offset = memref_strides(t)
+        except SimtifyError as e:
+            raise e.at(where) from None
         m = Mem(ptr, self.ctype(t), tuple(t.get_shape()), strides, Lin(offset), space or memory_space(t))
         self.mems[v] = m
         return m

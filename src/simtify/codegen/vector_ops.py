@@ -1,6 +1,7 @@
 """Vector ops on registers: re-indexings (shape_cast, broadcast, transpose, extract,
 insert, slices, interleave) become views when nothing writes the source, else copies
-in runs of constant stride; masks, steps and fma."""
+in runs of constant stride; masks, steps, fma and bitcasts (the register bytes, read
+as another type)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from math import prod
 import numpy as np
 from xdsl.ir import OpResult, SSAValue
 
-from simtify.codegen.c_types import shape_of
+from simtify.codegen.c_types import byte_width_of, shape_of
 from simtify.codegen.c_values import Val
 from simtify.codegen.expressions import Lin, paren
 from simtify.codegen.op_attributes import static_or_dynamic
@@ -273,6 +274,25 @@ class VectorOps:
                 flat = flat + c.scale(prod(shape[d + 1:]))
             conds = [f"{c.render()} < {paren(b)}" for c, b in zip(coords, bounds)]
             self.line(f"{out.at(flat)} = {' && '.join(conds) or 'true'};")
+
+    def op_vector_bitcast(self, op):
+        """The same bytes, as another element type: one bit_cast per element when the
+        widths agree, else a byte copy of the whole register array."""
+        src = self.val(op.source)
+        res = op.results[0]
+        ct = self.ctype(res.type, op)
+        if "bool" in (ct, src.ctype):
+            raise self.error(op, "a bitcast of i1 vectors cannot be emitted (C's bool is a byte per element)")
+        if byte_width_of(ct) == byte_width_of(src.ctype):
+            self.elementwise(op, lambda a: f"bit_cast<{ct}>({a[0]})")
+            return
+        if src.kind != "var":  # a literal, table or view: its bytes in an array of their own first
+            own = self.new_var("bits", src.ctype, src.shape)
+            self.declare(own)
+            self.assign(own, src)
+            src = own
+        out = self.define_vector(res)
+        self.line(f"__builtin_memcpy(&{out.at(0)}, &{src.at(0)}, {src.n * byte_width_of(src.ctype)});")
 
     def op_vector_fma(self, op):
         ct = self.ctype(op.results[0].type, op)

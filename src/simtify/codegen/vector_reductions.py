@@ -1,5 +1,5 @@
-"""Reductions within a thread's registers (vector.reduction, multi_reduction, contract),
-and `combine`, the C expression of one reduction step that shuffles reuse."""
+"""Reductions within a thread's registers (vector.reduction, multi_reduction, contract,
+scan), and `combine`, the C expression of one reduction step that shuffles reuse."""
 
 from __future__ import annotations
 
@@ -91,11 +91,40 @@ class ReductionOps:
         acc = self.val(op.acc) if op.acc is not None else None
         self._reduce(op, src, list(range(len(src.shape))), acc, op.results[0], enum_name(op.kind))
 
+    def op_vector_scan(self, op):
+        """Prefix combination along `reduction_dim`, as upstream lowers it: an inclusive
+        scan starts from the first element (the initial value is unused), an exclusive one
+        from the initial value; the accumulated value is the last element of the result."""
+        kind = enum_name(op.kind)
+        dim = op.reduction_dim.value.data
+        inclusive = bool(op.inclusive.value.data)
+        src = self.val(op.source)
+        init = None if inclusive else self.val(op.initial_value)
+        shape = src.shape
+        n, step = shape[dim], prod(shape[dim + 1:])
+        kept = [d for d in range(len(shape)) if d != dim]
+        kshape = [shape[d] for d in kept]
+        out = self.define_vector(op.dest, mutable=True)
+        acc = self.define_vector(op.accumulated_value, mutable=True)
+        with self.nest(kshape) as kc:
+            iflat, base = Lin(0), Lin(0)
+            for p, (d, c) in enumerate(zip(kept, kc)):
+                iflat = iflat + c.scale(prod(kshape[p + 1:]))
+                base = base + c.scale(prod(shape[d + 1:]))
+            self.line(f"{out.at(base)} = {src.at(base) if inclusive else init.at(iflat)};")
+            if n > 1:
+                with self.loop(n, start=1) as r:
+                    here = base + r.scale(step)
+                    prev = here - Lin(step)
+                    x = src.at(here) if inclusive else src.at(prev)
+                    self.line(f"{out.at(here)} = {self.combine(kind, out.at(prev), x, src.ctype)};")
+            self.line(f"{acc.at(iflat)} = {out.at(base + Lin((n - 1) * step))};")
+        out.mutable = acc.mutable = False
+
     def op_vector_contract(self, op):
         from simtify.sim.affine_eval import result_dims
 
-        if enum_name(op.kind) != "add":
-            raise self.error(op, "only <add> contractions are emitted")
+        kind = enum_name(op.kind)
         maps = [result_dims(m.data) for m in op.indexing_maps.data]
         lhs, rhs = self.val(op.lhs), self.val(op.rhs)
         acc = self.val(op.acc)
@@ -115,5 +144,10 @@ class ReductionOps:
         with self.nest(sizes) as coords:
             o = out.at(flat(acc, maps[2], coords))
             a, b = lhs.at(flat(lhs, maps[0], coords)), rhs.at(flat(rhs, maps[1], coords))
-            self.line(f"{o} = {self.float_call('fma', out.ctype, [a, b, o])};" if is_float(res.type) else f"{o} += {a} * {b};")
+            if kind != "add":  # the kind folds the products (and the accumulator) instead of a sum
+                self.line(f"{o} = {self.combine(kind, o, f'{paren(a)} * {paren(b)}', out.ctype)};")
+            elif is_float(res.type):
+                self.line(f"{o} = {self.float_call('fma', out.ctype, [a, b, o])};")
+            else:
+                self.line(f"{o} += {a} * {b};")
         out.mutable = False

@@ -1,6 +1,6 @@
-"""Vector reads and writes of memory (transfer_read/write, vector.load/store): loops
-over the vector's positions with bounds and mask guards, and 8- or 16-byte accesses
-where every row start is provably aligned."""
+"""Vector reads and writes of memory (transfer_read/write, vector.load/store,
+vector.gather, IREE's transfer_gather): loops over the vector's positions with bounds and mask guards, and 8- or
+16-byte accesses where every row start is provably aligned."""
 
 from __future__ import annotations
 
@@ -174,6 +174,88 @@ class TransferOps:
         perm, ib = self._contiguous(m, vshape)
         self._write(op, m, [self.lin(i) for i in op.indices], self.val(op.value_to_store), vshape, perm, ib, None)
 
+    def op_vector_gather(self, op):
+        """Element i = base[offsets with indices[i] added to the last], or pass_thru[i]
+        where the mask is off (masked-off elements are not read)."""
+        if not isinstance(op.base.type, MemRefType):
+            raise self.error(op, "gather from a tensor: bufferize first")
+        m = self.mem(op.base)
+        n = prod(shape_of(op.results[0].type))
+        self._check_size(op, n)
+        offs = [self.lin(o) for o in op.offsets]
+        indices, mask, pass_thru = (self.val(v) for v in (op.indices, op.mask, op.pass_thru))
+        row = m.address(offs)
+
+        def element(i) -> str:
+            step = f"{paren(indices.at(i))}" + (f" * {m.strides[-1]}" if m.strides[-1] != 1 else "")
+            load = f"{m.ptr}[{step if row.is_const and row.const == 0 else row.render() + ' + ' + step}]"
+            guard = mask.at(i)
+            return load if guard == "true" else f"{paren(guard)} ? {load} : {pass_thru.at(i)}"
+
+        if n == 1:
+            self.define_scalar(op.results[0], element(0))
+            return
+        out = self.define_vector(op.results[0])
+        with self.loop(n) as i:
+            self.line(f"{out.at(i)} = {element(i)};")
+
+    def op_iree_vector_ext_transfer_gather(self, op):
+        """IREE 3.12's form, position by position: ``indexing_maps[0]`` sends the position
+        (dims) and the index vectors' elements there (symbols) to a source index, added to
+        the offsets; ``indexing_maps[k]`` says which element of index vector k is read, the
+        last map which mask element. Positions outside the source, or masked off, take the
+        padding value."""
+        from itertools import product
+
+        if op.indexing_maps is None:
+            raise self.error(op, "only IREE 3.12's indexing_maps form of transfer_gather is emitted")
+        if not isinstance(op.base.type, MemRefType):
+            raise self.error(op, "transfer_gather from a tensor: bufferize first")
+        m = self.mem(op.base)
+        vshape = shape_of(op.results[0].type)
+        self._check_size(op, prod(vshape))
+        maps = [a.data for a in op.indexing_maps.data]
+        offs = [self.lin(o) for o in op.offsets]
+        vecs = [self.val(v) for v in op.index_vecs]
+        mask = self.val(op.mask) if op.mask is not None else None
+        pad = self.ref(op.padding)
+        out = self.define_vector(op.results[0])
+        for flat, pos in enumerate(product(*(range(n) for n in vshape))):
+            dims = [Lin(p) for p in pos]
+            syms = []
+            for vec, mp in zip(vecs, maps[1:]):
+                where = [self.affine(e, dims, []) for e in mp.results]
+                if not all(w.is_const for w in where):
+                    raise self.error(op, "an index vector read at a non-constant position cannot be emitted")
+                syms.append(Lin.of(vec.at(flat_index([w.const for w in where], vec.shape))))
+            idx = [o + self.affine(e, dims, syms) for o, e in zip(offs, maps[0].results)]
+            guards = []
+            for i, n in zip(idx, m.shape):
+                if i.is_const:
+                    if not 0 <= i.const < n:
+                        guards.append("false")
+                    continue
+                if not self.fact(i).nonneg:
+                    guards.append(f"{paren(i.render())} >= 0")
+                guards.append(f"{paren(i.render())} < {n}")
+            if mask is not None:  # the mask's own map, after the index vectors' (else: trailing dims)
+                if len(maps) > 1 + len(vecs):
+                    mpos = [self.affine(e, dims, []).const for e in maps[1 + len(vecs)].results]
+                else:
+                    mpos = [p if n > 1 else 0 for p, n in zip(pos[len(pos) - len(mask.shape):], mask.shape)]
+                guards.append(mask.at(flat_index(mpos, mask.shape)))
+            load = m.element(idx)
+            self.line(f"{out.at(flat)} = {' && '.join(guards)} ? {load} : {pad};" if guards
+                      else f"{out.at(flat)} = {load};")
+
     def _check_size(self, op, n: int) -> None:
         if n > 4096:
             raise self.error(op, f"a per-thread vector of {n} elements: is this program distributed to threads?")
+
+
+def flat_index(pos, shape) -> int:
+    """Row-major position of `pos` in `shape`."""
+    f = 0
+    for p, n in zip(pos, shape):
+        f = f * n + p
+    return f
