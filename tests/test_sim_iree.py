@@ -52,3 +52,31 @@ def test_check_finds_input_and_distributed_output_equal(case, capsys):
     assert code == 0, out
     assert out.splitlines()[-1] == "equal"
     assert "dst: equal" in out or "arg1: equal" in out
+
+
+GATHER_WITH_MASK_MAP = """
+func.func @g(%idx_mem: memref<16xindex>, %m_mem: memref<16xi1>, %src: memref<64x8xf32>, %out: memref<16x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %f = arith.constant false
+  %pad = arith.constant -7.5 : f32
+  %idx = vector.transfer_read %idx_mem[%c0], %c0 {in_bounds = [true]} : memref<16xindex>, vector<16xindex>
+  %m = vector.transfer_read %m_mem[%c0], %f {in_bounds = [true]} : memref<16xi1>, vector<16xi1>
+  %v = iree_vector_ext.transfer_gather %src[%c0, %c0] [%idx : vector<16xindex>], %pad, %m {indexing_maps = [affine_map<(d0, d1)[s0] -> (s0, d1)>, affine_map<(d0, d1)[s0] -> (d0)>, affine_map<(d0, d1)[s0] -> (d0)>]} : memref<64x8xf32>, vector<16x8xf32>, vector<16xi1>
+  vector.transfer_write %v, %out[%c0, %c0] {in_bounds = [true, true]} : vector<16x8xf32>, memref<16x8xf32>
+  return
+}
+"""
+
+
+def test_transfer_gather_reads_its_mask_through_the_masks_own_map():
+    """A row mask (map d0 -> rows) on a 16x8 gather masks whole rows, not columns."""
+    rng = np.random.default_rng(3)
+    idx = rng.integers(0, 64, 16)
+    mask = rng.random(16) < 0.5
+    mask[:2] = [True, False]
+    src = (rng.uniform(0.1, 1.0, (64, 8)) * rng.choice([-1, 1], (64, 8))).astype(np.float32)
+    out = rng.uniform(5, 6, (16, 8)).astype(np.float32)
+    r = run(parse(GATHER_WITH_MASK_MAP, "g.mlir"), "g", {"idx_mem": idx, "m_mem": mask, "src": src, "out": out},
+            level="workgroup")
+    want = np.where(mask[:, None], src[idx], np.float32(-7.5))
+    np.testing.assert_array_equal(r.outputs["out"], want)

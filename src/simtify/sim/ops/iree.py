@@ -8,6 +8,7 @@ thread; `to_simt` hands each thread its elements by the value's layout (from its
 from __future__ import annotations
 
 import numpy as np
+from xdsl.ir import SSAValue
 
 from simtify.errors import SimtifyError
 from simtify.sim.ops import handles
@@ -81,13 +82,17 @@ def _transfer_gather(sim, op):
     full = (sim.W, sim.T) + vshape
     pos = [c.reshape((1, 1) + vshape) for c in np.indices(vshape, dtype=np.int64)]
     maps = [m.data for m in op.indexing_maps.data]
-    syms = []
-    for vec, m in zip(op.index_vecs, maps[1:]):
-        v = np.broadcast_to(lead(sim.get(vec)).astype(np.int64), (sim.W, sim.T) + shape_of(vec.type))
+    w_ix = np.broadcast_to(np.arange(sim.W).reshape((sim.W, 1) + (1,) * len(vshape)), full)
+    t_ix = np.broadcast_to(np.arange(sim.T).reshape((1, sim.T) + (1,) * len(vshape)), full)
+
+    def read_through(value: SSAValue, m, dtype) -> np.ndarray:
+        """`value` read at every vector position through its indexing map."""
+        v = np.broadcast_to(lead(sim.get(value)).astype(dtype), (sim.W, sim.T) + shape_of(value.type))
         where = [np.broadcast_to(np.asarray(r, dtype=np.int64), full) for r in eval_map(m, pos)]
-        w_ix = np.arange(sim.W).reshape((sim.W, 1) + (1,) * len(vshape))
-        t_ix = np.arange(sim.T).reshape((1, sim.T) + (1,) * len(vshape))
-        syms.append(v[(np.broadcast_to(w_ix, full), np.broadcast_to(t_ix, full)) + tuple(where)])
+        return v[(w_ix, t_ix) + tuple(where)]
+
+    n_vecs = len(op.index_vecs)
+    syms = [read_through(vec, m, np.int64) for vec, m in zip(op.index_vecs, maps[1:])]
     mem = sim.get(op.base)
     idx = []
     for off, e in zip(op.offsets, maps[0].results):
@@ -97,8 +102,11 @@ def _transfer_gather(sim, op):
     valid = np.ones(full, dtype=bool)
     for i, n in zip(idx, mem.shape):
         valid &= (np.broadcast_to(i, full) >= 0) & (np.broadcast_to(i, full) < n)
-    if op.mask is not None:
-        valid &= np.broadcast_to(lead(sim.get(op.mask)).astype(bool), full)
+    if op.mask is not None:  # the mask has its own map after the index vectors' (else: the result's positions)
+        if len(maps) > 1 + n_vecs:
+            valid &= read_through(op.mask, maps[1 + n_vecs], bool)
+        else:
+            valid &= np.broadcast_to(lead(sim.get(op.mask)).astype(bool), full)
     vals = sim.load(op, mem, idx, vshape, mask=valid)
     pad = np.asarray(sim.get(op.padding))
     pad = pad.reshape(pad.shape + (1,) * len(vshape)) if pad.ndim >= 2 else pad
