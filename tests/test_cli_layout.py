@@ -85,3 +85,40 @@ def test_cli_starts_light():
     assert elapsed < 5  # generous: typically ~0.2 s; a timing, not a benchmark
     p = subprocess.run([sys.executable, "-m", "simtify.cli.main", "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "layout" in p.stdout
+
+
+def _owners(capsys, layout):
+    rc, out, err = run(["layout", "owners", layout, "--json"], capsys)
+    assert rc == 0 and err == "", err
+    data = json.loads(out)
+    return data, {tuple(e): (t["lane"], r) for t in data["threads"] for r, e in enumerate(t["elements"])}
+
+
+def test_mma_operand_layouts_match_the_vendor_manuals(capsys):
+    """`mma:NAME:ROLE` shows an intrinsic operand's lanes; checked against the CDNA3 ISA's
+    MFMA 16x16x16 f16 fragments and PTX's mma.m16n8k16 fragments (register order: IREE's,
+    row block first)."""
+    data, own = _owners(capsys, "mma:MFMA_F32_16x16x16_F16:A")
+    assert data["subgroup_size"] == 64 and data["shape"] == [16, 16]
+    assert own == {(i, k): (i + 16 * (k // 4), k % 4) for i in range(16) for k in range(16)}
+    _, own = _owners(capsys, "mma:MFMA_F32_16x16x16_F16:B")
+    assert own == {(k, j): (j + 16 * (k // 4), k % 4) for k in range(16) for j in range(16)}
+    _, own = _owners(capsys, "mma:MFMA_F32_16x16x16_F16:acc")
+    assert own == {(i, j): (j + 16 * (i // 4), i % 4) for i in range(16) for j in range(16)}
+    data, own = _owners(capsys, "mma:mma.sync.m16n8k16.f32.f16.f16.f32:A")
+    assert data["subgroup_size"] == 32 and data["shape"] == [16, 16]
+    want = {}
+    for lane in range(32):
+        g, t = lane >> 2, lane % 4
+        for r, (rb, cb, e) in enumerate((rb, cb, e) for rb in (0, 8) for cb in (0, 8) for e in (0, 1)):
+            want[(g + rb, 2 * t + e + cb)] = (lane, r)
+    assert own == want
+    _, own = _owners(capsys, "mma:NV_MMA_SYNC_F32_16x8x16_F16:C")
+    assert own == {(lane // 4 + 8 * (i // 2), 2 * (lane % 4) + i % 2): (lane, i) for lane in range(32) for i in range(4)}
+
+
+def test_bad_mma_layouts_are_one_error_line(capsys):
+    rc, out, err = run(["layout", "show", "mma:MFMA_F32_16x16x16_F16:Q"], capsys)
+    assert rc == 2 and out == "" and err.startswith("error: layout: ") and "mma:NAME:A" in err
+    rc, _, err = run(["layout", "show", "mma:NOPE:A"], capsys)
+    assert rc == 2 and err.startswith("error: mma:NOPE:A: unknown MMA intrinsic 'NOPE'") and err.count("\n") == 1

@@ -2,8 +2,9 @@
 
 LAYOUT is attribute text (``#iree_vector_ext.nested_layout<...>``, its bare ``<...>``
 body, ``#xegpu.layout<...>``, ``#xegpu.slice<...>``, Triton's ``#ttg.blocked<{...}>``,
-``#ttg.linear<{...}>``, ``#ttg.slice<{...}>``), ``@FILE`` holding it, or a built-in
-example ``example:seed-64x64``, ``example:seed-subgroup-order``, ``example:xegpu-128x128``.
+``#ttg.linear<{...}>``, ``#ttg.slice<{...}>``), ``@FILE`` holding it, a built-in
+example ``example:seed-64x64``, ``example:seed-subgroup-order``, ``example:xegpu-128x128``,
+or one operand of a matrix intrinsic, ``mma:MFMA_F32_16x16x16_F16:A`` (A, B or C).
 """
 
 from __future__ import annotations
@@ -22,8 +23,28 @@ MAX_ELEMENTS = 1 << 24
 MAX_THREADS = 1 << 16
 
 
+MMA_ROLES = {"a": "a", "lhs": "a", "b": "b", "rhs": "b", "c": "c", "acc": "c", "d": "c"}
+
+
+def _mma_layout(arg: str) -> str:
+    """The nested layout of one operand of a matrix intrinsic, ``mma:NAME:A|B|C`` (IREE's
+    single-subgroup layout: A is M x K, B is K x N, C is M x N)."""
+    from simtify.target.mma import intrinsic
+
+    _, _, rest = arg.partition(":")
+    name, _, role = rest.rpartition(":")
+    if not name or role.lower() not in MMA_ROLES:
+        raise SimtifyError(f"'{arg}': write mma:NAME:A, mma:NAME:B or mma:NAME:C", "layout")
+    try:
+        return str(intrinsic(name).layout(MMA_ROLES[role.lower()]))
+    except SimtifyError as e:
+        raise e.at(arg) from None
+
+
 def _read_layout_text(arg: str) -> tuple[str, str]:
-    """(text, where) for a LAYOUT argument: text, @FILE or example:NAME."""
+    """(text, where) for a LAYOUT argument: text, @FILE, example:NAME or mma:NAME:ROLE."""
+    if arg.startswith("mma:"):
+        return _mma_layout(arg), arg
     if arg.startswith("example:"):
         from simtify.examples import example_layout
 
@@ -62,6 +83,10 @@ def _load(args):
 
     text, where = _read_layout_text(args.layout)
     layout = parse_layout(text, where)
+    if args.layout.startswith("mma:") and args.subgroup_size is None:
+        from simtify.target.mma import intrinsic
+
+        args.subgroup_size = intrinsic(args.layout[4:].rpartition(":")[0]).subgroup_size
     if args.shape is None and args.layout.startswith("example:"):
         from simtify.examples import SHAPES
 
