@@ -203,7 +203,6 @@ IREE_NOT_PASSING = {
     "main__19_gather": ("error", "failed to distribute"),
     "mask__02_masked_read_write_perm_minor": ("wrong", "out-of-bounds"),
     "mask__03_masked_read_write_perm_bcast": ("wrong", "out-of-bounds"),
-    "mask__08_transfer_gather_projected_mask": ("error", "the simulator failed"),
     # IREE's output is wrong: a thread past the mask's boundary thread gets an empty mask
     # although its lower outer/batch tiles are in bounds (rows 6-7 of 13 are never written)
     "mask__00_masked_read_write": ("wrong", "elements differ"),

@@ -30,13 +30,15 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--func", required=True, help="function name (without @)")
-    p.add_argument("--grid", type=_sizes, help="workgroups X[,Y,Z] (default 1)")
+    p.add_argument("--grid", type=_sizes, help="workgroups X[,Y,Z] (default: what the function records, e.g. an IREE "
+                   "dispatch's workgroup scf.forall or count hint; else 1)")
     p.add_argument("--block", type=_sizes, help="threads per workgroup X[,Y,Z] (default: the function's translation_info)")
     p.add_argument("--target", default="gfx942", help="gfx942, gfx950, sm_90 or xe (default gfx942)")
     p.add_argument("--subgroup-size", type=int, help="lanes per subgroup (default: translation_info, else the target's)")
     p.add_argument("--level", choices=("simt", "workgroup"), help="force the program level (default: detected)")
     p.add_argument("--arg", action="append", default=[], metavar="NAME=FILE.npy|random[:seed]",
-                   help="an argument's value; repeat for each argument")
+                   help="an argument's value; repeat for each argument (an IREE dispatch function's buffers "
+                        "are its HAL bindings: binding0, binding1, ..)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

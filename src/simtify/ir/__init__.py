@@ -112,6 +112,15 @@ def verify(module: Operation) -> None:
     _verify_dominance(module, source)
 
 
+def _other_blocks_defs(region, block) -> set:
+    """In a region of several blocks (unstructured control flow), what its other blocks
+    define: visible in `block` without a dominance tree (ordered only within a block)."""
+    if len(region.blocks) == 1:
+        return set()
+    return {r for other in region.blocks if other is not block for o in other.ops for r in o.results} | \
+        {a for other in region.blocks for a in other.args}
+
+
 def _verify_dominance(root: Operation, source) -> None:
     """Every operand is defined before its use: earlier in the same block, in an
     enclosing block, or as an argument of one (xDSL does not check this). Regions of
@@ -124,14 +133,10 @@ def _verify_dominance(root: Operation, source) -> None:
                 if v not in seen:
                     name = f"%{v.name_hint}" if v.name_hint else "a value"
                     raise SimtifyError(f"'{op.name}' op uses {name} before it is defined", _where(op, source))
-            if not op.has_trait(IsolatedFromAbove):
-                for region in op.regions:
-                    for b in region.blocks:
-                        visit_block(b, seen)
-            else:
-                for region in op.regions:
-                    for b in region.blocks:
-                        visit_block(b, set())
+            outer = set() if op.has_trait(IsolatedFromAbove) else seen
+            for region in op.regions:
+                for b in region.blocks:
+                    visit_block(b, outer | _other_blocks_defs(region, b))
             seen.update(op.results)
 
     for region in root.regions:

@@ -565,7 +565,9 @@ class PermlaneSwapOp(IRDLOperation):
             raise VerifyException(f"row_length must be 16 or 32, got {self.row_length.value.data}")
 
 
-AMDGPU = Dialect("amdgpu", [DPPOp, GatherToLDSOp, MFMAOp, PermlaneSwapOp, SwizzleBitModeOp],
+from simtify.ir import iree_dispatch  # noqa: E402  (amdgpu.fat_raw_buffer_cast)
+
+AMDGPU = Dialect("amdgpu", [DPPOp, GatherToLDSOp, MFMAOp, PermlaneSwapOp, SwizzleBitModeOp, *iree_dispatch.AMDGPU_OPS],
                  [AddressSpaceAttr, DPPPermAttr])
 
 DIALECTS: list[Dialect] = [AMDGPU]

@@ -31,6 +31,7 @@ EXTRA_DIALECT_MODULES = [
     "simtify.ir.amdgpu",
     "simtify.ir.rocdl",
     "simtify.ir.hal",
+    "simtify.ir.iree_dispatch",
     "simtify.ir.nvgpu",
 ]
 

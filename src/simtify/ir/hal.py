@@ -42,7 +42,9 @@ class ExecutableTargetAttr(ParametrizedAttribute):
         printer.print_string(">")
 
 
-HAL = Dialect("hal", [], [ExecutableTargetAttr])
+from simtify.ir import hal_interface  # noqa: E402  (the dispatch interface ops)
+
+HAL = Dialect("hal", hal_interface.OPS, [ExecutableTargetAttr, *hal_interface.ATTRIBUTES])
 
 DIALECTS: list[Dialect] = [HAL]
 

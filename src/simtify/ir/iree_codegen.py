@@ -425,10 +425,13 @@ class InnerTiledOp(IRDLOperation):
                                       f"{' (element count)' if self.opaque else ''}")
 
 
+from simtify.ir import iree_dispatch  # noqa: E402  (dispatch-level ops and the workgroup mapping)
+
 IREECodegen = Dialect(
     "iree_codegen",
-    [InnerTiledOp],
-    [TranslationInfoAttr, CodegenLoweringConfigAttr, NoPipelineAttr, TransformDialectCodegenAttr, PassPipelineAttr],
+    [InnerTiledOp, *iree_dispatch.IREE_CODEGEN_OPS],
+    [TranslationInfoAttr, CodegenLoweringConfigAttr, NoPipelineAttr, TransformDialectCodegenAttr, PassPipelineAttr,
+     *iree_dispatch.IREE_CODEGEN_ATTRIBUTES],
 )
 
 DIALECTS: list[Dialect] = [IREECodegen]

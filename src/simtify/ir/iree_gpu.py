@@ -808,6 +808,8 @@ class SubgroupScanOp(IRDLOperation):
             raise VerifyException("the combiner must end with iree_gpu.yield of one value")
 
 
+from simtify.ir import iree_dispatch  # noqa: E402  (#iree_gpu.pipeline_options)
+
 IREEGPU = Dialect(
     "iree_gpu",
     [GlobalLoadDMAOp, CoalescedGatherDMAOp, AsyncDMAOp, SubgroupScanOp, YieldOp],
@@ -819,6 +821,7 @@ IREEGPU = Dialect(
         PipelineAttr,
         MMALayoutAttr,
         MMASemanticsAttr,
+        *iree_dispatch.IREE_GPU_ATTRIBUTES,
     ],
 )
 

@@ -83,8 +83,14 @@ def find_function(module: Operation, name: str) -> Operation:
 
 
 def function_args(func: Operation) -> list[tuple[str, object]]:
-    """(name, type) of the function's inputs, named as the text writes them without `%`."""
+    """(name, type) of the function's inputs, named as the text writes them without `%`;
+    for an IREE dispatch function (no arguments, HAL bindings), its ``bindingN`` buffers."""
     n_inputs = len(func.function_type.inputs.data)
+    if n_inputs == 0:
+        from simtify.sim.dispatch import dispatch_bindings, is_dispatch
+
+        if is_dispatch(func):
+            return dispatch_bindings(func)
     out = []
     for i, a in enumerate(list(func.body.blocks.first.args)[:n_inputs]):
         out.append((a.name_hint or f"arg{i}", a.type))
@@ -110,7 +116,9 @@ def _recorded_sizes(func: Operation) -> tuple[tuple[int, ...] | None, int | None
     known = func.properties.get("known_block_size") if hasattr(func, "properties") else None
     if known is not None:
         return tuple(int(x) for x in known.get_values()), None
-    return None, None
+    from simtify.sim.dispatch import dispatch_config_sizes
+
+    return dispatch_config_sizes(func)
 
 
 def _xyz(sizes, what: str) -> tuple[int, int, int]:
@@ -155,6 +163,8 @@ def random_array(t, shape, rng) -> np.ndarray:
 def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=None, block=None,
         target: str | Target = "gfx942", sanitize: bool = True, subgroup_size: int | None = None,
         level: str | None = None) -> RunResult:
+    from simtify.sim.dispatch import dispatch_grid
+
     t0 = time.perf_counter()
     tgt = get_target(target) if isinstance(target, str) else target
     func = find_function(module, func_name)
@@ -172,7 +182,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
         raise SimtifyError(f"the function is compiled for subgroups of {rec_sg} lanes, not {subgroup_size}",
                            "--subgroup-size")
     launch = Launch(
-        grid=_xyz(grid or recorded_grid(func) or (1,), "grid"),
+        grid=_xyz(grid or recorded_grid(func) or dispatch_grid(func) or (1,), "grid"),
         block=block,
         subgroup_size=int(subgroup_size or rec_sg or tgt.subgroup_size),
         level=level,
@@ -183,6 +193,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     counters = Counters()
     findings: list = []
     interp = Interpreter(launch, tgt, counters, findings, sanitize)
+    interp.bindings = buffers  # the HAL bindings of a dispatch function (`simtify.sim.dispatch`)
     T, T_run = launch.threads, launch.padded_threads
     # threads past the block (padding of the last subgroup) never become active
     real = None if T_run == T else (np.arange(T_run) < T).reshape(1, T_run)

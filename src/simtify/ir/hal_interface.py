@@ -1,0 +1,313 @@
+"""The ``hal`` interface ops and attributes of an IREE dispatch function, in IREE 3.12's
+syntax: how a dispatch reaches its buffers and its place in the grid.
+
+    %0 = hal.interface.binding.subspan layout(<bindings = [#hal.pipeline.binding<storage_buffer,
+           "ReadOnly|Indirect">, ..], flags = Indirect>) binding(0) alignment(64) offset(%c0)
+           flags("ReadOnly|Indirect") : memref<512x4096xf32, #hal.descriptor_type<storage_buffer>>
+    %id = hal.interface.workgroup.id[0] : index
+    %n = hal.interface.workgroup.count[0] : index
+
+A dispatch function takes no arguments: binding N of the pipeline layout is a buffer the
+host binds, viewed from ``offset`` (bytes) as the subspan's memref type. The simulator
+binds them by name ``binding0``, ``binding1``, ... (`simtify.sim.dispatch`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
+from xdsl.ir import Attribute, Data, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from simtify.ir.attribute_syntax import print_sorted_attr_dict, split_properties
+
+_BARE = re.compile(r"^[A-Za-z_][\w$.]*$")
+
+
+def _parse_flags(parser: AttrParser) -> str:
+    """A bit-enum value as MLIR prints it: ``Indirect`` or ``"ReadOnly|Indirect"``."""
+    text = parser.parse_optional_str_literal()
+    return text if text is not None else parser.parse_identifier()
+
+
+def _flags_text(flags: str) -> str:
+    return flags if _BARE.match(flags) else f'"{flags}"'
+
+
+@irdl_attr_definition
+class DescriptorTypeAttr(Data[str]):
+    """``#hal.descriptor_type<storage_buffer>``: the memory space of a bound buffer."""
+
+    name = "hal.descriptor_type"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> str:
+        with parser.in_angle_brackets():
+            return parser.parse_identifier()
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data}>")
+
+
+@irdl_attr_definition
+class PipelineBindingAttr(Data[tuple[str, str | None]]):
+    """``#hal.pipeline.binding<storage_buffer, "ReadOnly|Indirect">``: one binding of a
+    pipeline layout (descriptor type, optional flags)."""
+
+    name = "hal.pipeline.binding"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[str, str | None]:
+        with parser.in_angle_brackets():
+            kind = parser.parse_identifier()
+            flags = _parse_flags(parser) if parser.parse_optional_punctuation(",") else None
+        return (kind, flags)
+
+    def print_parameter(self, printer: Printer) -> None:
+        kind, flags = self.data
+        printer.print_string(f"<{kind}" + (f", {_flags_text(flags)}" if flags is not None else "") + ">")
+
+    @property
+    def read_only(self) -> bool:
+        return self.data[1] is not None and "ReadOnly" in self.data[1].split("|")
+
+
+def _parse_layout_body(parser: AttrParser) -> tuple[int | None, tuple[PipelineBindingAttr, ...], str | None]:
+    constants = None
+    bindings: tuple[PipelineBindingAttr, ...] = ()
+    flags = None
+    with parser.in_angle_brackets():
+        while True:
+            pos = parser.pos
+            key = parser.parse_identifier()
+            parser.parse_punctuation("=")
+            if key == "constants":
+                constants = parser.parse_integer(allow_boolean=False)
+            elif key == "bindings":
+                items = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute)
+                if not all(isinstance(b, PipelineBindingAttr) for b in items):
+                    parser.raise_error("bindings must be #hal.pipeline.binding<..> attributes", pos)
+                bindings = tuple(items)
+            elif key == "flags":
+                flags = _parse_flags(parser)
+            else:
+                parser.raise_error(f"unknown pipeline layout key '{key}' (constants, bindings, flags)", pos)
+            if parser.parse_optional_punctuation(",") is None:
+                break
+    return constants, bindings, flags
+
+
+def _layout_body_text(printer: Printer, layout: PipelineLayoutAttr) -> None:
+    constants, bindings, flags = layout.data
+    if constants is not None:
+        printer.print_string(f"<constants = {constants}, bindings = [")
+    else:
+        printer.print_string("<bindings = [")
+    printer.print_list(bindings, printer.print_attribute)
+    printer.print_string("]" + (f", flags = {_flags_text(flags)}" if flags is not None else "") + ">")
+
+
+@irdl_attr_definition
+class PipelineLayoutAttr(Data[tuple[int | None, tuple[PipelineBindingAttr, ...], str | None]]):
+    """``#hal.pipeline.layout<constants = N, bindings = [..], flags = ..>``: the buffers
+    (and push constants) a dispatch is given."""
+
+    name = "hal.pipeline.layout"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser):
+        return _parse_layout_body(parser)
+
+    def print_parameter(self, printer: Printer) -> None:
+        _layout_body_text(printer, self)
+
+
+@irdl_attr_definition
+class DeviceType(ParametrizedAttribute, TypeAttribute):
+    """``!hal.device`` (the argument of a workgroup count region)."""
+
+    name = "hal.device"
+
+
+@irdl_op_definition
+class InterfaceBindingSubspanOp(IRDLOperation):
+    """A memref view of binding ``binding`` of ``layout`` from byte ``offset``."""
+
+    name = "hal.interface.binding.subspan"
+
+    byte_offset = opt_operand_def(IndexType)
+    dynamic_dims = var_operand_def(IndexType)
+    result = result_def(MemRefType)
+    layout = prop_def(PipelineLayoutAttr)
+    binding = prop_def(IntegerAttr)
+    alignment = opt_prop_def(IntegerAttr)
+    descriptor_flags = opt_prop_def(Attribute)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure())
+
+    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("layout", "binding", "alignment", "descriptor_flags")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InterfaceBindingSubspanOp:
+        from xdsl.dialects.builtin import StringAttr
+
+        index = IndexType()
+        parser.parse_keyword("layout")
+        parser.parse_punctuation("(")
+        pos = parser.pos
+        if parser._current_token.text == "<":  # the short form IREE prints
+            layout = PipelineLayoutAttr(_parse_layout_body(parser))
+        else:
+            layout = parser.parse_attribute()
+            if not isinstance(layout, PipelineLayoutAttr):
+                parser.raise_error("expected a #hal.pipeline.layout<..>", pos)
+        parser.parse_punctuation(")")
+        parser.parse_keyword("binding")
+        parser.parse_punctuation("(")
+        binding = parser.parse_integer(allow_boolean=False)
+        parser.parse_punctuation(")")
+        props: dict[str, Attribute] = {"layout": layout, "binding": IntegerAttr(binding, index)}
+        offset = None
+        if parser.parse_optional_keyword("alignment") is not None:
+            parser.parse_punctuation("(")
+            props["alignment"] = IntegerAttr(parser.parse_integer(allow_boolean=False), index)
+            parser.parse_punctuation(")")
+        if parser.parse_optional_keyword("offset") is not None:
+            parser.parse_punctuation("(")
+            offset = parser.parse_unresolved_operand()
+            parser.parse_punctuation(")")
+        if parser.parse_optional_keyword("flags") is not None:
+            parser.parse_punctuation("(")
+            props["descriptor_flags"] = StringAttr(_parse_flags(parser))
+            parser.parse_punctuation(")")
+        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
+        props.update(extra)
+        parser.parse_punctuation(":")
+        result_type = parser.parse_type()
+        dims = []
+        if parser.parse_optional_punctuation("{") is not None:
+            dims = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+            parser.parse_punctuation("}")
+        return cls(
+            operands=[[parser.resolve_operand(offset, index)] if offset is not None else [],
+                      [parser.resolve_operand(d, index) for d in dims]],
+            result_types=[result_type],
+            properties=props,
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" layout(")
+        _layout_body_text(printer, self.layout)
+        printer.print_string(f") binding({self.binding.value.data})")
+        if self.alignment is not None:
+            printer.print_string(f" alignment({self.alignment.value.data})")
+        if self.byte_offset is not None:
+            printer.print_string(" offset(")
+            printer.print_ssa_value(self.byte_offset)
+            printer.print_string(")")
+        if self.descriptor_flags is not None:
+            printer.print_string(f" flags({_flags_text(self.descriptor_flags.data)})")
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+        if self.dynamic_dims:
+            printer.print_string("{")
+            printer.print_list(self.dynamic_dims, printer.print_ssa_value)
+            printer.print_string("}")
+
+    def verify_(self) -> None:
+        t = self.result.type
+        assert isinstance(t, MemRefType)
+        dynamic = sum(1 for d in t.get_shape() if d < 0)
+        if dynamic != len(self.dynamic_dims):
+            raise VerifyException(f"the result type has {dynamic} dynamic dim(s) but {len(self.dynamic_dims)} "
+                                  "size(s) are given")
+        n = len(self.layout.data[1])
+        if not 0 <= self.binding.value.data < n:
+            raise VerifyException(f"binding {self.binding.value.data} is not in the layout's {n} binding(s)")
+
+
+class _WorkgroupQuery(IRDLOperation):
+    """``hal.interface.workgroup.<id|count|size>[D] (upper_bound N)? : index``."""
+
+    dimension = prop_def(IntegerAttr)
+    upper_bound = opt_prop_def(IntegerAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        index = IndexType()
+        parser.parse_punctuation("[")
+        pos = parser.pos
+        dim = parser.parse_integer(allow_boolean=False)
+        if not 0 <= dim <= 2:
+            parser.raise_error(f"dimension {dim} must be 0, 1 or 2", pos)
+        parser.parse_punctuation("]")
+        props: dict[str, Attribute] = {"dimension": IntegerAttr(dim, index)}
+        if parser.parse_optional_keyword("upper_bound") is not None:
+            props["upper_bound"] = IntegerAttr(parser.parse_integer(allow_boolean=False), index)
+        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ("dimension", "upper_bound"))
+        props.update(extra)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        return cls(result_types=[t], properties=props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f"[{self.dimension.value.data}]")
+        if self.upper_bound is not None:
+            printer.print_string(f" upper_bound {self.upper_bound.value.data}")
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class InterfaceWorkgroupIDOp(_WorkgroupQuery):
+    name = "hal.interface.workgroup.id"
+
+
+@irdl_op_definition
+class InterfaceWorkgroupCountOp(_WorkgroupQuery):
+    name = "hal.interface.workgroup.count"
+
+
+@irdl_op_definition
+class InterfaceWorkgroupSizeOp(_WorkgroupQuery):
+    name = "hal.interface.workgroup.size"
+
+
+OPS = [InterfaceBindingSubspanOp, InterfaceWorkgroupIDOp, InterfaceWorkgroupCountOp, InterfaceWorkgroupSizeOp]
+ATTRIBUTES = [DescriptorTypeAttr, PipelineBindingAttr, PipelineLayoutAttr, DeviceType]
+
+__all__ = [
+    "ATTRIBUTES",
+    "OPS",
+    "DescriptorTypeAttr",
+    "DeviceType",
+    "InterfaceBindingSubspanOp",
+    "InterfaceWorkgroupCountOp",
+    "InterfaceWorkgroupIDOp",
+    "InterfaceWorkgroupSizeOp",
+    "PipelineBindingAttr",
+    "PipelineLayoutAttr",
+]
