@@ -95,6 +95,7 @@ class NestedDistribution:
     # --- entry: thread ids and uniform index math ---------------------------------
 
     def run(self) -> None:
+        check_unroll_budget(self.func, self.analysis, self.target)
         old_entry = self.func.body.blocks.first
         new_entry = Block(arg_types=[a.type for a in old_entry.args])
         for old, new in zip(old_entry.args, new_entry.args):
@@ -2050,6 +2051,44 @@ def _round_trip_cost(kept_lay: NestedLayout | None, n: int, b: int, writes, clus
                 np.repeat(who // sg, E), np.repeat(who % sg, E), np.tile(np.arange(E), who.size), addr.ravel(), E, b,
                 target.shared_banks, target.bank_width_bytes, True)
     return total + shuffles
+
+
+# Distribution unrolls every value into its batch x outer register groups, one op (or
+# more) per group; past this many groups in one function the output is unreadable and
+# the pass takes tens of seconds, so it stops before doing any work.
+MAX_UNROLLED_GROUPS = 16384
+
+
+def registers_of_value(vt: VectorType, lay: NestedLayout) -> int:
+    """32-bit registers one thread needs to hold its part of `vt` under `lay`."""
+    elt = vt.element_type
+    bits = elt.bitwidth if hasattr(elt, "bitwidth") else 64
+    return -(-prod(lay.distributed_shape) * max(1, bits) // 32)
+
+
+def check_unroll_budget(func: Operation, analysis: LayoutAnalysis, target) -> None:
+    """Refuse, before any rewriting, a function one of whose values needs more registers
+    per thread than the target's per-lane register file holds (it cannot run), or whose
+    values together unroll into more than `MAX_UNROLLED_GROUPS` register groups."""
+    total = 0
+    for op in func.walk():
+        values = list(op.results) + [a for r in op.regions for b in r.blocks for a in b.args]
+        for v in values:
+            lay = analysis.get(v) if is_vector(v) else None
+            if lay is None or lay.rank == 0:
+                continue
+            regs = registers_of_value(v.type, lay)
+            if regs > target.registers_per_lane:
+                raise SimtifyError(
+                    f"a {v.type} value distributed as {'x'.join(map(str, lay.distributed_shape))} elements per "
+                    f"thread needs {regs} 32-bit registers per thread; {target.name} has {target.registers_per_lane} "
+                    f"per lane (use fewer batch/element tiles or more threads)", _where(op))
+            groups = prod(lay.batch_tile) * prod(lay.outer_tile)
+            total += groups
+            if total > MAX_UNROLLED_GROUPS:
+                raise SimtifyError(
+                    f"distribution would unroll more than {MAX_UNROLLED_GROUPS} register groups (batch x outer tiles "
+                    f"summed over the function's vector values; this {v.type} value alone has {groups})", _where(op))
 
 
 def distribute_function(func: Operation, analysis: LayoutAnalysis, subgroup_size: int, threads: int,

@@ -118,6 +118,12 @@ def _reducible(t, n: int) -> bool:
     return shape(t)[0] % n == 0 and isinstance(t.element_type, (IntegerType, AnyFloat)) and not n & (n - 1)
 
 
+# `split_multi_reduction` unrolls one reduction per kept row; later patterns cost grows
+# with the square of the ops in a region (255 rows: ~50 s), so past this many rows the
+# reduction stays on lane 0 instead (correct, serial).
+MAX_SPLIT_ROWS = 64
+
+
 def split_multi_reduction(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool:
     """A uniform ``vector.multi_reduction`` whose reduced dim splits over the warp
     becomes, in the region, reductions that `sink_reduction` distributes:
@@ -147,6 +153,8 @@ def split_multi_reduction(warp: Operation, i: int, op: Operation, cfg: WarpConfi
         flat = em.shape_cast(op.source, flat_t) if len(src_shape) != 1 else op.source
         made = em.value(vector_ir.ReductionOp(kind, flat, op.acc))
     elif len(src_shape) == 2 and len(dims) == 1:
+        if src_shape[1 - dims[0]] > MAX_SPLIT_ROWS:
+            return False  # one reduction per row would be thousands of ops: it stays on lane 0
         rows_src = op.source if dims == [1] else em.transpose(op.source, [1, 0])
         rows, length = shape(rows_src.type)
         row_t = VectorType(src_t.element_type, [length])

@@ -363,7 +363,9 @@ class Propagation:
             if known:
                 out += [(r, known[0]) for r in op.results]
         elif name == "vector.multi_reduction":
-            s = L(op.source)
+            # a reduction over every dim gives a scalar: every lane holds it, so it needs
+            # no layout (upstream gives it the source's layout sliced over all dims)
+            s = L(op.source) if is_vector(op.results[0]) else None
             if s is not None:
                 out.append((op.results[0], reduce_dims(s, _dims(op.reduction_dims))))
         elif name == "vector.transpose":

@@ -242,8 +242,6 @@ class LaneDistribution(Unroller):
         src, r = op.source, op.results[0]
         s_lay = self.L(src)
         dims = [int(x) for x in op.reduction_dims.get_values()]
-        if not is_vector(r):
-            raise SimtifyError("a multi_reduction to a scalar is not distributed; keep one dim")
         clusters = []
         if s_lay is not None:
             base, _ = flatten(s_lay)
@@ -257,6 +255,15 @@ class LaneDistribution(Unroller):
         acc = self.one(op.acc)
         if not clusters:
             self.vmap[r] = [em.multi_reduction(kind, x, acc, dims)]
+            return
+        if not is_vector(r):
+            # to a scalar: each lane's part, then across the lanes; every lane holds it
+            part = self.reduce_pieces_to_scalar(op, em, from_acc=False)
+            sg = self.A.subgroup_size
+            for stride, size in _merge(clusters):
+                cluster = None if size * stride == sg and stride == 1 else size
+                part = em.subgroup_reduce(kind, part, cluster, stride)
+            self.vmap[r] = [em.combine(kind, part, acc)]
             return
         pt = self.piece_type(r)
         part = em.multi_reduction(kind, x, self.splat(em, neutral(kind, pt.element_type), pt, None), dims)

@@ -119,6 +119,11 @@ class LocatedEmitter(Emitter):
         return LocatedEmitter(body, y, self.site)
 
 
+# Each level rewrites a value piece by piece; past this many pieces in one function the
+# output is unreadable and the pass takes tens of seconds, so it stops before any work.
+MAX_PIECES = 16384
+
+
 class Unroller:
     level = "distribution"
 
@@ -205,7 +210,45 @@ class Unroller:
 
     # --- driving --------------------------------------------------------------------
 
+    def check_budget(self) -> None:
+        """Refuse, before rewriting anything, a value whose lane share needs more 32-bit
+        registers than an xe lane has (it cannot run), and a function whose values cut
+        into more than `MAX_PIECES` pieces in all (each piece is one op or more)."""
+        from simtify.target import get_target
+        from simtify.transforms.xegpu_layouts import has, plan
+
+        # Xe-HPC's large-GRF mode doubles the 128 GRFs a thread has by default (each 64-byte
+        # GRF is one 32-bit register of each of 16 lanes)
+        registers = 2 * get_target("xe").registers_per_lane
+        total = 0
+        for op in self.func.walk():
+            for v in list(op.results) + [a for r in op.regions for b in r.blocks for a in b.args]:
+                if not is_vector(v):
+                    continue
+                lay = self.L(v)
+                try:
+                    pieces = prod(self.grid_of(v))
+                    plans = plan(lay, shape(v)) if has(lay, "lane_layout") else None
+                except SimtifyError:
+                    continue  # the rewrite reports it where it matters
+                if plans is not None:
+                    elt = v.type.element_type
+                    bits = elt.bitwidth if hasattr(elt, "bitwidth") else 64
+                    words = -(-prod(p.R * p.nb * p.R2 * p.LD for p in plans) * max(1, bits) // 32)
+                    if words > registers:
+                        raise SimtifyError(
+                            f"a {v.type} value with layout {lay} needs {words} 32-bit registers per lane; xe has "
+                            f"{registers} per lane in large-GRF mode (use more subgroups or lanes, or a smaller tile)",
+                            where(op))
+                total += pieces
+                if total > MAX_PIECES:
+                    raise SimtifyError(
+                        f"{self.level} would cut the function's vector values into more than {MAX_PIECES} pieces "
+                        f"(this {v.type} value alone into {pieces}); use larger inst_data / sg_data or a smaller "
+                        "tile", where(op))
+
     def run(self) -> None:
+        self.check_budget()
         old_entry = self.func.body.blocks.first
         new_entry = Block(arg_types=[a.type for a in old_entry.args])
         for old, new in zip(old_entry.args, new_entry.args):
@@ -266,7 +309,11 @@ class Unroller:
             self.elementwise(op, em)
         elif any(is_vector(v) for v in list(op.operands) + list(op.results)) or op.regions or any(
                 isinstance(v.type, xegpu_ir.TensorDescType) for v in op.operands):
-            raise SimtifyError(f"'{op.name}' is not distributed by {self.level}")
+            hint = ""
+            if op.name.startswith(("vector.transfer_", "linalg.", "iree_")):
+                hint = (" (XeGPU programs access memory with xegpu.load_nd / store_nd; distribute IREE "
+                        "vector programs with the nested-distribute pipelines)")
+            raise SimtifyError(f"'{op.name}' is not distributed by {self.level}{hint}")
         else:
             clone = op.clone(value_mapper={k: v[0] for k, v in self.vmap.items() if len(v) == 1})
             em.add(clone)
@@ -399,7 +446,7 @@ class Unroller:
         dims = [int(x) for x in op.reduction_dims.get_values()]
         kind = kind_of(op)
         if not is_vector(r):
-            raise SimtifyError("a multi_reduction to a scalar is not distributed; keep one dim")
+            return [self.reduce_pieces_to_scalar(op, em, from_acc=from_acc)]
         sgrid, rgrid = self.grid_of(src), self.grid_of(r)
         keep = [d for d in range(len(sgrid)) if d not in dims]
         if [sgrid[d] for d in keep] != list(rgrid):
@@ -422,6 +469,32 @@ class Unroller:
                 acc = em.value(self.annotate(new, r))
             out.append(acc)
         return out
+
+    def reduce_pieces_to_scalar(self, op: Operation, em: Emitter, *, from_acc: bool) -> SSAValue:
+        """A reduction over every dim (to a scalar, which every lane holds; the verifier
+        refuses a 0-d vector result, as MLIR's does)."""
+        from simtify.ir import vector as vector_ir
+        from simtify.transforms.emit import scalar_attr
+
+        src, r = op.source, op.results[0]
+        dims = list(range(len(shape(src))))
+        kind = kind_of(op)
+        if from_acc:
+            acc = self.one(op.acc)
+        else:
+            acc = em.value(arith.ConstantOp(scalar_attr(neutral_value(kind, r.type), r.type), r.type))
+        pieces = self.pieces(src)
+        if len({p.type for p in pieces}) == 1:
+            # pieces of one shape are combined element by element first: one reduction
+            # (and, at the lane level, one cross-lane step) instead of one per piece
+            whole = pieces[0]
+            for piece in pieces[1:]:
+                whole = em.combine(kind, whole, piece)
+                self.annotate(whole.owner, src)
+            pieces = [whole]
+        for piece in pieces:
+            acc = em.value(vector_ir.MultiReductionOp(kind, piece, acc, dims))
+        return acc
 
     def op_vector_multi_reduction(self, op: Operation, em: Emitter) -> None:
         self.vmap[op.results[0]] = self.reduce_pieces(op, em, from_acc=True)

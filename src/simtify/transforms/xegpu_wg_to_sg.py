@@ -38,7 +38,7 @@ from simtify.layout.xegpu import delinearize
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
 from simtify.transforms.xegpu_layouts import SUBGROUP_FIELDS, Layout, flatten, kept_dims, plan, strip
-from simtify.transforms.xegpu_propagate import XeGPULayouts, shape
+from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
 from simtify.transforms.xegpu_unroll import Index, Unroller, kind_of
 
 
@@ -255,8 +255,16 @@ class SubgroupDistribution(Unroller):
         partials = self.reduce_pieces(op, em, from_acc=False)
         kind = kind_of(op)
         r_lay = self.L(r)
-        rshape = shape(r)
-        elt = r.type.element_type
+        scalar = not is_vector(r)
+        if scalar:
+            # a reduction over every dim: each subgroup's partial goes through shared local
+            # memory as a vector<1>, held whole by every lane (no layout)
+            elt = r.type
+            partials = [em.broadcast(partials[0], VectorType(elt, [1]))]
+            r_lay, rshape = None, (1,)
+        else:
+            rshape = shape(r)
+            elt = r.type.element_type
         G = prod(groups)
         buf = self.slm((G * rshape[0],) + rshape[1:], elt, em)
         if self.in_loop(op):
@@ -301,6 +309,9 @@ class SubgroupDistribution(Unroller):
                 v = self.make_access(xegpu_ir.LoadNdOp, [shared.descriptor(pshape, em)], offs, {}, playout, [pt],
                                      em).results[0]
                 total = v if total is None else self.combine(em, kind, total, v, r)
+            if scalar:  # the vector<1>'s element combined with the accumulator
+                out.append(em.multi_reduction(kind, total, accs[i], [0]))
+                continue
             out.append(self.combine(em, kind, total, accs[i], r))
         self.vmap[r] = out
 
