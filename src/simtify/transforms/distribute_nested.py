@@ -1401,14 +1401,7 @@ class NestedDistribution:
             self.drop_if_unused(op.initial_value)
             acc_piece = carry  # the accumulated value: the last element of the result
         self.vmap[op.dest] = self.convert(out, lay, self.L(op.dest), src.type, em)
-        acc = op.accumulated_value
-        if r == 1:
-            scalar = em.extract(em.shape_cast(acc_piece, VectorType(elt, [1])), [0], elt)
-            self.vmap[acc] = em.broadcast(scalar, acc.type)
-        else:
-            red = lay.project([dim])
-            regs_acc = em.shape_cast(acc_piece, dist_type(acc.type, red))
-            self.vmap[acc] = self.convert(regs_acc, red, self.L(acc), acc.type, em)
+        self.scan_accumulated(op, acc_piece, lay, dim, em)
 
     def scan_across_subgroups(self, lay: NestedLayout, dim: int, kind: str, total: SSAValue, last, piece_t,
                               em: Emitter):
@@ -1785,14 +1778,20 @@ class NestedDistribution:
         self.vmap[op.dest] = self.convert(out, line, self.L(op.dest), src.type, em)
         if inclusive:
             self.drop_if_unused(op.initial_value)
+        self.scan_accumulated(op, last_out, line, dim, em)
+
+    def scan_accumulated(self, op: Operation, last: SSAValue, lay: NestedLayout, dim: int, em: Emitter) -> None:
+        """A scan's accumulated value from `last`, each thread's registers of the scan's last
+        element along `dim` (`lay` without `dim`), in the layout the analysis gave it."""
         acc = op.accumulated_value
-        if r == 1:
-            scalar = em.extract(em.shape_cast(last_out, VectorType(elt, [1])), [0], elt)
+        elt = acc.type.element_type if isinstance(acc.type, VectorType) else acc.type
+        if lay.rank == 1:
+            scalar = em.extract(em.shape_cast(last, VectorType(elt, [1])), [0], elt)
             self.vmap[acc] = em.broadcast(scalar, acc.type)
         else:
-            acc_line = line.project([dim])
-            regs_acc = em.shape_cast(last_out, dist_type(acc.type, acc_line))
-            self.vmap[acc] = self.convert(regs_acc, acc_line, self.L(acc), acc.type, em)
+            red = lay.project([dim])
+            regs_acc = em.shape_cast(last, dist_type(acc.type, red))
+            self.vmap[acc] = self.convert(regs_acc, red, self.L(acc), acc.type, em)
 
 
 _FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile", "subgroup_strides",

@@ -294,6 +294,13 @@ def _reduction(sim, op):
 
 @handles("vector.contract")
 def _contract(sim, op):
+    return [contract(sim, op)]
+
+
+def contract(sim, op, mask=None):
+    """A contraction's value. With kind add and no mask one einsum; otherwise products
+    over the whole iteration space (masked-off points set to the kind's identity), then
+    the kind's reduction over the reduction dims, combined with the accumulator."""
     lhs, rhs = _v(sim, op.lhs), _v(sim, op.rhs)
     acc = lead(sim.get(op.acc))
     maps = [m.data for m in op.indexing_maps.data]
@@ -302,18 +309,20 @@ def _contract(sim, op):
     kind = kind_name(op)
     rt = op.results[0].type
     wide = np.float64 if dtype_of(rt).kind == "f" else np.int64
-    if kind != "add":
-        # products over the whole iteration space, then the kind's reduction and combine
-        n = op.indexing_maps.data[0].data.num_dims
-        every = letters[:n]
-        full = np.einsum(f"...{subs[0]},...{subs[1]}->...{every}", lhs.astype(wide), rhs.astype(wide))
-        axes = tuple(full.ndim - n + d for d in range(n) if letters[d] not in subs[2])
-        kept = "".join(c for c in every if c in subs[2])
-        red = np.einsum(f"...{kept}->...{subs[2]}", reduce(kind, full, axes)) if kept != subs[2] else \
-            reduce(kind, full, axes)
-        return [fit(combine(kind, red, acc.astype(wide)), rt)]
-    prod_ = np.einsum(f"...{subs[0]},...{subs[1]}->...{subs[2]}", lhs.astype(wide), rhs.astype(wide))
-    return [fit(prod_ + acc, rt)]
+    if kind == "add" and mask is None:
+        prod_ = np.einsum(f"...{subs[0]},...{subs[1]}->...{subs[2]}", lhs.astype(wide), rhs.astype(wide))
+        return fit(prod_ + acc, rt)
+    n = maps[0].num_dims
+    every = letters[:n]
+    full = np.einsum(f"...{subs[0]},...{subs[1]}->...{every}", lhs.astype(wide), rhs.astype(wide))
+    if mask is not None:
+        full = np.where(mask, full, identity(kind, full.dtype))
+    axes = tuple(full.ndim - n + d for d in range(n) if letters[d] not in subs[2])
+    kept = "".join(c for c in every if c in subs[2])
+    red = reduce(kind, full, axes)
+    if kept != subs[2]:
+        red = np.einsum(f"...{kept}->...{subs[2]}", red)
+    return fit(combine(kind, red, acc.astype(wide)), rt)
 
 
 @handles("vector.fma")
@@ -443,35 +452,12 @@ def _mask(sim, op):
             r = combine(kind, r, np.asarray(sim.get(inner.acc)))
         results = [fit(r, inner.results[0].type)]
     elif name == "vector.contract":
-        results = [_masked_contract(sim, inner, lead(m))]
+        results = [contract(sim, inner, lead(m))]
     else:
         raise SimtifyError(f"the simulator does not run '{name}' under vector.mask")
     for r, v in zip(inner.results, results):
         sim.set(r, v)
     return [sim.get(v) for v in yielded]
-
-
-def _masked_contract(sim, op, mask):
-    """Products over the whole iteration space, masked-off points left out, then the
-    kind's reduction over the reduction dims and the accumulator."""
-    lhs, rhs = _v(sim, op.lhs), _v(sim, op.rhs)
-    acc = lead(sim.get(op.acc))
-    maps = [m.data for m in op.indexing_maps.data]
-    letters = string.ascii_lowercase
-    subs = ["".join(letters[d] for d in result_dims(m)) for m in maps]
-    kind = kind_name(op)
-    rt = op.results[0].type
-    wide = np.float64 if dtype_of(rt).kind == "f" else np.int64
-    n = maps[0].num_dims
-    every = letters[:n]
-    full = np.einsum(f"...{subs[0]},...{subs[1]}->...{every}", lhs.astype(wide), rhs.astype(wide))
-    full = np.where(mask, full, identity(kind, full.dtype))
-    axes = tuple(full.ndim - n + d for d in range(n) if letters[d] not in subs[2])
-    kept = "".join(c for c in every if c in subs[2])
-    red = reduce(kind, full, axes)
-    if kept != subs[2]:
-        red = np.einsum(f"...{kept}->...{subs[2]}", red)
-    return fit(combine(kind, red, acc.astype(wide)), rt)
 
 
 @handles("vector.scan")
