@@ -166,7 +166,6 @@ SIMTIFY_REFUSES = {
     "main__19_gather": "exceeds the subgroup size",
     "mask__02_masked_read_write_perm_minor": "out-of-bounds",
     "mask__03_masked_read_write_perm_bcast": "out-of-bounds",
-    "mask__08_transfer_gather_projected_mask": "no layout reaches the result of 'vector.create_mask'",
     "mask__04_masked_read_write_reduce": "exceeds the subgroup size",
     "mask__05_masked_read_write_contract": "exceeds the subgroup size",
 }
@@ -177,7 +176,6 @@ WHY_REFUSED = {
                                  "also fails to distribute it with a 64-lane translation_info)",
     "out-of-bounds": "the input itself reads or writes out of bounds for every size of its dynamic dim "
                      "(its mask bounds the size-1 dim); both outputs are flagged by the sanitizer",
-    "no layout reaches": "a transfer_gather mask with its own (projected) indexing map is not propagated yet",
 }
 
 # Fixtures where simtify's output may cost more than IREE's, the counter, and why.

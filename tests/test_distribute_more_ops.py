@@ -651,3 +651,47 @@ def test_scan_over_three_lanes_moves_whole_lines(inclusive):
     text = (SCAN_STRIDED.replace("32x16", "12x32").replace("16xi32", "32xi32")
             .replace("LAYOUT", layout).replace("KIND", "add").replace("INCL", str(inclusive).lower()))
     check_distribution(text, "s", target="gfx942", workgroup_size=128)
+
+
+# transfer_gather whose mask has its own indexing map (IREE 3.12's form, as in IREE's
+# test transfer_gather_projected_mask): the mask takes the result's layout projected
+# through its map, and each register group reads the mask at its own positions.
+GATHER_PROJECTED_MASK = """
+func.func @g(%idx_mem: memref<16xindex>, %bound: memref<1xindex>, %src: memref<3x128x16xf32>,
+             %out: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c17 = arith.constant 17 : index
+  %pad = arith.constant -1.5 : f32
+  %idx = vector.transfer_read %idx_mem[%c0], %c0 {in_bounds = [true]} : memref<16xindex>, vector<16xindex>
+  %b = memref.load %bound[%c0] : memref<1xindex>
+  %n = arith.remui %b, %c17 : index
+  %mask = vector.create_mask %n : vector<16xi1>
+  %v = iree_vector_ext.transfer_gather %src[%c1, %c0, %c0] [%idx : vector<16xindex>], %pad, %mask
+       {indexing_maps = [affine_map<(d0, d1)[s0] -> (0, s0, d1)>, affine_map<(d0, d1)[s0] -> (d0)>,
+                         affine_map<(d0, d1)[s0] -> (MASKDIM)>]}
+       : memref<3x128x16xf32>, vector<16x16xf32>, vector<16xi1>
+  %l = iree_vector_ext.to_layout %v to layout(LAYOUT) : vector<16x16xf32>
+  vector.transfer_write %l, %out[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("mask_dim", ["d0", "d1"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_transfer_gather_mask_with_its_own_map(mask_dim, seed):
+    # threads spread over both dims, two batches over rows and two elements per
+    # thread over columns: the mask's registers are a projection of the result's
+    layout = nested([1, 1], [2, 1], [1, 1], [8, 8], [1, 2], [0, 0], [8, 1])
+    text = GATHER_PROJECTED_MASK.replace("MASKDIM", mask_dim).replace("LAYOUT", layout)
+    out = check_distribution(text, "g", seed=seed, target="gfx942", workgroup_size=64)
+    assert "vector<1x2xf32>, vector<" + ("1" if mask_dim == "d0" else "2") + "xi1>" in out
+
+
+@pytest.mark.parametrize("mask_dim", ["d0", "d1"])
+def test_transfer_gather_mask_with_its_own_map_across_subgroups(mask_dim):
+    # two subgroups and two batches over the columns, half-used subgroups
+    layout = nested([1, 2], [1, 2], [1, 1], [16, 2], [1, 2], [0, 1], [2, 1])
+    text = GATHER_PROJECTED_MASK.replace("MASKDIM", mask_dim).replace("LAYOUT", layout)
+    check_distribution(text, "g", seed=3, target="gfx942", workgroup_size=128)

@@ -551,9 +551,10 @@ class NestedDistribution:
                 vecs.append(em.extract(self.m(vec), [b[d] for d in dims] + [o[d] for d in dims],
                                        VectorType(vec.type.element_type, list(sub.element_tile))))
             mask = []
-            if op.mask is not None:
-                mask = [em.extract(self.m(op.mask), list(b) + list(o),
-                                   VectorType(op.mask.type.element_type, list(lay.element_tile)))]
+            if op.mask is not None:  # read through its own map, like an index vector
+                dims = result_dims(maps[-1])
+                mask = [em.extract(self.m(op.mask), [b[d] for d in dims] + [o[d] for d in dims],
+                                   VectorType(op.mask.type.element_type, list(lay.apply(dims).element_tile)))]
             piece = em.value(TransferGatherOp.build(
                 operands=[self.m(op.base), offs, vecs, self.m(op.padding), mask], result_types=[ebox],
                 properties={"indexing_maps": op.indexing_maps}))

@@ -240,8 +240,8 @@ class Propagation:
         return with_unit_dims(proj, stretched) if stretched else proj
 
     def gather_requirements(self, op: Operation) -> dict[int, NestedLayout]:
-        """A gather's index vectors take the result's layout on the dims they are read
-        at; its mask the result's layout."""
+        """A gather's index vectors and mask take the result's layout on the dims they
+        are read at (their indexing maps)."""
         lay = self.L(op.results[0])
         out: dict[int, NestedLayout] = {}
         if lay is None or op.indexing_maps is None:
@@ -251,7 +251,7 @@ class Propagation:
             if is_vector(vec):
                 out[first + k] = lay.apply(result_dims(m.data))
         if op.mask is not None:
-            out[len(op.operands) - 1] = lay
+            out[len(op.operands) - 1] = lay.apply(result_dims(op.indexing_maps.data[-1].data))
         return out
 
     def iteration_layout(self, op: Operation) -> NestedLayout | None:
