@@ -15,7 +15,7 @@ class SimtifyError(Exception):
 
     def at(self, where: str) -> "SimtifyError":
         """The same error, located at `where` unless it already has a location."""
-        if self.where is None:
+        if not self.where:  # None or "" (no location known)
             self.where = where
         return self
 

@@ -93,10 +93,13 @@ def run(args) -> int:
         if args.warp_size is not None and args.warp_size < 1:
             raise SimtifyError(f"warp size {args.warp_size} must be positive", "--warp-size")
         opts = Options(args.target, args.subgroup_size, args.workgroup_size, args.warp_size, args.max_whole_write)
-        if args.pipeline:
-            run_pipeline(module, args.pipeline, opts)
-        if args.pass_name:
-            run_pass(module, args.pass_name, opts)
+        try:
+            if args.pipeline:
+                run_pipeline(module, args.pipeline, opts)
+            if args.pass_name:
+                run_pass(module, args.pass_name, opts)
+        except SimtifyError as e:  # a pass error with no location is about the input file
+            raise e.at(name) from None
         verify(module)
     write_output(args.output, print_module(module))
     return 0

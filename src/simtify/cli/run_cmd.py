@@ -112,6 +112,9 @@ def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[
                 out[name] = np.load(value, allow_pickle=False)
             except (OSError, ValueError) as e:
                 raise SimtifyError(f"cannot load '{value}': {e}", "--arg") from None
+            if not isinstance(out[name], np.ndarray):  # np.load opens a .npz as an archive of arrays
+                out[name].close()
+                raise SimtifyError(f"'{value}' is a .npz archive; give one .npy file per argument", "--arg")
     return out
 
 

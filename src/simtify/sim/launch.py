@@ -32,6 +32,9 @@ BATCH_ELEMENTS = 1 << 22
 # The most elements one workgroup's largest value (or one argument) may hold: beyond it the
 # simulator would need gigabytes, so it refuses instead of exhausting memory.
 MAX_ELEMENTS = 1 << 27
+# The most element-steps (workgroups x per-workgroup elements) one launch may ask for: a
+# simulator runs ~10^7 a second, so a mistyped --grid would otherwise hang for hours.
+MAX_LAUNCH_ELEMENTS = 1 << 32
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,10 @@ def _xyz(sizes, what: str) -> tuple[int, int, int]:
 def detect_level(func: Operation) -> str:
     from simtify.sim.ops.xegpu import is_lane_level
 
-    return "simt" if any(op.name in SIMT_OPS or is_lane_level(op) for op in func.walk()) else "workgroup"
+    # a barrier alone does not make a program per-thread: workgroup-level XeGPU code that
+    # exchanges data through shared local memory has one and no thread ids
+    return "simt" if any((op.name in SIMT_OPS and op.name != "gpu.barrier") or is_lane_level(op)
+                         for op in func.walk()) else "workgroup"
 
 
 def random_inputs(func: Operation, seed: int = 0) -> dict[str, np.ndarray]:
@@ -202,6 +208,9 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     if per_wg > MAX_ELEMENTS:
         raise SimtifyError(f"its largest vector times {T_run} thread(s) is {per_wg} elements per workgroup, more than "
                            f"the simulator holds ({MAX_ELEMENTS}); simulate a smaller shape", f"@{func_name}")
+    if n_wg * per_wg > MAX_LAUNCH_ELEMENTS:
+        raise SimtifyError(f"{n_wg} workgroups of {per_wg} elements each are more than the simulator runs "
+                           f"({MAX_LAUNCH_ELEMENTS} in all); give a smaller grid", "--grid")
     batch = max(1, min(n_wg, BATCH_ELEMENTS // per_wg))
     for plane in (launch.grid[0] * launch.grid[1], launch.grid[0]):  # whole rows of the grid per batch:
         if plane <= batch < n_wg:  # block ids stay affine in the batch's digits
