@@ -274,3 +274,17 @@ def test_run_json_reports_a_partial_last_subgroup(capsys, tmp_path):
     code, out, err = cli(capsys, "run", path, "--func", "ids", "--arg", "out=random", "--block", "96",
                          "--target", "gfx942", "--sanitize")
     assert code == 0 and "(last subgroup: 32 of 64 lanes active)" in out, out + err
+
+
+def test_per_lane_xegpu_code_needs_the_xe_target(tmp_path, capsys):
+    """XeGPU lane code run with another target's subgroups gave a silent mismatch."""
+    from simtify.cli.main import main
+
+    src = Path(__file__).parent / "fixtures" / "xegpu" / "gather_load_with_non_unit_chunk_size.mlir"
+    out = tmp_path / "o.mlir"
+    assert main(["opt", str(src), "--pipeline", "xegpu-distribute", "-o", str(out)]) == 0
+    capsys.readouterr()
+    code = main(["check", str(src), str(out), "--func", "load_with_non_unit_chunk_size"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: --target: per-lane XeGPU code runs on Intel Xe GPUs, not gfx942")
+    assert main(["check", str(src), str(out), "--func", "load_with_non_unit_chunk_size", "--target", "xe"]) == 0

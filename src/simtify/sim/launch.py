@@ -194,6 +194,10 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
         level=level,
     )
     if launch.level == "simt":
+        if tgt.vendor != "intel" and any(op.name.startswith("xegpu.") for op in func.walk()):
+            # its lane code is compiled for Xe's subgroups: another target's lanes would compute garbage
+            raise SimtifyError(f"per-lane XeGPU code runs on Intel Xe GPUs, not {tgt.name}; give --target xe",
+                               "--target")
         _check_launch(launch, tgt, "--subgroup-size" if subgroup_size or not rec_sg else "--target")
     buffers, scalars = _bind(func, args, tgt)
     counters = Counters()
