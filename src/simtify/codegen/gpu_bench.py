@@ -325,6 +325,14 @@ def run_benchmark(backend: Backend, bench: Benchmark, *, runs: int = 50, warmup:
     ours()
     want = bench.reference(host)
     ok = all(_close(backend.download(dev[k]), v) for k, v in want.items())
+    # Peers are checked on the same inputs as ours, before timing refills them.
+    checked = {}
+    for name, peer in backend.peers(bench, dev).items():
+        try:
+            got = peer()
+            checked[name] = (peer, all(_close(backend.download(got[k]), v) for k, v in want.items() if k in got))
+        except Exception as e:  # a peer that fails is reported, not fatal
+            checked[name] = (None, f"{type(e).__name__}: {e}"[:80])
     inputs = [dev[a.name] for a in launch.args if a.access == "read"]
 
     def refresh():
@@ -334,15 +342,17 @@ def run_benchmark(backend: Backend, bench: Benchmark, *, runs: int = 50, warmup:
     nbytes = bench.bytes_moved(scale)
     t = statistics.median(backend.time(ours, runs, warmup, before=refresh))
     shape = "x".join(map(str, next(a.shape for a in launch.args if a.access == "read")))
+    # A copy's first launches pay for clocks and lazy module loading: warm it longer.
     result = BenchResult(bench.name, shape, nbytes, Timing("simtify", t, nbytes / t / 1e3, ok),
-                         copy_gbps=backend.copy_gbps(nbytes // 2, runs, warmup))
-    for name, peer in backend.peers(bench, dev).items():
+                         copy_gbps=backend.copy_gbps(nbytes // 2, runs, max(warmup, 20)))
+    for name, (peer, peer_ok) in checked.items():
+        if peer is None:
+            result.peers.append(Timing(name, float("nan"), float("nan"), None, peer_ok))
+            continue
         try:
-            got = peer()
-            peer_ok = all(_close(backend.download(got[k]), v) for k, v in want.items() if k in got)
             tp = statistics.median(backend.time(peer, runs, warmup, before=refresh))
             result.peers.append(Timing(name, tp, nbytes / tp / 1e3, peer_ok))
-        except Exception as e:  # a peer that fails is reported, not fatal
+        except Exception as e:
             result.peers.append(Timing(name, float("nan"), float("nan"), None, f"{type(e).__name__}: {e}"[:80]))
     return result
 
@@ -363,6 +373,7 @@ def table(backend: Backend, results: list[BenchResult]) -> str:
     for r in results:
         s = r.simtify
         peers = "; ".join(f"{p.name} {p.median_us:.1f}, {p.gbps:.0f}" + (f" ({p.note})" if p.note else "")
+                          + (" (WRONG)" if p.ok is False else "")
                           for p in r.peers) or "-"
         pct = 100 * s.gbps / r.copy_gbps if r.copy_gbps else float("nan")
         lines.append(f"| {r.kernel} | {r.shape} | {r.bytes_moved / 1e6:.0f} | {s.median_us:.1f} | {s.gbps:.0f} | "
