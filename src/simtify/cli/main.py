@@ -19,6 +19,8 @@ SUBCOMMANDS = {
                "explain reduction lowering configs; suggest IREE's (or simtify's) config for a reduction"),
     "tune": ("simtify.cli.tune_cmd", "tune reduction: search configs by a cost model, check the best by simulation"),
     "emit": ("simtify.cli.emit_cmd", "CUDA / HIP source, or a host C++ emulation, from SIMT-level MLIR"),
+    "validate": ("simtify.cli.validate_cmd",
+                 "run every stage of an IREE compile on the simulator: which pass miscompiles a dispatch"),
     "bench": ("simtify.cli.bench_cmd", "bench gpu: time the emitted benchmark kernels on a GPU (if there is one)"),
 }
 

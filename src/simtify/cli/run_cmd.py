@@ -16,6 +16,7 @@ from math import prod
 import numpy as np
 
 from simtify.errors import SimtifyError
+from simtify.sim.compare import compare
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -163,31 +164,6 @@ def run_cmd(args) -> int:
         for f in result.findings:
             print(f"sanitizer: {f}")
     return 1 if result.findings else 0
-
-
-def default_tolerance(dtype: np.dtype) -> tuple[float, float]:
-    if dtype == np.float16:
-        return 1e-2, 1e-2
-    if dtype.kind == "f":
-        return 1e-5, 1e-5
-    return 0.0, 0.0
-
-
-def compare(ref: np.ndarray, new: np.ndarray, rtol=None, atol=None) -> tuple[bool, float]:
-    """(equal within tolerance, max absolute error); integers must match exactly."""
-    if ref.shape != new.shape:
-        return False, float("inf")
-    if ref.dtype.kind in "iub":
-        diff = np.abs(ref.astype(np.int64) - new.astype(np.int64))
-        return bool((diff == 0).all()), float(diff.max(initial=0))
-    r, a = default_tolerance(ref.dtype)
-    r = r if rtol is None else rtol
-    a = a if atol is None else atol
-    ref64, new64 = ref.astype(np.float64), new.astype(np.float64)
-    same_nan = np.isnan(ref64) == np.isnan(new64)
-    ok = np.isclose(new64, ref64, rtol=r, atol=a, equal_nan=True) & same_nan
-    err = np.abs(np.nan_to_num(ref64) - np.nan_to_num(new64))
-    return bool(ok.all()), float(err.max(initial=0.0))
 
 
 def check_cmd(args) -> int:
