@@ -183,10 +183,19 @@ def _owner(tid: int, reg: int, subgroup_size: int) -> str:
 
 
 def _fit(line: str, width: int | None) -> list[str]:
-    """A prose line wrapped to `width` columns (continuation lines indented)."""
+    """A prose line wrapped to `width` columns (continuation lines indented), at ``; ``
+    between clauses where it can."""
     if width is None or len(line) <= width:
         return [line]
-    return textwrap.wrap(line, max(width, 20), subsequent_indent="  ", break_on_hyphens=False)
+    width = max(width, 20)
+    out: list[str] = []
+    for clause in line.replace("; ", ";\0").split("\0"):
+        if out and len(out[-1]) + 1 + len(clause) <= width:
+            out[-1] += " " + clause
+        else:
+            out += textwrap.wrap(clause, width, initial_indent="  " if out else "", subsequent_indent="  ",
+                                 break_on_hyphens=False)
+    return out
 
 
 def _column_blocks(widths: list[int], lead: int, width: int | None) -> list[tuple[int, int]]:
