@@ -285,6 +285,30 @@ def test_pictures_of_128x128_stay_small(shared):
                 assert len(page.encode()) < 2_000_000, (omap.shape, view, len(page))
 
 
+def test_owner_runs_expand_back_to_the_owner_lists():
+    """Random owner lists (sorted by thread, then register) come back pair for pair from
+    their runs; a run only grows along one register with one thread step."""
+    from simtify.layout.picture import _owner_runs
+
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        counts = rng.integers(0, 7, size=rng.integers(1, 6))
+        lists = []
+        for c in counts:
+            slots = np.sort(rng.choice(12 * 3, size=c, replace=False))  # (thread, register) in 12 x 3
+            lists.append([(int(x) // 3, int(x) % 3) for x in slots])
+        pairs = [p for lst in lists for p in lst]
+        tids = np.array([t for t, _ in pairs], np.int64)
+        regs = np.array([r for _, r in pairs], np.int64)
+        runs, per = _owner_runs(tids, regs, np.array(counts))
+        data = {"c": per.tolist(), "o": runs.ravel().tolist()}
+        assert owners_of(data) == lists
+        assert all(n >= 1 and (dt > 0) == (n > 1) for _, _, n, dt in runs.tolist())
+    # an arithmetic progression of threads in one register is one run, whatever its step
+    runs, per = _owner_runs(np.array([3, 7, 11, 15, 16]), np.array([2, 2, 2, 2, 2]), np.array([5]))
+    assert runs.tolist() == [[3, 2, 4, 4], [16, 2, 1, 0]] and per.tolist() == [2]
+
+
 def test_hover_data_is_bounded_and_says_what_it_leaves_out():
     """Owners no run can shorten (one thread per register): past the bound each cell keeps
     its first runs and `m` gives the true count."""
