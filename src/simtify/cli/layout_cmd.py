@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from math import prod
 from pathlib import Path
@@ -129,10 +130,15 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
     show = verbs.add_parser("show", help="text picture of the tensor or of each thread; SVG/HTML pictures")
     _add_common(show, json_flag=False)
-    show.add_argument("--view", choices=("tensor", "threads"), default="tensor")
+    show.add_argument("--view", choices=("tensor", "threads"), default="tensor",
+                      help="tensor: who owns each element; threads: a row per thread, the element in each register "
+                           "(text, SVG and HTML alike)")
     show.add_argument("--color-by", choices=("subgroup", "lane"), default="subgroup", help="SVG/HTML colouring")
     show.add_argument("--svg", metavar="FILE", help="write an SVG picture")
     show.add_argument("--html", metavar="FILE", help="write a self-contained HTML page (hover shows owners)")
+    show.add_argument("--width", type=int, metavar="COLUMNS",
+                      help="text width: wider grids are shown in blocks of columns (default: the terminal's, "
+                           "from COLUMNS; 0: no limit)")
     show.set_defaults(run=run_show)
 
     owners = verbs.add_parser("owners", help="every thread's elements, in register order")
@@ -165,10 +171,17 @@ def run_show(args) -> int:
     layout, omap = _load(args)
     title = str(layout)
     if args.svg:
-        _write(args.svg, picture.svg(omap, color_by=args.color_by, title=title))
+        _write(args.svg, picture.svg(omap, color_by=args.color_by, title=title, view=args.view))
     if args.html:
-        _write(args.html, picture.html(omap, color_by=args.color_by, title=title))
-    text = picture.tensor_text(omap) if args.view == "tensor" else picture.threads_text(omap)
+        _write(args.html, picture.html(omap, color_by=args.color_by, title=title, view=args.view))
+    width = shutil.get_terminal_size().columns if args.width is None else args.width
+    if width < 0:
+        raise SimtifyError(f"{width} must not be negative", "--width")
+    width = width or None
+    if args.view == "tensor":
+        text = picture.tensor_text(omap, width=width)
+    else:
+        text = picture.threads_text(omap, width=width)
     sys.stdout.write(text)
     return 0
 
