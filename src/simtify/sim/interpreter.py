@@ -14,6 +14,7 @@ workgroup's whole tile.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +33,27 @@ def location_of(op: Operation) -> str:
     from simtify.ir import location_of as ir_location
 
     return ir_location(op)
+
+
+def last_uses(block: Block) -> dict[Operation, list[SSAValue]]:
+    """For each op of `block`, the values of the block (its arguments and its ops'
+    results) whose last use is that op or something nested in it."""
+    position = {op: i for i, op in enumerate(block.ops)}
+    last: dict[SSAValue, Operation] = {}
+
+    def defined_here(v) -> bool:
+        owner = v.owner
+        return owner is block if isinstance(owner, Block) else owner in position
+
+    for op in block.ops:
+        for inner in op.walk():
+            for v in inner.operands:
+                if defined_here(v):
+                    last[v] = op  # ops are visited in order: the last one wins
+    out: dict[Operation, list[SSAValue]] = {}
+    for v, op in last.items():
+        out.setdefault(op, []).append(v)
+    return out
 
 
 @dataclass
@@ -61,6 +83,7 @@ class Interpreter:
         self.state: BatchState | None = None
         self.peak_registers = 0
         self.locations: dict[Operation, str] = {}
+        self._dead_after: dict[Block, dict] = {}
 
     def where(self, op: Operation) -> str:
         loc = self.locations.get(op)
@@ -135,14 +158,42 @@ class Interpreter:
                 self.set(r, v)
 
     def run_block(self, block: Block, args) -> list:
-        """Run `block` with `args` bound; returns the operand values of its terminator."""
+        """Run `block` with `args` bound; returns the operand values of its terminator.
+        A value of the block is dropped after its last use, so memory holds only what is
+        still to be read (and an op may update a dead operand in place: `sole_reference`)."""
+        env = self.state.env
+        dead_after = self._dead_after.get(block)
+        if dead_after is None:
+            dead_after = self._dead_after[block] = last_uses(block)
         for a, v in zip(block.args, args):
-            self.set(a, v)
+            env[a] = v
         for op in block.ops:
             if op.name in TERMINATORS:
-                return [self.get(o) for o in op.operands]
+                out = [self.get(o) for o in op.operands]
+                for v in dead_after.get(op, ()):
+                    env.pop(v, None)
+                return out
             self.run_op(op)
+            for v in dead_after.get(op, ()):
+                env.pop(v, None)
         return []
+
+    def sole_reference(self, value: SSAValue, array) -> bool:
+        """Whether `array`, the value of `value` read by the op now running, may be updated
+        in place: this op is the value's last use in its block, and nothing but the
+        simulator's environment and the caller holds the array (no view of it, no other
+        value bound to it, not a buffer's memory)."""
+        if not isinstance(array, np.ndarray) or not array.flags.owndata or not array.flags.writeable:
+            return False
+        uses = list(value.uses)
+        if len(uses) != 1:
+            return False
+        user = uses[0].operation
+        owner = value.owner if isinstance(value.owner, Block) else value.owner.parent_block()
+        if user.parent_block() is not owner:  # read again on every trip of a loop around the use
+            return False
+        # references: the environment, the caller's variable, `array`, getrefcount's argument
+        return sys.getrefcount(array) <= 4
 
     def run_region(self, region: Region, args) -> list:
         if not region.blocks:

@@ -259,7 +259,10 @@ def _insert_strided(sim, op):
     dest = _v(sim, op.dest)
     offs, strides = _ints(op.offsets), _ints(op.strides)
     W, T = max(val.shape[0], dest.shape[0]), max(val.shape[1], dest.shape[1])
-    out = np.array(np.broadcast_to(dest, (W, T) + dest.shape[2:]))
+    if dest.shape[:2] == (W, T) and sim.sole_reference(op.dest, dest):
+        out = dest  # the last use of a register vector of its own: fill it in place
+    else:
+        out = np.array(np.broadcast_to(dest, (W, T) + dest.shape[2:]))
     lead_n = (dest.ndim - 2) - (val.ndim - 2)  # the value lands in the trailing dims
     sl = []
     for k, o in enumerate(offs):
