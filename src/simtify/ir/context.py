@@ -13,7 +13,6 @@ text names one of its ops or attributes, which keeps `simtify opt` quick to star
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from collections.abc import Callable
 
 from xdsl.context import Context
@@ -21,19 +20,19 @@ from xdsl.ir import Dialect
 
 __all__ = ["EXTRA_DIALECT_MODULES", "make_context"]
 
-# Modules of the IREE / XeGPU / AMDGPU dialects. A module that does not exist (yet) is
-# skipped; one that exists but fails to import is an error, reported as such.
-EXTRA_DIALECT_MODULES = [
-    "simtify.ir.iree_vector_ext",
-    "simtify.ir.xegpu",
-    "simtify.ir.iree_gpu",
-    "simtify.ir.iree_codegen",
-    "simtify.ir.amdgpu",
-    "simtify.ir.rocdl",
-    "simtify.ir.hal",
-    "simtify.ir.iree_dispatch",
-    "simtify.ir.nvgpu",
-]
+# The IREE / XeGPU / AMDGPU dialects: name -> the module defining it (as its one entry of
+# ``DIALECTS``). Named here so that a module is imported only when the text uses its dialect.
+EXTRA_DIALECT_MODULES = {
+    "iree_vector_ext": "simtify.ir.iree_vector_ext",
+    "xegpu": "simtify.ir.xegpu",
+    "iree_gpu": "simtify.ir.iree_gpu",
+    "iree_codegen": "simtify.ir.iree_codegen",
+    "amdgpu": "simtify.ir.amdgpu",
+    "rocdl": "simtify.ir.rocdl",
+    "hal": "simtify.ir.hal",
+    "iree_tensor_ext": "simtify.ir.iree_dispatch",
+    "nvgpu": "simtify.ir.nvgpu",
+}
 
 
 def _from(module: str, attribute: str) -> Callable[[], Dialect]:
@@ -63,22 +62,25 @@ _DIALECTS: dict[str, Callable[[], Dialect]] = {
 }
 
 
+def _one_dialect_of(module: str, name: str) -> Callable[[], Dialect]:
+    def load() -> Dialect:
+        (dialect,) = [d for d in importlib.import_module(module).DIALECTS if d.name == name]
+        return dialect
+
+    return load
+
+
 def extra_dialects() -> list[Dialect]:
-    """The dialects of every module in `EXTRA_DIALECT_MODULES` that exists."""
-    dialects: list[Dialect] = []
-    for module_name in EXTRA_DIALECT_MODULES:
-        if importlib.util.find_spec(module_name) is None:
-            continue
-        module = importlib.import_module(module_name)
-        dialects.extend(module.DIALECTS)
-    return dialects
+    """Every dialect of `EXTRA_DIALECT_MODULES`, imported now."""
+    return [_one_dialect_of(module, name)() for name, module in EXTRA_DIALECT_MODULES.items()]
 
 
 def make_context() -> Context:
-    """A fresh context in which every dialect simtify knows is registered."""
+    """A fresh context in which every dialect simtify knows is registered (and none is
+    imported: xDSL loads a dialect when the text first names one of its ops or attributes)."""
     ctx = Context()
     for name, factory in _DIALECTS.items():
         ctx.register_dialect(name, factory)
-    for dialect in extra_dialects():
-        ctx.register_dialect(dialect.name, lambda dialect=dialect: dialect)
+    for name, module in EXTRA_DIALECT_MODULES.items():
+        ctx.register_dialect(name, _one_dialect_of(module, name))
     return ctx

@@ -21,14 +21,29 @@ rows 0 and 16, columns 0-3, 16-19, 32-35, 48-51; thread 16 the same rows at colu
 4-7, 20-23, ...; thread 64 (subgroup 1) rows 32 and 48.
 """
 
-from simtify.layout.basis import Basis, layout_from_config
-from simtify.layout.convert import NestedConversion, xegpu_to_nested
-from simtify.layout.nested import NestedLayout
-from simtify.layout.ownership import OwnershipMap
-from simtify.layout.parse import Layout, default_subgroup_size, ownership_map, parse_layout
-from simtify.layout.syntax import parse_shape
-from simtify.layout.triton import TritonBlocked, TritonLinear, TritonSlice, nested_to_linear, triton_to_nested
-from simtify.layout.xegpu import XeGPULayout, XeGPUSlice
+import importlib
+
+# name -> the module defining it; imported on first use, so that reading one layout
+# module (the IR layer reads `layout.syntax`) does not import every family.
+_EXPORTS = {
+    "Basis": "basis", "layout_from_config": "basis",
+    "NestedConversion": "convert", "xegpu_to_nested": "convert",
+    "NestedLayout": "nested",
+    "OwnershipMap": "ownership",
+    "Layout": "parse", "default_subgroup_size": "parse", "ownership_map": "parse", "parse_layout": "parse",
+    "parse_shape": "syntax",
+    "TritonBlocked": "triton", "TritonLinear": "triton", "TritonSlice": "triton", "nested_to_linear": "triton",
+    "triton_to_nested": "triton",
+    "XeGPULayout": "xegpu", "XeGPUSlice": "xegpu",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "Basis",
