@@ -59,8 +59,12 @@ def test_seed_worked_example_json(capsys):
     assert info["threads_per_workgroup"] == 64 and info["subgroups_per_workgroup"] == 1
     # "the subgroup collectively processes 64 * 8 = 512 elements of the original reduction dimension"
     assert info["elements_per_subgroup_per_iteration"] == 512
-    # "each thread maintains a vector<8> partial accumulator"
-    assert info["accumulator_per_output"] == [8]
+    # The seed contradicts itself: its Purpose paragraph says the split lets each thread
+    # "reduce per inner chunk (e.g., vector<1xf16>)", its worked example says "each thread
+    # maintains a vector<8> partial accumulator". IREE's partial-reduction tiling carries
+    # only the reduction dims it tiles (d2 here; d3 has partial_reduction 0 and is folded
+    # in every iteration), so the loop carries one register per output: vector<1>.
+    assert info["accumulator_per_output"] == [1] and info["folded_dims"] == [3]
     # "The workgroup produces a 4x1 output tile": 4 outputs, 6656 / 1 x 4 / 4 workgroups
     assert info["outputs_per_workgroup"] == 4
     assert info["workgroup_counts"] == [1, 6656] and info["workgroup_count"] == 6656
@@ -70,7 +74,8 @@ def test_seed_worked_example_json(capsys):
     assert info["elements_per_thread_per_output_per_iteration"] == 8
     assert info["masked_dims"] == []
     lay = nested([1, 1, 1, 1], [4, 1, 1, 1], [1, 1, 64, 1], [1, 1, 1, 8], [0, 0, 0, 0], [0, 0, 1, 0])
-    assert info["accumulator_layout"] == lay
+    acc = nested([1, 1, 1, 1], [4, 1, 1, 1], [1, 1, 64, 1], [1, 1, 1, 1], [0, 0, 0, 0], [0, 0, 1, 0])
+    assert info["accumulator_layout"] == acc
     assert info["operand_layouts"] == {"input": lay, "output": nested([1, 1], [4, 1], [1, 1], [1, 1], [0, 0], [0, 0])}
 
 
@@ -83,7 +88,7 @@ def test_seed_worked_example_text(capsys):
     assert "reduction loop: 32 iterations (d2: 2048 / 64, d3: 8 / 8)" in out
     assert "a subgroup consumes 512 reduction elements per output" in out
     assert "of 128 bits" in out
-    assert "accumulator: vector<8> per output per thread" in out
+    assert "accumulator: vector<1> per output per thread" in out
     assert re.search(r"^\s+input\s+#iree_vector_ext.nested_layout<", out, re.MULTILINE)
 
 
@@ -92,7 +97,8 @@ def test_same_numbers_from_python():
                           Basis((1, 1, 1, 1), (0, 1, 2, 3)), ExpandDims(((0,), (1,), (2, 3)), (None, None, None, 8)))
     plan = plan_reduction(cfg, (4, 6656, 16384), [2], subgroup_size=64)
     assert plan.sizes == (4, 6656, 2048, 8) and plan.trip_count == 32 and plan.workgroup_count == 6656
-    assert plan.elements_per_subgroup_per_iteration == 512 and plan.accumulator_per_output == (8,)
+    assert plan.elements_per_subgroup_per_iteration == 512 and plan.accumulator_per_output == (1,)
+    assert plan.folded_dims == (3,) and plan.accumulator_tile == (4, 1, 64, 1)
     assert plan.load_width_bits((0, 1, 2), 16) == 128
 
 
@@ -228,7 +234,7 @@ def test_explain_the_built_in_example(capsys):
     assert code == 0, err
     [info] = json.loads(out)
     assert info["expanded_iteration_space"] == [4, 8, 2048, 8] and info["reduction_loop_trip_count"] == 32
-    assert info["workgroup_count"] == 8 and info["accumulator_per_output"] == [8]
+    assert info["workgroup_count"] == 8 and info["accumulator_per_output"] == [1]
 
 
 def test_config_round_trips_through_the_attribute():

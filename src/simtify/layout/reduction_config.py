@@ -317,10 +317,42 @@ class ReductionPlan:
         return prod(self.layout.elements_per_thread)
 
     @property
+    def folded_dims(self) -> tuple[int, ...]:
+        """Reduction dims each iteration folds into the accumulator, as IREE's partial
+        reduction does with the dims it does not tile (partial_reduction 0, e.g. the
+        inner dim `expand_dims` splits off) while others are tiled: the loop carries no
+        registers for them. Only dims every thread holds whole (no lanes or subgroups
+        over them) are folded; a dim spread over lanes stays carried."""
+        c, L = self.effective, self.layout
+        carried = [d for d in self.reduction_dims if c.partial_reduction[d]]
+        if not carried or self.trip_count == 1:
+            return ()
+        return tuple(d for d in self.reduction_dims if not c.partial_reduction[d]
+                     and L.subgroup_tile[d] == 1 and L.thread_tile[d] == 1 and self.tile[d] > 1)
+
+    @property
+    def accumulator_tile(self) -> tuple[int, ...]:
+        """The loop-carried accumulator's shape: the tile with the folded dims at 1."""
+        return tuple(1 if d in self.folded_dims else n for d, n in enumerate(self.tile))
+
+    @property
+    def accumulator_layout(self) -> NestedLayout:
+        """The accumulator's layout: `layout` with the folded dims' registers dropped."""
+        L, folded = self.layout, self.folded_dims
+        if not folded:
+            return L
+
+        def cut(tiles):
+            return tuple(1 if d in folded else n for d, n in enumerate(tiles))
+
+        return NestedLayout(L.subgroup_tile, cut(L.batch_tile), cut(L.outer_tile), L.thread_tile,
+                            cut(L.element_tile), L.subgroup_strides, L.thread_strides)
+
+    @property
     def accumulator_per_output(self) -> tuple[int, ...]:
         """One thread's partial accumulator for one output: its batch, outer and element
         registers over the reduction dims, unit dims dropped (``(1,)`` if all are)."""
-        L = self.layout
+        L = self.accumulator_layout
         regs = [L.batch_tile[d] for d in self.reduction_dims] + [L.outer_tile[d] for d in self.reduction_dims] \
             + [L.element_tile[d] for d in self.reduction_dims]
         return tuple(n for n in regs if n > 1) or (1,)
@@ -517,8 +549,9 @@ def summary(plan: ReductionPlan, operands: Sequence[Operand]) -> dict:
         "load_width_bits": width,
         "loads_per_thread_per_iteration": -(-per_thread * main.element_bits // width),
         "accumulator_per_output": list(plan.accumulator_per_output),
-        "accumulator_registers": list(L.distributed_shape),
-        "accumulator_layout": str(L),
+        "accumulator_registers": list(plan.accumulator_layout.distributed_shape),
+        "accumulator_layout": str(plan.accumulator_layout),
+        "folded_dims": list(plan.folded_dims),
         "operand_layouts": {o.name: str(plan.operand_layout(o.dims)) if o.dims else None for o in operands},
         "notes": list(plan.notes),
     }

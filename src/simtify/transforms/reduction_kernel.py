@@ -290,12 +290,12 @@ class KernelBuilder:
         origin = self.origins(wg, par, list(plan.workgroup_counts), em)
         views = [self.expanded_view(v, m) if isinstance(v.type, MemRefType) and v not in self.forwarded else None
                  for v, m in zip(red.inputs, red.input_maps)]
-        tile_types = [VectorType(v.type.element_type, list(plan.tile)) for v in red.outputs]
+        tile_types = [VectorType(v.type.element_type, list(plan.accumulator_tile)) for v in red.outputs]
         inits = []
         for kind, t in zip(red.kinds, tile_types):
             value = neutral_value(kind, t.element_type)
-            cst = em.value(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value] * prod(plan.tile)), t))
-            acc = em.value(ToLayoutOp(cst, plan.layout))
+            cst = em.value(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value] * prod(t.get_shape())), t))
+            acc = em.value(ToLayoutOp(cst, plan.accumulator_layout))
             acc.name_hint = "acc_init"
             inits.append(acc)
         rdims = list(plan.reduction_dims)
@@ -337,16 +337,34 @@ class KernelBuilder:
                 vmap[old] = nv
         mask = self.tail_mask(origin, em)
         out = []
-        for acc, comb, value in zip(accs, red.combiners, red.values):
+        for acc, comb, value, kind in zip(accs, red.combiners, red.values, red.kinds):
             v = self.vector_of(value, vmap, em)
+            if plan.folded_dims:  # fold the dims the loop does not carry first (masked tail: neutral)
+                v, mask_used = self.fold(v, kind, mask, em), True
+            else:
+                mask_used = False
             acc_arg = next(o for o in comb.operands if o is not value) if value in comb.operands else None
             operands = [acc if o is acc_arg else v for o in comb.operands]
             combined = em.value(type(comb).create(operands=operands, result_types=[acc.type],
                                                   properties=dict(comb.properties), attributes=dict(comb.attributes)))
-            if mask is not None:
+            if mask is not None and not mask_used:
                 combined = em.value(arith_ir.SelectOp(mask, combined, acc))
             out.append(combined)
         return out
+
+    def fold(self, v: SSAValue, kind: str, mask: SSAValue | None, em: Emitter) -> SSAValue:
+        """`v` (a tile) reduced over the plan's folded dims, shaped as the accumulator."""
+        plan = self.plan
+        elt = v.type.element_type
+        neutral = neutral_value(kind, elt)
+        if mask is not None:
+            splat = em.broadcast(em.value(arith.ConstantOp(scalar_attr(neutral, elt))), v.type)
+            v = em.value(arith_ir.SelectOp(mask, v, splat))
+        kept = [n for d, n in enumerate(plan.tile) if d not in plan.folded_dims]
+        init_t = VectorType(elt, kept)
+        init = em.value(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(init_t, [neutral] * prod(kept)), init_t))
+        r = em.value(vector_ir.MultiReductionOp(kind, v, init, list(plan.folded_dims)))
+        return em.value(vector_ir.ShapeCastOp(r, VectorType(elt, list(plan.accumulator_tile))))
 
     def vector_of(self, v: SSAValue, vmap: dict, em: Emitter) -> SSAValue:
         """The tile-shaped vector of a body value: mapped, or a broadcast of a scalar
