@@ -299,7 +299,10 @@ def _bind(func: Operation, args: dict, tgt: Target) -> tuple[dict, dict]:
             dt = dtype_of(t.element_type)
             if a.dtype != dt:
                 raise SimtifyError(f"argument '{name}' must be {dt} for {t}, got {a.dtype}", "--arg")
-            buf = Buffer(name, GLOBAL, t.element_type, np.ascontiguousarray(a).reshape(-1).copy(), base)
+            data = np.ascontiguousarray(a).reshape(-1)
+            buf = Buffer(name, GLOBAL, t.element_type, data, base)
+            # the caller's array is read in place and copied before the first write to it
+            buf.lent = np.shares_memory(data, a)
             buf.data_shape = a.shape
             base += -(-buf.data.nbytes // 256) * 256 + 256
             buffers[name] = buf
