@@ -50,7 +50,7 @@ def main() -> None:
     print(f"16M f32 row sums ({ROWS}x{COLS}), distributed by simtify; {platform.machine()}, "
           f"{platform.python_version()}, numpy {np.__version__}")
     print(f"  numpy x.sum(axis=1): {numpy_s * 1e3:.1f} ms")
-    print("| target | sanitizers | simulate ms | x numpy | peak MB allocated | (1 + that) x arguments |")
+    print("| target | sanitizers | simulate ms | x numpy | MB allocated | (arguments + allocated) / arguments |")
     print("|---|---|---:|---:|---:|---:|")
     for target in ("sm_90", "gfx942"):
         module = distributed(target)
