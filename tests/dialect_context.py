@@ -59,17 +59,6 @@ def ops_named(module: Operation, name: str) -> list[Operation]:
     return [op for op in module.walk() if op.name == name]
 
 
-def iree_opt_accepts(text: str) -> tuple[bool, str]:
-    """Whether iree-opt (IREE 3.12) parses and verifies `text`; with its error output."""
-    import shutil
-    import subprocess
-
-    exe = shutil.which("iree-opt")
-    assert exe is not None
-    done = subprocess.run([exe, "-"], input=text, capture_output=True, text=True, timeout=60)
-    return done.returncode == 0, done.stderr
-
-
 def expand_aliases(text: str) -> str:
     """`text` with its ``#alias = ...`` definitions dropped and every use replaced by the
     value, so that IREE's printed lines can be compared with ours (xDSL prints no aliases)."""

@@ -10,11 +10,10 @@ inner tile) and C [Bm·Sm, Bn·Sn, M, N] whole, anchors them with the intrinsic'
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 from distribution_harness import nested
+from iree_oracle import run_iree_opt
 
 from simtify.target.mma import INTRINSICS
 
@@ -84,10 +83,7 @@ def launch_of(text: str) -> tuple[int, int]:
 
 
 def _iree_opt(text: str, pipeline: str) -> str:
-    exe = shutil.which("iree-opt")
-    assert exe is not None
-    done = subprocess.run([exe, f"--pass-pipeline={pipeline}", "-"], input=text, capture_output=True, text=True, check=False,
-                          timeout=120)
+    done = run_iree_opt([f"--pass-pipeline={pipeline}", "-"], input=text, timeout=120)
     if done.returncode:
         raise RuntimeError(done.stderr[:2000])
     return done.stdout

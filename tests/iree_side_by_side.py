@@ -7,12 +7,11 @@ Used by `tests/test_iree_side_by_side.py` and `bench/bench_vs_iree.py`.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from iree_oracle import run_iree_opt
 
 from simtify.errors import SimtifyError
 from simtify.ir import parse, print_module
@@ -74,11 +73,7 @@ def simtify_distribute(text: str, target: str = "gfx942") -> str:
 
 
 def iree_distribute(text: str) -> str:
-    exe = shutil.which("iree-opt")
-    if exe is None:
-        raise SimtifyError("iree-opt is not installed")
-    proc = subprocess.run([exe, f"--pass-pipeline={IREE_PIPELINE}", "-"], input=text, capture_output=True,
-                          text=True, timeout=120)
+    proc = run_iree_opt([f"--pass-pipeline={IREE_PIPELINE}", "-"], input=text, timeout=120)
     if proc.returncode != 0:
         first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:300])
         raise SimtifyError(f"iree-opt failed: {first.strip()}")
@@ -135,8 +130,9 @@ def _compare_one(name: str, want, have) -> str | None:
     return None
 
 
-def side_by_side(path: Path, with_iree: bool = True, seed: int = 0) -> dict:
-    """{'name', 'reference': error or None, 'simtify': Side, 'iree': Side or None}."""
+def side_by_side(path: Path, sides: tuple[str, ...] = ("simtify", "iree"), seed: int = 0) -> dict:
+    """{'name', 'reference': error or None, 'simtify': Side or None, 'iree': Side or None}:
+    the `sides` asked for ("iree" runs iree-opt)."""
     text = path.read_text()
     func = function_name(text)
     out = {"name": path.stem, "func": func, "reference": None, "simtify": None, "iree": None}
@@ -150,9 +146,9 @@ def side_by_side(path: Path, with_iree: bool = True, seed: int = 0) -> dict:
     except Exception as e:  # a simulator bug on this input: reported, not fatal
         out["reference"] = f"the simulator failed on the workgroup-level input: {type(e).__name__}: {e}"
         return out
-    out["simtify"] = run_side(text, func, ref, inputs, simtify_distribute)
-    if with_iree and shutil.which("iree-opt"):
-        out["iree"] = run_side(text, func, ref, inputs, iree_distribute)
+    distributions = {"simtify": simtify_distribute, "iree": iree_distribute}
+    for side in sides:
+        out[side] = run_side(text, func, ref, inputs, distributions[side])
     return out
 
 

@@ -422,7 +422,6 @@ def test_simtify_distributed_iree_inputs_run_in_the_host_emulation(tmp_path, fix
 
 @needs_gxx
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt is not installed")
 def test_iree_distributed_scan_runs_in_the_host_emulation(tmp_path):
     """IREE's own distribution of a scan: vector.scan in registers, iree_gpu.subgroup_scan across lanes."""
     from iree_side_by_side import iree_distribute

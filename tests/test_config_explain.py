@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from math import prod
 
 import pytest
+from iree_oracle import run_iree_opt
 
 from simtify.cli.main import main
 from simtify.layout import Basis
@@ -183,7 +182,6 @@ IREE_CASES = [
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt (iree-base-compiler 3.12.0) is not installed")
 @pytest.mark.parametrize("case", range(len(IREE_CASES)))
 def test_operand_layouts_match_iree(case, tmp_path):
     """IREE's LLVMGPUConfigureTensorLayouts anchors a tile-sized linalg.generic's operands
@@ -211,8 +209,8 @@ func.func @r(%in: tensor<{shp}xf32>, %out: tensor<{oshp}xf32>) -> tensor<{oshp}x
 """
     path = tmp_path / "in.mlir"
     path.write_text(text)
-    p = subprocess.run(["iree-opt", "--pass-pipeline=builtin.module(func.func(iree-llvmgpu-configure-tensor-layouts))",
-                        str(path)], capture_output=True, text=True, timeout=120, check=False)
+    p = run_iree_opt(["--pass-pipeline=builtin.module(func.func(iree-llvmgpu-configure-tensor-layouts))", path],
+                     timeout=120)
     assert p.returncode == 0, p.stderr
     aliases = dict(re.findall(r"^(#nested\d*) = (#iree_vector_ext\.nested_layout<.*>)$", p.stdout, re.MULTILINE))
     anchored = re.findall(r"to_layout %(arg\d) to layout\((#nested\d*)\)", p.stdout)

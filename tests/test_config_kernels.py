@@ -16,6 +16,7 @@ from config_programs import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from iree_oracle import run_iree_opt
 
 from simtify.cli.main import main
 from simtify.ir import parse, print_module
@@ -231,11 +232,6 @@ def test_iree_distributes_the_generated_program(name, tmp_path):
     """IREE's own iree-llvmgpu-vector-distribute takes the workgroup-level program this
     pass generates; its SIMT output, run here, agrees with the linalg input (our own
     distribution of the same programs is checked above, masked tails included)."""
-    import shutil
-    import subprocess
-
-    if shutil.which("iree-opt") is None:
-        pytest.skip("iree-opt (iree-base-compiler 3.12.0) is not installed")
     from simtify.cli.opt_cmd import read_source
 
     if IREE_PROGRAMS[name] is None:
@@ -248,8 +244,7 @@ def test_iree_distributes_the_generated_program(name, tmp_path):
     run_pass(module, "lower-reduction-configs", Options())
     wg = tmp_path / "wg.mlir"
     wg.write_text(print_module(module))
-    p = subprocess.run(["iree-opt", "--pass-pipeline=builtin.module(func.func(iree-llvmgpu-vector-distribute))",
-                        str(wg)], capture_output=True, text=True, timeout=120, check=False)
+    p = run_iree_opt(["--pass-pipeline=builtin.module(func.func(iree-llvmgpu-vector-distribute))", wg], timeout=120)
     assert p.returncode == 0, p.stderr
     inputs = inputs_for(text, func)
     ref = run(parse(text, "in.mlir"), func, {k: np.copy(v) for k, v in inputs.items()})

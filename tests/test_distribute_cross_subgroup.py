@@ -11,6 +11,7 @@ from math import prod
 import numpy as np
 import pytest
 from distribution_harness import check_distribution, distribute_text, nested, shape_text
+from iree_oracle import run_iree_opt
 
 from simtify.ir import parse
 from simtify.layout import NestedLayout
@@ -277,13 +278,10 @@ def test_host_emulation_matches_the_simulator(tmp_path, monkeypatch):
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt is not installed")
 def test_output_parses_in_iree_opt(tmp_path, monkeypatch):
-    import subprocess
-
     monkeypatch.setattr(NestedDistribution, "cross_subgroup_plan", "lanes")
     layout, dims, kind, elt = CASES[10]
     path = tmp_path / "out.mlir"
     path.write_text(distribute_text(reduction_program(layout, dims, kind, elt), target="sm_90", subgroup_size=32))
-    proc = subprocess.run(["iree-opt", str(path)], check=False, capture_output=True, text=True)
+    proc = run_iree_opt([path])
     assert proc.returncode == 0, proc.stderr

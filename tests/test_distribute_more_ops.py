@@ -12,6 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 from distribution_harness import check_distribution, distribute_text, nested
+from iree_oracle import run_iree_opt
 
 from simtify.errors import SimtifyError
 from simtify.ir import parse, print_module
@@ -222,12 +223,11 @@ def test_mask_and_scan_round_trip():
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt is not installed")
 def test_iree_opt_accepts_printed_mask_and_scan():
     text = print_module(parse(SYNTAX, "k.mlir"))
     distributed = distribute_text(masked_program("gfx942", 13, 37, 0, "add"))
     for t in (text, print_module(parse(masked_program("gfx942", 13, 37, 0, "add"), "m.mlir")), distributed):
-        proc = subprocess.run(["iree-opt", "-"], input=t, capture_output=True, text=True, timeout=60, check=False)
+        proc = run_iree_opt(["-"], input=t, timeout=60)
         assert proc.returncode == 0, proc.stderr
 
 
@@ -431,13 +431,20 @@ def test_arg_compare_to_0d_across_subgroups():
                        target="gfx942")
 
 
-def test_arg_compare_round_trips_and_iree_opt_reads_it():
-    text = print_module(parse(arg_compare_program("gfx942", 1, "argmin_abs", False), "g.mlir"))
+def printed_arg_compare() -> str:
+    return print_module(parse(arg_compare_program("gfx942", 1, "argmin_abs", False), "g.mlir"))
+
+
+def test_arg_compare_round_trips():
+    text = printed_arg_compare()
     assert print_module(parse(text, "again.mlir")) == text
     assert "iree_vector_ext.arg_compare dimension(1) ins(%a : vector<32x64xf32>)" in text
-    if shutil.which("iree-opt"):
-        proc = subprocess.run(["iree-opt", "-"], input=text, capture_output=True, text=True, timeout=60, check=False)
-        assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.iree
+def test_iree_opt_reads_arg_compare():
+    proc = run_iree_opt(["-"], input=printed_arg_compare(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
 
 
 ZERO_D_LAYOUT = nested([], [], [], [], [], [], [])
@@ -501,7 +508,6 @@ def test_arg_compare_ties_across_lanes_agree_with_the_in_order_result(pred, expl
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt is not installed")
 def test_iree_arg_compare_butterfly_is_wrong_on_ties():
     """IREE's own argmax test with a custom comparator (x² > y²), on inputs of ±1 (all
     ties): the in-order result keeps the first element; IREE 3.12's butterfly takes the
@@ -618,17 +624,16 @@ func.func @k(%src: memref<64xf32>, %dst: memref<64xf32>, %tot: memref<64xf32>) {
 """
 
 
+def subgroup_scan_text(inclusive: bool) -> str:
+    text = SUBGROUP_SCAN.replace("MODE", "inclusive " if inclusive else "")
+    return text.replace("(%v, identity = %id : f32)", "(%v)") if inclusive else text
+
+
 @pytest.mark.parametrize("inclusive", [True, False])
 def test_subgroup_scan_semantics_and_syntax(inclusive):
-    text = SUBGROUP_SCAN.replace("MODE", "inclusive " if inclusive else "")
-    if inclusive:
-        text = text.replace("(%v, identity = %id : f32)", "(%v)")
-    module = parse(text, "k.mlir")
+    module = parse(subgroup_scan_text(inclusive), "k.mlir")
     printed = print_module(module)
     assert print_module(parse(printed, "again.mlir")) == printed
-    if shutil.which("iree-opt"):
-        proc = subprocess.run(["iree-opt", "-"], input=printed, capture_output=True, text=True, timeout=60, check=False)
-        assert proc.returncode == 0, proc.stderr
     inputs = random_inputs(find_function(module, "k"), 1)
     res = run(module, "k", {k: v.copy() for k, v in inputs.items()}, block=(64,), target="gfx942")
     x = inputs["src"].astype(np.float64)
@@ -641,6 +646,13 @@ def test_subgroup_scan_semantics_and_syntax(inclusive):
     np.testing.assert_allclose(res.arguments["dst"], want, rtol=1e-5)
     np.testing.assert_allclose(res.arguments["tot"], prefix[3, lane], rtol=1e-5)
     assert res.stats["shuffles"] == 4  # log2(4) steps, the shift, the total
+
+
+@pytest.mark.iree
+@pytest.mark.parametrize("inclusive", [True, False])
+def test_iree_opt_reads_subgroup_scan(inclusive):
+    proc = run_iree_opt(["-"], input=print_module(parse(subgroup_scan_text(inclusive), "k.mlir")), timeout=60)
+    assert proc.returncode == 0, proc.stderr
 
 
 @pytest.mark.parametrize("inclusive", [True, False])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from distribution_harness import check_distribution, nested, shape_text
+from iree_oracle import run_iree_opt
 from simtify.layout import NestedLayout
 
 NEUTRAL = {"add": "0.0", "maximumf": "0xFF800000", "minimumf": "0x7F800000", "mul": "1.0"}
@@ -273,11 +274,6 @@ def test_bad_programs_are_errors_with_locations(name, tmp_path, capsys):
 
 @pytest.mark.iree
 def test_simt_output_parses_in_iree_opt(tmp_path):
-    import shutil
-    import subprocess
-
-    if shutil.which("iree-opt") is None:
-        pytest.skip("iree-opt (iree-base-compiler 3.12.0) is not installed")
     from distribution_harness import distribute_text
 
     texts = [reduction_program(*REDUCTIONS[i][:2], REDUCTIONS[i][2]) for i in (0, 6, 9)]
@@ -285,7 +281,7 @@ def test_simt_output_parses_in_iree_opt(tmp_path):
     for i, text in enumerate(texts):
         out = tmp_path / f"simt{i}.mlir"
         out.write_text(distribute_text(text))
-        p = subprocess.run(["iree-opt", str(out)], capture_output=True, text=True)
+        p = run_iree_opt([out])
         assert p.returncode == 0, p.stderr + out.read_text()
 
 

@@ -6,7 +6,6 @@ against its input on random data."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ import pytest
 from dma_programs import check_lowering, copy_in_program, copy_program, lower
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from iree_oracle import run_iree_opt
 
 from simtify.errors import SimtifyError
 from simtify.ir import parse
@@ -224,12 +224,11 @@ def test_cli_lowers_and_runs(tmp_path):
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt is not installed")
 @pytest.mark.parametrize("target", ["gfx950", "sm_90"])
 def test_lowered_output_parses_in_iree_opt(tmp_path, target):
     f = tmp_path / "out.mlir"
     f.write_text(lower(copy_program((32, 64), "f16"), "lower-dma", target=target, workgroup_size=128))
-    r = subprocess.run(["iree-opt", str(f)], check=False, capture_output=True, text=True)
+    r = run_iree_opt([f])
     assert r.returncode == 0, r.stderr
 
 

@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from dialect_context import expand_aliases, iree_opt_accepts
+from dialect_context import expand_aliases
 from distribution_harness import check_distribution, distribute_text
 from inner_tiled_programs import (
     FIXTURE_KERNELS,
@@ -24,6 +24,7 @@ from inner_tiled_programs import (
     operand_layout,
     shape,
 )
+from iree_oracle import iree_opt_accepts
 from iree_side_by_side import inputs_for, run_side, without_launch
 
 from simtify.cli.main import main

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from dialect_context import iree_opt_accepts, ops_named, parse, print_ir, roundtrip
+from dialect_context import ops_named, parse, print_ir, roundtrip
+from iree_oracle import iree_opt_accepts
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.amdgpu import GatherToLDSOp, transfer_bits
@@ -99,7 +98,6 @@ def test_destination_innermost_dim_must_be_contiguous():
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt (iree-base-compiler 3.12.0) is not installed")
 def test_printed_ir_parses_in_iree_opt():
     ok, errors = iree_opt_accepts(print_ir(parse(func("\n".join(SNIPPETS.values())))))
     assert ok, errors

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from iree_oracle import run_iree_opt
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr
 
 from simtify.errors import SimtifyError
@@ -636,15 +636,11 @@ def test_warp_op_builds_and_verifies():
 # --------------------------------------------------------------------------- iree
 
 
-IREE_OPT = shutil.which("iree-opt")
-
-
 def _iree_opt(text: str) -> subprocess.CompletedProcess:
-    return subprocess.run([IREE_OPT, "-"], input=text, capture_output=True, text=True, timeout=60)
+    return run_iree_opt(["-"], input=text, timeout=60)
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(IREE_OPT is None, reason="iree-opt (iree-base-compiler 3.12.0) is not installed")
 def test_iree_opt_reads_every_printed_case():
     """One module holding every case, so that iree-opt starts once."""
     funcs = [in_func(args, "  " + body).replace("@case", f"@{name}") for name, args, body, _ in VECTOR_CASES + OTHER_CASES]
@@ -655,7 +651,6 @@ def test_iree_opt_reads_every_printed_case():
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(IREE_OPT is None, reason="iree-opt (iree-base-compiler 3.12.0) is not installed")
 @pytest.mark.parametrize("path", sorted((FIXTURES / "ir" / "inputs").glob("*.mlir")), ids=lambda p: p.name)
 def test_iree_opt_sees_the_same_module(path):
     """iree-opt's canonical print of our output equals its print of the input: nothing

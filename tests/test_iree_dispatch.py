@@ -5,13 +5,13 @@ bound to random inputs, match numpy, and agree with each other stage by stage.""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from iree_oracle import run_iree_compile
 
 from simtify.cli.main import main
 from simtify.errors import SimtifyError
@@ -242,14 +242,14 @@ def test_binding_outside_the_layout_is_a_located_error():
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-compile") is None, reason="iree-compile is not installed")
 def test_live_iree_compile_dump_simulates(tmp_path):
     """Compile the row sum now, split the dump as regenerate.sh does, and simulate the
     stages around vector distribution against numpy."""
-    dump = subprocess.run(
-        ["iree-compile", "--iree-hal-target-device=hip", "--iree-rocm-target=gfx942",
-         "--compile-to=executable-targets", str(FIXTURES / "inputs" / "rsum.mlir"), "--mlir-print-ir-after-all",
-         "--mlir-disable-threading", "-o", "/dev/null"], capture_output=True, text=True, check=True).stderr
+    compiled = run_iree_compile(
+        ["--iree-hal-target-device=hip", "--iree-rocm-target=gfx942", "--compile-to=executable-targets",
+         FIXTURES / "inputs" / "rsum.mlir", "--mlir-print-ir-after-all", "--mlir-disable-threading", "-o", "/dev/null"])
+    assert compiled.returncode == 0, compiled.stderr[-4000:]
+    dump = compiled.stderr
     (tmp_path / "dump.txt").write_text(dump)
     subprocess.run([sys.executable, str(FIXTURES / "split_dump.py"), str(tmp_path / "dump.txt"), str(tmp_path / "rsum"),
                     "live", "before=<LLVMGPUVectorDistributePass", "distributed=LLVMGPUVectorDistributePass"],

@@ -6,14 +6,13 @@ simulated against numpy reductions."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from iree_oracle import run_iree_opt
 
 from simtify.cli.main import main
 from simtify.errors import SimtifyError
@@ -491,10 +490,9 @@ def test_lane_ops_round_trip():
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt is not installed")
 def test_iree_opt_reads_simtify_printing():
     printed = print_module(parse(SYNTAX, "syntax.mlir"))
-    proc = subprocess.run(["iree-opt", "-"], input=printed, capture_output=True, text=True, timeout=60, check=False)
+    proc = run_iree_opt(["-"], input=printed, timeout=60)
     assert proc.returncode == 0, proc.stderr
     # and simtify reads iree-opt's printing back to the same ops
     again = print_module(parse(proc.stdout, "iree.mlir"))
@@ -502,18 +500,16 @@ def test_iree_opt_reads_simtify_printing():
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt is not installed")
 def test_rocm_fixture_is_what_iree_opt_prints():
-    proc = subprocess.run(["iree-opt", "--iree-gpu-test-target=gfx942",
-                           "--pass-pipeline=builtin.module(func.func(iree-codegen-expand-gpu-ops))",
-                           str(FIXTURES / "inputs" / "expand_gpu_ops_rocm.mlir")],
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = run_iree_opt(["--iree-gpu-test-target=gfx942",
+                         "--pass-pipeline=builtin.module(func.func(iree-codegen-expand-gpu-ops))",
+                         FIXTURES / "inputs" / "expand_gpu_ops_rocm.mlir"], timeout=60)
     assert proc.returncode == 0, proc.stderr
     stored = (FIXTURES / "expand_gpu_ops_rocm.mlir").read_text().split("\n", 1)[1]
     assert proc.stdout == stored
     # simtify's printing of IREE's output is IREE's input again, to the same ops
     printed = print_module(parse(proc.stdout, "iree.mlir"))
-    again = subprocess.run(["iree-opt", "-"], input=printed, capture_output=True, text=True, timeout=60, check=False)
+    again = run_iree_opt(["-"], input=printed, timeout=60)
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("amdgpu.dpp") == proc.stdout.count("amdgpu.dpp")
 

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from iree_oracle import run_iree_opt
 
 from simtify.cli.main import main
 from simtify.ir import parse
@@ -113,7 +113,6 @@ IREE_INPUTS = ["warp", "warp_scf_for", "vector_insert_1d", "vector_reduction_acc
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt is not installed")
 @pytest.mark.parametrize("pipeline", WARP_PIPELINES)
 def test_output_parses_in_iree_opt(pipeline, tmp_path, capsys):
     """One module with the seed's copy and several upstream inputs (32- and 64-lane
@@ -124,5 +123,5 @@ def test_output_parses_in_iree_opt(pipeline, tmp_path, capsys):
     assert code == 0, err
     dst = tmp_path / "out.mlir"
     dst.write_text(out)
-    proc = subprocess.run(["iree-opt", str(dst)], capture_output=True, text=True, check=False)
+    proc = run_iree_opt([dst])
     assert proc.returncode == 0, proc.stderr + out

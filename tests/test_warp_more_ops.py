@@ -5,14 +5,12 @@ left on lane 0 (and still correct), and the output read back by iree-opt 3.12.""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 from codegen_harness import build_all, host_kernel, needs_gxx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from iree_oracle import run_iree_opt
 from warp_harness import check_warp_steps
 
 from simtify.ir import parse, print_module
@@ -229,14 +227,13 @@ def test_transpose_and_contract_on_64_lanes():
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt is not installed")
 @pytest.mark.parametrize("name,text,args,step", DISTRIBUTED, ids=[c[0] for c in DISTRIBUTED])
 def test_output_parses_in_iree_opt(name, text, args, step, tmp_path):
     module = parse(text, "in.mlir")
     warp_distribute.run(module, "warp-propagate", Options(target="sm_90"))
     path = tmp_path / "out.mlir"
     path.write_text(print_module(module))
-    proc = subprocess.run(["iree-opt", str(path)], capture_output=True, text=True, check=False)
+    proc = run_iree_opt([path])
     assert proc.returncode == 0, proc.stderr
 
 

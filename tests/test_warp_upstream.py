@@ -4,11 +4,10 @@ through the whole warp-distribute pipeline; every step is simulated against the 
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from iree_oracle import run_iree_opt
 from warp_harness import check_warp_steps
 
 FIXTURES = Path(__file__).parent / "fixtures" / "warp"
@@ -178,7 +177,6 @@ def test_fully_distributed_output_shape(name, pipeline, args):
 
 
 @pytest.mark.iree
-@pytest.mark.skipif(shutil.which("iree-opt") is None, reason="iree-opt is not installed")
 def test_every_distributed_fixture_parses_in_iree_opt(tmp_path):
     """warp-distribute's output of every fixture, in one iree-opt 3.12 run."""
     from simtify.ir import parse, print_module
@@ -193,5 +191,5 @@ def test_every_distributed_fixture_parses_in_iree_opt(tmp_path):
         outputs.append(print_module(module))
     path = tmp_path / "all.mlir"
     path.write_text("\n// -----\n".join(outputs))
-    proc = subprocess.run(["iree-opt", "--split-input-file", str(path)], capture_output=True, text=True, check=False)
+    proc = run_iree_opt(["--split-input-file", path])
     assert proc.returncode == 0, proc.stderr[:4000]

@@ -1,0 +1,34 @@
+"""Tests marked `iree` use the IREE oracle (tests/iree_oracle.py): they are skipped, with
+the reason, where iree-opt or iree-compile is not on PATH, and only they may run it."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+import iree_oracle
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def pytest_configure(config):
+    stack = ExitStack()
+    stack.enter_context(iree_oracle.session())
+    config.add_cleanup(stack.close)
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = iree_oracle.skip_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if item.get_closest_marker(iree_oracle.MARKER) is not None:
+            item.add_marker(skip)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    with iree_oracle.running(item):
+        return (yield)
+
