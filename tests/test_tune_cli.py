@@ -78,7 +78,7 @@ BAD = [
     (["tune", "reduction", "--iteration-space", "8x64", "--reduction-dims", "1", "--dtype", "f7"],
      "--dtype: unknown element type 'f7'"),
     (["tune", "reduction", "--iteration-space", "100000000000000x2", "--reduction-dims", "1", "--no-progress"],
-     "tune: no valid reduction config"),
+     "--iteration-space: the input of 100000000000000x2 f32 is 8e+14 bytes, more than any GPU holds"),
     (["config", "suggest", "--iteration-space", "8x64", "--reduction-dims", "2"], "--reduction-dims: d2 is not a dim"),
     (["config", "suggest", "--iteration-space", "8x1", "--reduction-dims", "1"], "nothing to reduce"),
     (["tune", "reduction", "--iteration-space", "8x64", "--reduction-dims", "1", "--jobs", "0"], "--jobs: 0 worker"),

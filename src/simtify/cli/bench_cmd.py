@@ -30,11 +30,17 @@ def run(args) -> int:
 
     if args.runs < 1 or args.warmup < 0:
         raise SimtifyError("--runs must be at least 1 and --warmup at least 0", "bench gpu")
+    from simtify.codegen.benchmarks import BENCHMARKS
+
+    names = [n.strip() for n in args.kernels.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown or not names:
+        raise SimtifyError(f"no GPU benchmark {', '.join(unknown) or repr(args.kernels)} "
+                           f"(have: {', '.join(BENCHMARKS)})", "--kernels")
     backend = find_backend(args.backend)
     if isinstance(backend, str):
         print(f"bench gpu: no GPU to run on here ({backend}); nothing timed")
         return 0
-    names = [n.strip() for n in args.kernels.split(",") if n.strip()]
     results = run_benchmarks(backend, names, runs=args.runs, warmup=args.warmup, scale=args.scale)
     sys.stdout.write(table(backend, results))
     if args.json:

@@ -27,9 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from math import prod
 from pathlib import Path
 
 from simtify.errors import SimtifyError
+
+# The largest reduction input `tune` takes on (a GPU's memory is at most ~200 GB today):
+# beyond it the configs' samples to simulate cannot be cut down to what fits in memory.
+MAX_TUNED_INPUT_BYTES = 1 << 38
 
 DTYPE_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "f8": 8}
 
@@ -68,7 +73,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
                    help="the reduction dims, indices into the original iteration space")
     e.add_argument("--config", metavar="CONFIG",
                    help="#iree_gpu.lowering_config<{...}> text (or just its {...}), or @FILE holding it")
-    e.add_argument("--dtype", default="f32", choices=sorted(DTYPE_BITS), help="input element type (default f32)")
+    e.add_argument("--dtype", choices=sorted(DTYPE_BITS), help="input element type (default f32)")
     e.add_argument("--target", default="gfx942", help="gfx942, gfx950, sm_90 or xe (default gfx942)")
     e.add_argument("--subgroup-size", type=int, help="lanes per subgroup (default: the target's)")
     e.add_argument("--workgroup-size", type=int,
@@ -108,7 +113,13 @@ def problem_from_args(args, simulate: bool):
 
     tgt = get_target(args.target)
     dtype = dtype_for(args.dtype, tgt, simulate=simulate)
-    return ReductionProblem.create(args.iteration_space, args.reduction_dims, dtype, args.op), tgt
+    problem = ReductionProblem.create(args.iteration_space, args.reduction_dims, dtype, args.op)
+    nbytes = prod(problem.sizes) * dtype.bytes
+    if simulate and nbytes > MAX_TUNED_INPUT_BYTES:
+        raise SimtifyError(f"the input of {'x'.join(map(str, problem.sizes))} {dtype.name} is {nbytes:.3g} bytes, "
+                           f"more than any GPU holds (tuning stops at {MAX_TUNED_INPUT_BYTES >> 30} GiB); "
+                           "tune a smaller problem", "--iteration-space")
+    return problem, tgt
 
 
 def run_suggest(args) -> int:
@@ -187,6 +198,7 @@ def parse_config(text: str, where: str = "--config"):
     """A `LoweringConfigAttr` from its text, ``{...}`` body, or ``@FILE``."""
     from xdsl.utils.exceptions import ParseError
 
+    from simtify.ir import parse_error_message
     from simtify.ir.context import make_context
     from simtify.ir.iree_gpu import LoweringConfigAttr
     from simtify.ir.parser import MLIRParser
@@ -200,14 +212,14 @@ def parse_config(text: str, where: str = "--config"):
     text = text.strip()
     if text.startswith("{"):
         text = f"#iree_gpu.lowering_config<{text}>"
-    parser = MLIRParser(make_context(), text, where)
     try:
+        parser = MLIRParser(make_context(), text, where)
         attr = parser.parse_attribute()
         if parser.pos < len(text):
             parser.raise_error("unexpected text after the config")
     except ParseError as e:
         col = e.span.start + 1
-        raise SimtifyError(e.msg.strip().splitlines()[0], f"{where}:1:{col}") from None
+        raise SimtifyError(parse_error_message(e), f"{where}:1:{col}") from None
     except SimtifyError as e:
         raise e.at(where)
     if not isinstance(attr, LoweringConfigAttr):
@@ -230,7 +242,15 @@ def _target(args):
 
 def run_explain(args) -> int:
     if args.file is not None:
+        given = [flag for flag, value in (("--iteration-space", args.iteration_space),
+                                          ("--reduction-dims", args.reduction_dims), ("--config", args.config),
+                                          ("--dtype", args.dtype), ("--operand", args.operand)) if value]
+        if given:
+            raise SimtifyError(f"{args.file} gives the iteration space, reduction dims, config, element type and "
+                               f"operands of its linalg.generic reductions: drop {' and '.join(given)}, or drop "
+                               f"{args.file} to explain --config alone", given[0])
         return _explain_file(args)
+    args.dtype = args.dtype or "f32"
     from simtify.layout.reduction_config import (
         Operand,
         default_operands,

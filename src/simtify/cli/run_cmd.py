@@ -84,6 +84,9 @@ def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[
             raise SimtifyError(f"'{spec}' is not NAME=FILE.npy or NAME=random[:seed]", "--arg")
         if name not in types:
             raise SimtifyError(f"the function has no argument '{name}' (arguments: {', '.join(types)})", "--arg")
+        if name in given:
+            raise SimtifyError(f"argument '{name}' is given twice ({name}={given[name]} and {spec}); give it once",
+                               "--arg")
         given[name] = value
     out = {}
     for i, (name, t) in enumerate(types.items()):
@@ -119,21 +122,34 @@ def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[
 
 
 def _simulate(module, args, inputs, sanitize: bool):
-    from simtify.sim import run
+    from simtify.ir import location_of
+    from simtify.sim import find_function, run
+    from simtify.sim.launch import first_simt_op
 
     if args.subgroup_size is not None and args.subgroup_size < 1:
         raise SimtifyError(f"subgroup size {args.subgroup_size} must be positive", "--subgroup-size")
+    simt_op = first_simt_op(find_function(module, args.func)) if args.level == "workgroup" else None
+    if simt_op is not None:
+        raise SimtifyError(f"@{args.func} is SIMT-level code ('{simt_op.name}' at {location_of(simt_op)}); it cannot "
+                           "run as one logical thread per workgroup: drop --level workgroup", "--level")
     return run(module, args.func, inputs, grid=args.grid, block=args.block, target=args.target,
                sanitize=sanitize, subgroup_size=args.subgroup_size, level=args.level)
 
 
 def run_cmd(args) -> int:
     from simtify.sim import find_function
+    from simtify.sim.launch import detect_level
 
+    if args.out and not args.out.endswith(".npz"):
+        # numpy would append .npz: the file written would not be the one named
+        raise SimtifyError(f"'{args.out}' does not end in .npz; --out writes a numpy .npz archive", "--out")
     t0 = time.perf_counter()
     module = _load_module(args.file)
     t1 = time.perf_counter()
     func = find_function(module, args.func)
+    if args.block is not None and (args.level or detect_level(func)) == "workgroup":
+        raise SimtifyError(f"@{args.func} is a workgroup-level function (one logical thread per workgroup, no "
+                           "thread ids or lane ops): --block sets the threads of a SIMT-level function", "--block")
     inputs = _arguments(func, args.arg)
     t2 = time.perf_counter()
     result = _simulate(module, args, inputs, args.sanitize)

@@ -131,13 +131,18 @@ def _xyz(sizes, what: str) -> tuple[int, int, int]:
     return tuple(sizes) + (1,) * (3 - len(sizes))
 
 
-def detect_level(func: Operation) -> str:
+def first_simt_op(func: Operation) -> Operation | None:
+    """The first op that makes `func` a SIMT-level (per-thread) program, or None."""
     from simtify.sim.ops.xegpu import is_lane_level
 
     # a barrier alone does not make a program per-thread: workgroup-level XeGPU code that
     # exchanges data through shared local memory has one and no thread ids
-    return "simt" if any((op.name in SIMT_OPS and op.name != "gpu.barrier") or is_lane_level(op)
-                         for op in func.walk()) else "workgroup"
+    return next((op for op in func.walk() if (op.name in SIMT_OPS and op.name != "gpu.barrier") or is_lane_level(op)),
+                None)
+
+
+def detect_level(func: Operation) -> str:
+    return "simt" if first_simt_op(func) is not None else "workgroup"
 
 
 def random_inputs(func: Operation, seed: int = 0) -> dict[str, np.ndarray]:
@@ -152,6 +157,9 @@ def random_inputs(func: Operation, seed: int = 0) -> dict[str, np.ndarray]:
                 raise SimtifyError(f"argument '{name}' has a dynamic shape; give it with --arg {name}=FILE.npy")
         else:
             shape = shape_of(t)
+        if prod(shape) > MAX_ELEMENTS:  # before numpy tries to allocate it
+            raise SimtifyError(f"argument '{name}' has {prod(shape)} elements, more than the simulator holds "
+                               f"({MAX_ELEMENTS}); simulate a smaller shape", "--arg")
         out[name] = random_array(t, shape, rng)
     return out
 
