@@ -15,6 +15,7 @@ from math import prod
 
 import numpy as np
 
+from simtify.cli.progress import Progress
 from simtify.errors import SimtifyError
 
 
@@ -40,6 +41,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="an argument's value; repeat for each argument (an IREE dispatch function's buffers "
                         "are its HAL bindings: binding0, binding1, ..)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (one is drawn on stderr when it is a terminal and the run takes over ~2 s)")
 
 
 def add_parser(sub, name: str, help_text: str) -> None:
@@ -121,7 +124,7 @@ def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[
     return out
 
 
-def _simulate(module, args, inputs, sanitize: bool):
+def _simulate(module, args, inputs, sanitize: bool, progress=None):
     from simtify.ir import location_of
     from simtify.sim import find_function, run
     from simtify.sim.launch import first_simt_op
@@ -133,7 +136,7 @@ def _simulate(module, args, inputs, sanitize: bool):
         raise SimtifyError(f"@{args.func} is SIMT-level code ('{simt_op.name}' at {location_of(simt_op)}); it cannot "
                            "run as one logical thread per workgroup: drop --level workgroup", "--level")
     return run(module, args.func, inputs, grid=args.grid, block=args.block, target=args.target,
-               sanitize=sanitize, subgroup_size=args.subgroup_size, level=args.level)
+               sanitize=sanitize, subgroup_size=args.subgroup_size, level=args.level, progress=progress)
 
 
 def run_cmd(args) -> int:
@@ -152,7 +155,8 @@ def run_cmd(args) -> int:
                            "thread ids or lane ops): --block sets the threads of a SIMT-level function", "--block")
     inputs = _arguments(func, args.arg)
     t2 = time.perf_counter()
-    result = _simulate(module, args, inputs, args.sanitize)
+    with Progress(not args.no_progress, unit="workgroup") as bar:
+        result = _simulate(module, args, inputs, args.sanitize, bar.stage_of(f"@{args.func}"))
     t3 = time.perf_counter()
     if args.out:
         try:
@@ -224,8 +228,10 @@ def check_cmd(args) -> int:
         raise SimtifyError(f"the two functions take different arguments: {ref_sig} vs {new_sig}", args.new)
     inputs = _arguments(ref_func, args.arg, default_seed=args.seed)
     new_inputs = {n2: inputs[n1].copy() for (n1, _), (n2, _) in zip(ref_sig, new_sig)}
-    ref = _simulate(ref_module, args, {k: v.copy() for k, v in inputs.items()}, True)
-    new = _simulate(new_module, args, new_inputs, True)
+    labels = {"ref": f"ref {args.ref}", "new": f"new {args.new}"}
+    with Progress(not args.no_progress, labels, unit="workgroup") as bar:
+        ref = _simulate(ref_module, args, {k: v.copy() for k, v in inputs.items()}, True, bar.stage_of("ref"))
+        new = _simulate(new_module, args, new_inputs, True, bar.stage_of("new"))
     rows, equal = [], True
     for (n1, _), (n2, _) in zip(ref_sig, new_sig):
         if n1 not in ref.arguments:

@@ -176,7 +176,9 @@ def random_array(t, shape, rng) -> np.ndarray:
 
 def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=None, block=None,
         target: str | Target = "gfx942", sanitize: bool = True, subgroup_size: int | None = None,
-        level: str | None = None) -> RunResult:
+        level: str | None = None, progress=None) -> RunResult:
+    """Run `func_name` of `module` on `args` (name -> array); `progress(done, total)`, if
+    given, is told the workgroups done after each batch."""
     from simtify.sim.dispatch import dispatch_grid
 
     t0 = time.perf_counter()
@@ -247,6 +249,8 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
             values.append(allocate(interp, a.name_hint or "attribution", a.type, tuple(a.type.get_shape())))
         out = interp.run_block(func.body.blocks.first, values)
         returns.append(out)
+        if progress is not None:
+            progress(start + W, n_wg)
     t2 = time.perf_counter()
     stats = counters.to_json()
     stats["max_registers_per_thread"] = max_registers_per_thread(func) if launch.level == "simt" else 0
