@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from math import prod
 
@@ -31,8 +32,9 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--func", required=True, help="function name (without @)")
-    p.add_argument("--grid", type=_sizes, help="workgroups X[,Y,Z] (default: what the function records, e.g. an IREE "
-                   "dispatch's workgroup scf.forall or count hint; else 1)")
+    p.add_argument("--grid", type=_sizes, help="workgroups X[,Y,Z] (default: what the function records: a pipeline's "
+                   "simtify.workgroup_count, gpu.known_grid_size, an IREE dispatch's workgroup scf.forall or count "
+                   "hint; else what its writes imply, e.g. the output's rows over a tile placed by block_id; else 1)")
     p.add_argument("--block", type=_sizes, help="threads per workgroup X[,Y,Z] (default: the function's translation_info)")
     p.add_argument("--target", default="gfx942", help="gfx942, gfx950, sm_90 or xe (default gfx942)")
     p.add_argument("--subgroup-size", type=int, help="lanes per subgroup (default: translation_info, else the target's)")
@@ -166,11 +168,17 @@ def run_cmd(args) -> int:
             raise SimtifyError(f"cannot write: {e.strerror or e}", args.out) from None
     t4 = time.perf_counter()
     timing = {"parse_s": t1 - t0, "simulate_s": result.timing["simulate_s"], "io_s": (t2 - t1) + (t4 - t3)}
+    L = result.launch
+    for name, n in result.unwritten.items():
+        print(f"warning: {name}: {n} of {result.outputs[name].size} elements never written by the launch (grid "
+              f"{list(L.grid)}{'' if args.grid else ', the default'}); --grid sets it", file=sys.stderr)
     if args.json:
         print(json.dumps({"outputs": sorted(result.outputs), "stats": result.stats,
-                          "sanitizer": [f.to_json() for f in result.findings], "timing": timing}))
+                          "sanitizer": [f.to_json() for f in result.findings], "timing": timing,
+                          "launch": {"grid": list(L.grid), "block": list(L.block),
+                                     "subgroup_size": L.subgroup_size, "level": L.level},
+                          "unwritten": result.unwritten}))
     else:
-        L = result.launch
         partial = L.threads % L.subgroup_size if L.level == "simt" else 0
         last = f" (last subgroup: {partial} of {L.subgroup_size} lanes active)" if partial else ""
         print(f"ran @{args.func}: {L.level} level, grid {list(L.grid)}, block {list(L.block)}, "

@@ -72,6 +72,7 @@ class RunResult:
     findings: list
     launch: Launch
     timing: dict[str, float] = field(default_factory=dict)
+    unwritten: dict[str, int] = field(default_factory=dict)  # outputs: elements the launch never wrote
 
 
 def find_function(module: Operation, name: str) -> Operation:
@@ -110,6 +111,16 @@ def recorded_grid(func: Operation) -> tuple[int, ...] | None:
     if attr is not None and hasattr(attr, "get_values"):
         return tuple(int(x) for x in attr.get_values())
     return None
+
+
+def default_grid(func: Operation) -> tuple[int, ...] | None:
+    """The grid to launch when none is given: what the function records (a pipeline's
+    ``simtify.workgroup_count``, a gpu.func's ``known_grid_size``, an IREE dispatch's
+    workgroup forall or count hint), else what its writes imply (`simtify.sim.grid`)."""
+    from simtify.sim.dispatch import dispatch_grid
+    from simtify.sim.grid import implied_grid, known_grid_size
+
+    return recorded_grid(func) or known_grid_size(func) or dispatch_grid(func) or implied_grid(func)
 
 
 def _recorded_sizes(func: Operation) -> tuple[tuple[int, ...] | None, int | None]:
@@ -179,8 +190,6 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
         level: str | None = None, progress=None) -> RunResult:
     """Run `func_name` of `module` on `args` (name -> array); `progress(done, total)`, if
     given, is told the workgroups done after each batch."""
-    from simtify.sim.dispatch import dispatch_grid
-
     t0 = time.perf_counter()
     tgt = get_target(target) if isinstance(target, str) else target
     func = find_function(module, func_name)
@@ -198,7 +207,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
         raise SimtifyError(f"the function is compiled for subgroups of {rec_sg} lanes, not {subgroup_size}",
                            "--subgroup-size")
     launch = Launch(
-        grid=_xyz(grid or recorded_grid(func) or dispatch_grid(func) or (1,), "grid"),
+        grid=_xyz(grid or default_grid(func) or (1,), "grid"),
         block=block,
         subgroup_size=int(subgroup_size or rec_sg or tgt.subgroup_size),
         level=level,
@@ -256,6 +265,8 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     stats["max_registers_per_thread"] = max_registers_per_thread(func) if launch.level == "simt" else 0
     arguments = {name: buf.data.reshape(buf.data_shape) for name, buf in buffers.items()}
     outputs = {name: arguments[name] for name, buf in buffers.items() if buf.written}
+    unwritten = {name: int(buf.wrote.size - np.count_nonzero(buf.wrote)) for name, buf in buffers.items()
+                 if buf.written and buf.wrote is not None}
     # returned values per workgroup: each batch's values, widened to its workgroups, in order
     sizes = [min(batch, n_wg - s) for s in range(0, n_wg, batch)]
     rets = [np.concatenate([np.broadcast_to(np.asarray(r[i]), (w,) + np.asarray(r[i]).shape[1:])
@@ -263,7 +274,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
             for i in range(len(returns[0]))] if returns and returns[0] else []
     rets = [r[:, :T] if r.ndim >= 2 and r.shape[1] == T_run else r for r in rets]  # real threads only
     return RunResult(outputs, arguments, rets, stats, counters.by_op_json(), findings, launch,
-                     {"simulate_s": t2 - t1, "setup_s": t1 - t0})
+                     {"simulate_s": t2 - t1, "setup_s": t1 - t0}, {k: n for k, n in unwritten.items() if n})
 
 
 def _check_launch(launch: Launch, tgt: Target, where: str) -> None:
@@ -313,6 +324,7 @@ def _bind(func: Operation, args: dict, tgt: Target) -> tuple[dict, dict]:
                 raise SimtifyError(f"argument '{name}' must be {dt} for {t}, got {a.dtype}", "--arg")
             buf = Buffer(name, GLOBAL, t.element_type, np.ascontiguousarray(a).reshape(-1).copy(), base)
             buf.data_shape = a.shape
+            buf.wrote = np.zeros(buf.data.size, dtype=bool)
             base += -(-buf.data.nbytes // 256) * 256 + 256
             buffers[name] = buf
         else:
