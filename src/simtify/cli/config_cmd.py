@@ -19,7 +19,11 @@ reduction heuristic gives up), the workgroup and subgroup sizes and the
 lowering_config, written for IREE's dispatch iteration space (unit dims dropped,
 adjacent dims of one kind folded, parallel dims first: `simtify.tune.problem`), with
 the model's estimate of its time. ``--json`` prints ``{"pipeline", "workgroup_size",
-"subgroup_size", "lowering_config"}``.
+"subgroup_size", "lowering_config", "reduction_config", "iteration_space",
+"reduction_dims", "input_dims", "dtype", "op", "target"}``: the space it solved (after
+folding) and, as ``reduction_config``, the config simtify builds for it (IREE's own for
+VectorDistribute, null where none). ``config explain`` takes the config unchanged, with
+that space or with the one given to ``suggest``.
 """
 
 from __future__ import annotations
@@ -89,7 +93,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     g.add_argument("--strategy", choices=("iree", "simtify"), default="iree",
                    help="iree: IREE 3.12's setReductionConfig and fallbacks; simtify: our heuristic (default iree)")
     g.add_argument("--json", action="store_true",
-                   help='print {"pipeline", "workgroup_size", "subgroup_size", "lowering_config"}')
+                   help='print {"pipeline", "workgroup_size", "subgroup_size", "lowering_config", '
+                        '"reduction_config", "iteration_space", "reduction_dims", "input_dims", "dtype", "op", '
+                        '"target"}')
     g.set_defaults(run=run_suggest)
     p.set_defaults(run=lambda args: _no_action(p))
 
@@ -134,10 +140,20 @@ def run_suggest(args) -> int:
     else:
         s = simtify_suggestion(dispatch, tgt.name)
     if args.json:
-        print(json.dumps(s.to_json()))
+        print(json.dumps({**s.to_json(), "reduction_config": str(s.config) if s.config is not None else None,
+                          **solved_space(dispatch, tgt.name)}))
         return 0
     sys.stdout.write(suggest_text(problem, s, tgt, args.strategy))
     return 0
+
+
+def solved_space(dispatch, target: str) -> dict:
+    """The problem a config was solved for, as `config explain` takes it: IREE's dispatch
+    iteration space (after folding), its reduction dims, the input's dims in memory
+    order, element type, operation and target."""
+    return {"iteration_space": list(dispatch.sizes), "reduction_dims": list(dispatch.reduction_dims),
+            "input_dims": list(dispatch.input_dims), "dtype": dispatch.dtype.name,
+            "op": dispatch.operation, "target": target}
 
 
 def suggest_text(problem, s, tgt, strategy: str) -> str:
@@ -266,12 +282,21 @@ def run_explain(args) -> int:
     attr = parse_config(args.config)
     try:
         config = attr.reduction_config()
-        plan = plan_reduction(config, args.iteration_space, args.reduction_dims, sg, args.workgroup_size,
-                              tgt.max_workgroup_size)
+        plan, errors = None, []
+        for space, red, input_dims, note in _spaces(config, args.iteration_space, args.reduction_dims):
+            try:
+                plan = plan_reduction(config, space, red, sg, args.workgroup_size, tgt.max_workgroup_size)
+                break
+            except SimtifyError as e:
+                errors.append(e)
+        if plan is None:
+            raise errors[0]
     except SimtifyError as e:
         raise SimtifyError(e.what, f"--config {e.where}" if e.where else "--config") from None
     bits = DTYPE_BITS[args.dtype]
     operands = default_operands(plan, bits)
+    if input_dims is not None:  # the input in memory order over the dispatch dims
+        operands[0] = Operand(operands[0].name, input_dims, bits)
     rank = len(plan.original_sizes)
     for name, dims in args.operand:
         if any(not 0 <= d < rank for d in dims) or len(set(dims)) != len(dims):
@@ -280,11 +305,35 @@ def run_explain(args) -> int:
         operands.append(Operand(name, tuple(dims), bits))
     info = summary(plan, operands)
     info["dtype"], info["target"] = args.dtype, tgt.name
+    if note:
+        info["notes"].insert(0, note)
     if args.json:
         print(json.dumps(info))
     else:
         sys.stdout.write(explain_text(info))
     return 0
+
+
+def _spaces(config, sizes, reduction_dims):
+    """The (sizes, reduction dims, input dims or None, note) to explain `config` on, in
+    order: the space given, then IREE's dispatch iteration space of it (unit dims
+    dropped, dims folded, parallel dims first), which is what `config suggest` and
+    `tune` write their configs for."""
+    from simtify.tune.problem import DTYPES, ReductionProblem, dispatch_of
+
+    rank = len(config.expand_dims.groups) if config.expand_dims is not None else config.rank
+    if rank == len(sizes):
+        yield sizes, reduction_dims, None, None
+    try:
+        d = dispatch_of(ReductionProblem.create(sizes, reduction_dims, DTYPES["f32"]))
+    except SimtifyError:
+        d = None
+    if d is not None and d.rank == rank and not d.identity:
+        note = (f"the config is for IREE's dispatch iteration space {d.shape_text()} ({d.describe()}), "
+                f"explained there")
+        yield list(d.sizes), list(d.reduction_dims), tuple(d.input_dims), note
+    elif rank != len(sizes):
+        yield sizes, reduction_dims, None, None  # for the error it gives
 
 
 def _explain_file(args) -> int:

@@ -188,6 +188,7 @@ def _xegpu(stage: str):
 
         getattr(xegpu_pipeline, stage)(module, opts)
 
+    step.__name__ = stage
     return step
 
 
