@@ -67,6 +67,12 @@ def test_block_on_a_workgroup_level_function_is_an_error(capsys):
                             "workgroup, no thread ids or lane ops): --block sets the threads of a SIMT-level function")
 
 
+def test_block_of_one_thread_on_a_workgroup_level_function_is_what_it_runs(capsys):
+    code, _, err = cli(capsys, "run", "example:row-max", "--func", "row_max", "--arg", "src=random",
+                       "--arg", "dst=random", "--block", "1")
+    assert code == 0, err
+
+
 def test_block_beyond_the_target_on_simt_code_is_an_error(capsys, simt_row_max):
     code, _, err = cli(capsys, "run", simt_row_max, "--func", "row_max", "--arg", "src=random", "--arg", "dst=random",
                        "--block", "2000000")

@@ -152,7 +152,7 @@ def run_cmd(args) -> int:
     module = _load_module(args.file)
     t1 = time.perf_counter()
     func = find_function(module, args.func)
-    if args.block is not None and (args.level or detect_level(func)) == "workgroup":
+    if args.block is not None and prod(args.block) != 1 and (args.level or detect_level(func)) == "workgroup":
         raise SimtifyError(f"@{args.func} is a workgroup-level function (one logical thread per workgroup, no "
                            "thread ids or lane ops): --block sets the threads of a SIMT-level function", "--block")
     inputs = _arguments(func, args.arg)
