@@ -28,8 +28,9 @@ def test_json_object_has_exactly_the_documented_shape(capsys):
                          "--arg", "in=random:3", "--arg", "out=random", "--json", "--sanitize")
     assert code == 0 and err == ""
     obj = json.loads(out)
-    assert list(obj) == ["outputs", "stats", "sanitizer", "timing"]
-    assert obj["outputs"] == ["out"]
+    assert list(obj) == ["outputs", "stats", "sanitizer", "timing", "launch", "unwritten"]
+    assert obj["outputs"] == ["out"] and obj["unwritten"] == {}
+    assert obj["launch"] == {"grid": [8, 1, 1], "block": [64, 1, 1], "subgroup_size": 64, "level": "simt"}
     # issue 4's counters, in its order (counters added since, e.g. DMA bytes, follow them)
     assert list(obj["stats"])[: len(STATS)] == STATS and all(isinstance(v, int) for v in obj["stats"].values())
     assert obj["stats"]["shuffles"] == 48

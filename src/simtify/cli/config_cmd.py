@@ -19,7 +19,11 @@ reduction heuristic gives up), the workgroup and subgroup sizes and the
 lowering_config, written for IREE's dispatch iteration space (unit dims dropped,
 adjacent dims of one kind folded, parallel dims first: `simtify.tune.problem`), with
 the model's estimate of its time. ``--json`` prints ``{"pipeline", "workgroup_size",
-"subgroup_size", "lowering_config"}``.
+"subgroup_size", "lowering_config", "reduction_config", "iteration_space",
+"reduction_dims", "input_dims", "dtype", "op", "target"}``: the space it solved (after
+folding) and, as ``reduction_config``, the config simtify builds for it (IREE's own for
+VectorDistribute, null where none). ``config explain`` takes the config unchanged, with
+that space or with the one given to ``suggest``.
 """
 
 from __future__ import annotations
@@ -27,9 +31,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from math import prod
 from pathlib import Path
 
 from simtify.errors import SimtifyError
+
+# The largest reduction input `tune` takes on (a GPU's memory is at most ~200 GB today):
+# beyond it the configs' samples to simulate cannot be cut down to what fits in memory.
+MAX_TUNED_INPUT_BYTES = 1 << 38
 
 DTYPE_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "f8": 8}
 
@@ -68,7 +77,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
                    help="the reduction dims, indices into the original iteration space")
     e.add_argument("--config", metavar="CONFIG",
                    help="#iree_gpu.lowering_config<{...}> text (or just its {...}), or @FILE holding it")
-    e.add_argument("--dtype", default="f32", choices=sorted(DTYPE_BITS), help="input element type (default f32)")
+    e.add_argument("--dtype", choices=sorted(DTYPE_BITS), help="input element type (default f32)")
     e.add_argument("--target", default="gfx942", help="gfx942, gfx950, sm_90 or xe (default gfx942)")
     e.add_argument("--subgroup-size", type=int, help="lanes per subgroup (default: the target's)")
     e.add_argument("--workgroup-size", type=int,
@@ -84,7 +93,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     g.add_argument("--strategy", choices=("iree", "simtify"), default="iree",
                    help="iree: IREE 3.12's setReductionConfig and fallbacks; simtify: our heuristic (default iree)")
     g.add_argument("--json", action="store_true",
-                   help='print {"pipeline", "workgroup_size", "subgroup_size", "lowering_config"}')
+                   help='print {"pipeline", "workgroup_size", "subgroup_size", "lowering_config", '
+                        '"reduction_config", "iteration_space", "reduction_dims", "input_dims", "dtype", "op", '
+                        '"target"}')
     g.set_defaults(run=run_suggest)
     p.set_defaults(run=lambda args: _no_action(p))
 
@@ -108,7 +119,13 @@ def problem_from_args(args, simulate: bool):
 
     tgt = get_target(args.target)
     dtype = dtype_for(args.dtype, tgt, simulate=simulate)
-    return ReductionProblem.create(args.iteration_space, args.reduction_dims, dtype, args.op), tgt
+    problem = ReductionProblem.create(args.iteration_space, args.reduction_dims, dtype, args.op)
+    nbytes = prod(problem.sizes) * dtype.bytes
+    if simulate and nbytes > MAX_TUNED_INPUT_BYTES:
+        raise SimtifyError(f"the input of {'x'.join(map(str, problem.sizes))} {dtype.name} is {nbytes:.3g} bytes, "
+                           f"more than any GPU holds (tuning stops at {MAX_TUNED_INPUT_BYTES >> 30} GiB); "
+                           "tune a smaller problem", "--iteration-space")
+    return problem, tgt
 
 
 def run_suggest(args) -> int:
@@ -123,10 +140,20 @@ def run_suggest(args) -> int:
     else:
         s = simtify_suggestion(dispatch, tgt.name)
     if args.json:
-        print(json.dumps(s.to_json()))
+        print(json.dumps({**s.to_json(), "reduction_config": str(s.config) if s.config is not None else None,
+                          **solved_space(dispatch, tgt.name)}))
         return 0
     sys.stdout.write(suggest_text(problem, s, tgt, args.strategy))
     return 0
+
+
+def solved_space(dispatch, target: str) -> dict:
+    """The problem a config was solved for, as `config explain` takes it: IREE's dispatch
+    iteration space (after folding), its reduction dims, the input's dims in memory
+    order, element type, operation and target."""
+    return {"iteration_space": list(dispatch.sizes), "reduction_dims": list(dispatch.reduction_dims),
+            "input_dims": list(dispatch.input_dims), "dtype": dispatch.dtype.name,
+            "op": dispatch.operation, "target": target}
 
 
 def suggest_text(problem, s, tgt, strategy: str) -> str:
@@ -187,6 +214,7 @@ def parse_config(text: str, where: str = "--config"):
     """A `LoweringConfigAttr` from its text, ``{...}`` body, or ``@FILE``."""
     from xdsl.utils.exceptions import ParseError
 
+    from simtify.ir import parse_error_message
     from simtify.ir.context import make_context
     from simtify.ir.iree_gpu import LoweringConfigAttr
     from simtify.ir.parser import MLIRParser
@@ -200,14 +228,14 @@ def parse_config(text: str, where: str = "--config"):
     text = text.strip()
     if text.startswith("{"):
         text = f"#iree_gpu.lowering_config<{text}>"
-    parser = MLIRParser(make_context(), text, where)
     try:
+        parser = MLIRParser(make_context(), text, where)
         attr = parser.parse_attribute()
         if parser.pos < len(text):
             parser.raise_error("unexpected text after the config")
     except ParseError as e:
         col = e.span.start + 1
-        raise SimtifyError(e.msg.strip().splitlines()[0], f"{where}:1:{col}") from None
+        raise SimtifyError(parse_error_message(e), f"{where}:1:{col}") from None
     except SimtifyError as e:
         raise e.at(where)
     if not isinstance(attr, LoweringConfigAttr):
@@ -230,7 +258,15 @@ def _target(args):
 
 def run_explain(args) -> int:
     if args.file is not None:
+        given = [flag for flag, value in (("--iteration-space", args.iteration_space),
+                                          ("--reduction-dims", args.reduction_dims), ("--config", args.config),
+                                          ("--dtype", args.dtype), ("--operand", args.operand)) if value]
+        if given:
+            raise SimtifyError(f"{args.file} gives the iteration space, reduction dims, config, element type and "
+                               f"operands of its linalg.generic reductions: drop {' and '.join(given)}, or drop "
+                               f"{args.file} to explain --config alone", given[0])
         return _explain_file(args)
+    args.dtype = args.dtype or "f32"
     from simtify.layout.reduction_config import (
         Operand,
         default_operands,
@@ -246,12 +282,21 @@ def run_explain(args) -> int:
     attr = parse_config(args.config)
     try:
         config = attr.reduction_config()
-        plan = plan_reduction(config, args.iteration_space, args.reduction_dims, sg, args.workgroup_size,
-                              tgt.max_workgroup_size)
+        plan, errors = None, []
+        for space, red, input_dims, note in _spaces(config, args.iteration_space, args.reduction_dims):
+            try:
+                plan = plan_reduction(config, space, red, sg, args.workgroup_size, tgt.max_workgroup_size)
+                break
+            except SimtifyError as e:
+                errors.append(e)
+        if plan is None:
+            raise errors[0]
     except SimtifyError as e:
         raise SimtifyError(e.what, f"--config {e.where}" if e.where else "--config") from None
     bits = DTYPE_BITS[args.dtype]
     operands = default_operands(plan, bits)
+    if input_dims is not None:  # the input in memory order over the dispatch dims
+        operands[0] = Operand(operands[0].name, input_dims, bits)
     rank = len(plan.original_sizes)
     for name, dims in args.operand:
         if any(not 0 <= d < rank for d in dims) or len(set(dims)) != len(dims):
@@ -260,11 +305,35 @@ def run_explain(args) -> int:
         operands.append(Operand(name, tuple(dims), bits))
     info = summary(plan, operands)
     info["dtype"], info["target"] = args.dtype, tgt.name
+    if note:
+        info["notes"].insert(0, note)
     if args.json:
         print(json.dumps(info))
     else:
         sys.stdout.write(explain_text(info))
     return 0
+
+
+def _spaces(config, sizes, reduction_dims):
+    """The (sizes, reduction dims, input dims or None, note) to explain `config` on, in
+    order: the space given, then IREE's dispatch iteration space of it (unit dims
+    dropped, dims folded, parallel dims first), which is what `config suggest` and
+    `tune` write their configs for."""
+    from simtify.tune.problem import DTYPES, ReductionProblem, dispatch_of
+
+    rank = len(config.expand_dims.groups) if config.expand_dims is not None else config.rank
+    if rank == len(sizes):
+        yield sizes, reduction_dims, None, None
+    try:
+        d = dispatch_of(ReductionProblem.create(sizes, reduction_dims, DTYPES["f32"]))
+    except SimtifyError:
+        d = None
+    if d is not None and d.rank == rank and not d.identity:
+        note = (f"the config is for IREE's dispatch iteration space {d.shape_text()} ({d.describe()}), "
+                f"explained there")
+        yield list(d.sizes), list(d.reduction_dims), tuple(d.input_dims), note
+    elif rank != len(sizes):
+        yield sizes, reduction_dims, None, None  # for the error it gives
 
 
 def _explain_file(args) -> int:

@@ -38,13 +38,17 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--func", help="function to emit (default: the only one)")
     p.add_argument("--target", help="sm_90 for cuda; gfx942 or gfx950 for hip (default: sm_90 / gfx942; for host, "
                                     "the one whose subgroup size the function records)")
-    p.add_argument("--grid", type=_sizes, help="workgroups X[,Y,Z] for the launch description (default 1)")
+    p.add_argument("--grid", type=_sizes, help="workgroups X[,Y,Z] for the launch description (default: what the "
+                   "function records or its writes imply, else 1)")
     p.add_argument("--block", type=_sizes, help="threads per workgroup X[,Y,Z] (default: what the function records)")
     p.add_argument("--subgroup-size", type=int, help="lanes per subgroup (default: recorded, else the target's)")
     p.add_argument("--pipeline", help="distribute the input first with this pipeline (see simtify opt --list-pipelines)")
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="where to write the source (default: stdout)")
     p.add_argument("--launch", metavar="FILE.json", help="also write the launch description as JSON")
     p.add_argument("--check", action="store_true", help="compile the output and report (registers, shared memory)")
+    p.add_argument("--json", action="store_true",
+                   help='print {"language", "target", "kernel", "launch", "source"} instead of the source '
+                        "(with -o FILE the source is written there too)")
     p.set_defaults(run=run)
 
 
@@ -100,7 +104,15 @@ def run(args) -> int:
                                f"not {list(xyz(args.block, 'block'))}", "--block")
     kernel = emit(args.language, module, func, target, grid=args.grid, block=args.block,
                   subgroup_size=args.subgroup_size)
-    write_output(args.output, kernel.source)
+    if args.json:
+        import json
+
+        if args.output != "-":
+            write_output(args.output, kernel.source)
+        print(json.dumps({"language": args.language, "target": target, "kernel": kernel.launch.kernel,
+                          "launch": kernel.launch.as_dict(), "source": kernel.source}))
+    else:
+        write_output(args.output, kernel.source)
     if args.launch:
         write_output(args.launch, kernel.launch.to_json())
     if args.check:

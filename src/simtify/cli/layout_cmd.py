@@ -133,6 +133,10 @@ def add_parser(sub, name: str, help_text: str) -> None:
     show.add_argument("--view", choices=("tensor", "threads"), default="tensor",
                       help="tensor: who owns each element; threads: a row per thread, the element in each register "
                            "(text, SVG and HTML alike)")
+    show.add_argument("--json", action="store_true",
+                      help="print the picture's content as one JSON object instead of the text grid: tensor view, "
+                           "each element's owners as [tid, register] (row-major); threads view, each thread's "
+                           "elements in register order")
     show.add_argument("--color-by", choices=("subgroup", "lane"), default="subgroup", help="SVG/HTML colouring")
     show.add_argument("--svg", metavar="FILE", help="write an SVG picture")
     show.add_argument("--html", metavar="FILE", help="write a self-contained HTML page (hover shows owners)")
@@ -174,6 +178,10 @@ def run_show(args) -> int:
         _write(args.svg, picture.svg(omap, color_by=args.color_by, title=title, view=args.view))
     if args.html:
         _write(args.html, picture.html(omap, color_by=args.color_by, title=title, view=args.view))
+    if args.json:
+        json.dump(show_json(layout, omap, args.view), sys.stdout, separators=(", ", ": "))
+        sys.stdout.write("\n")
+        return 0
     width = shutil.get_terminal_size().columns if args.width is None else args.width
     if width < 0:
         raise SimtifyError(f"{width} must not be negative", "--width")
@@ -186,6 +194,34 @@ def run_show(args) -> int:
     return 0
 
 
+def show_json(layout, omap, view: str) -> dict:
+    """What `layout show` pictures, for scripts: per element its owners ``[tid, register]``
+    (row-major over the shape, owners by thread then register), or per thread its elements
+    in register order."""
+    import numpy as np
+
+    out = {"layout": str(layout), "shape": list(omap.shape), "subgroup_size": omap.subgroup_size,
+           "num_threads": omap.num_threads, "num_subgroups": omap.num_subgroups,
+           "registers_per_thread": omap.num_registers, "view": view}
+    if view == "threads":
+        out["threads"] = _thread_rows(omap)
+        return out
+    flat = omap.flat.ravel()
+    order = np.argsort(flat, kind="stable")  # entries are (tid, register) row-major: stable keeps that order
+    tid, reg = np.divmod(order, max(omap.num_registers, 1))
+    pairs = np.stack([tid, reg], axis=1).tolist()
+    ends = np.cumsum(np.bincount(flat, minlength=omap.num_elements)).tolist()
+    out["owners"] = [pairs[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    return out
+
+
+def _thread_rows(omap) -> list[dict]:
+    """Per thread: its tid, subgroup, lane and elements in register order."""
+    sg = omap.subgroup_size
+    coords = omap.coords.tolist()
+    return [{"tid": t, "subgroup": t // sg, "lane": t % sg, "elements": coords[t]} for t in range(omap.num_threads)]
+
+
 def _write(path: str, text: str) -> None:
     try:
         Path(path).write_text(text)
@@ -195,19 +231,12 @@ def _write(path: str, text: str) -> None:
 
 def run_owners(args) -> int:
     _layout, omap = _load(args)
-    coords = omap.coords.tolist()
     if args.json:
-        sg = omap.subgroup_size
-        threads = [
-            {"tid": t, "subgroup": t // sg, "lane": t % sg, "elements": coords[t]} for t in range(omap.num_threads)
-        ]
-        json.dump(
-            {"shape": list(omap.shape), "subgroup_size": sg, "num_threads": omap.num_threads, "threads": threads},
-            sys.stdout,
-            separators=(", ", ": "),
-        )
+        json.dump({"shape": list(omap.shape), "subgroup_size": omap.subgroup_size, "num_threads": omap.num_threads,
+                   "threads": _thread_rows(omap)}, sys.stdout, separators=(", ", ": "))
         sys.stdout.write("\n")
         return 0
+    coords = omap.coords.tolist()
     out = [f"shape {'x'.join(map(str, omap.shape))}, {omap.num_threads} threads "
            f"({omap.num_subgroups} subgroups of {omap.subgroup_size}), {omap.num_registers} registers each"]
     for t in range(omap.num_threads):

@@ -32,6 +32,9 @@ def add_parser(subparsers, name: str, help_text: str):
     parser.add_argument("--warp-size", type=int, help="warp pipelines: lanes of a warp region (default: the subgroup size)")
     parser.add_argument("--max-whole-write", type=int, default=1, metavar="N",
                         help="warp pipelines: transfer_writes of at most N elements stay whole on lane 0 (default 1)")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"module", "pipeline", "passes"}: the module text and what ran, in order '
+                             '(with -o FILE the module is written there too)')
     parser.set_defaults(run=run)
     return parser
 
@@ -101,5 +104,21 @@ def run(args) -> int:
         except SimtifyError as e:  # a pass error with no location is about the input file
             raise e.at(name) from None
         verify(module)
-    write_output(args.output, print_module(module))
+    text = print_module(module)
+    if args.json:
+        import json
+
+        if args.output != "-":
+            write_output(args.output, text)
+        print(json.dumps({"module": text, "pipeline": args.pipeline, "passes": passes_run(args)}))
+        return 0
+    write_output(args.output, text)
     return 0
+
+
+def passes_run(args) -> list[str]:
+    """The passes `opt` ran, in order: a pipeline's steps, then --pass."""
+    from simtify.transforms.pipelines import PIPELINES
+
+    steps = [step.__name__.replace("_", "-") for step in PIPELINES[args.pipeline][0]] if args.pipeline else []
+    return steps + ([args.pass_name] if args.pass_name else [])

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from math import prod
 
 import numpy as np
 
+from simtify.cli.progress import Progress
 from simtify.errors import SimtifyError
 from simtify.sim.compare import compare
 
@@ -31,8 +33,9 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--func", required=True, help="function name (without @)")
-    p.add_argument("--grid", type=_sizes, help="workgroups X[,Y,Z] (default: what the function records, e.g. an IREE "
-                   "dispatch's workgroup scf.forall or count hint; else 1)")
+    p.add_argument("--grid", type=_sizes, help="workgroups X[,Y,Z] (default: what the function records: a pipeline's "
+                   "simtify.workgroup_count, gpu.known_grid_size, an IREE dispatch's workgroup scf.forall or count "
+                   "hint; else what its writes imply, e.g. the output's rows over a tile placed by block_id; else 1)")
     p.add_argument("--block", type=_sizes, help="threads per workgroup X[,Y,Z] (default: the function's translation_info)")
     p.add_argument("--target", default="gfx942", help="gfx942, gfx950, sm_90 or xe (default gfx942)")
     p.add_argument("--subgroup-size", type=int, help="lanes per subgroup (default: translation_info, else the target's)")
@@ -41,6 +44,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="an argument's value; repeat for each argument (an IREE dispatch function's buffers "
                         "are its HAL bindings: binding0, binding1, ..)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (one is drawn on stderr when it is a terminal and the run takes over ~2 s)")
 
 
 def add_parser(sub, name: str, help_text: str) -> None:
@@ -85,6 +90,9 @@ def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[
             raise SimtifyError(f"'{spec}' is not NAME=FILE.npy or NAME=random[:seed]", "--arg")
         if name not in types:
             raise SimtifyError(f"the function has no argument '{name}' (arguments: {', '.join(types)})", "--arg")
+        if name in given:
+            raise SimtifyError(f"argument '{name}' is given twice ({name}={given[name]} and {spec}); give it once",
+                               "--arg")
         given[name] = value
     out = {}
     for i, (name, t) in enumerate(types.items()):
@@ -119,25 +127,39 @@ def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[
     return out
 
 
-def _simulate(module, args, inputs, sanitize: bool):
-    from simtify.sim import run
+def _simulate(module, args, inputs, sanitize: bool, progress=None):
+    from simtify.ir import location_of
+    from simtify.sim import find_function, run
+    from simtify.sim.launch import first_simt_op
 
     if args.subgroup_size is not None and args.subgroup_size < 1:
         raise SimtifyError(f"subgroup size {args.subgroup_size} must be positive", "--subgroup-size")
+    simt_op = first_simt_op(find_function(module, args.func)) if args.level == "workgroup" else None
+    if simt_op is not None:
+        raise SimtifyError(f"@{args.func} is SIMT-level code ('{simt_op.name}' at {location_of(simt_op)}); it cannot "
+                           "run as one logical thread per workgroup: drop --level workgroup", "--level")
     return run(module, args.func, inputs, grid=args.grid, block=args.block, target=args.target,
-               sanitize=sanitize, subgroup_size=args.subgroup_size, level=args.level)
+               sanitize=sanitize, subgroup_size=args.subgroup_size, level=args.level, progress=progress)
 
 
 def run_cmd(args) -> int:
     from simtify.sim import find_function
+    from simtify.sim.launch import detect_level
 
+    if args.out and not args.out.endswith(".npz"):
+        # numpy would append .npz: the file written would not be the one named
+        raise SimtifyError(f"'{args.out}' does not end in .npz; --out writes a numpy .npz archive", "--out")
     t0 = time.perf_counter()
     module = _load_module(args.file)
     t1 = time.perf_counter()
     func = find_function(module, args.func)
+    if args.block is not None and prod(args.block) != 1 and (args.level or detect_level(func)) == "workgroup":
+        raise SimtifyError(f"@{args.func} is a workgroup-level function (one logical thread per workgroup, no "
+                           "thread ids or lane ops): --block sets the threads of a SIMT-level function", "--block")
     inputs = _arguments(func, args.arg)
     t2 = time.perf_counter()
-    result = _simulate(module, args, inputs, args.sanitize)
+    with Progress(not args.no_progress, unit="workgroup") as bar:
+        result = _simulate(module, args, inputs, args.sanitize, bar.stage_of(f"@{args.func}"))
     t3 = time.perf_counter()
     if args.out:
         try:
@@ -147,11 +169,17 @@ def run_cmd(args) -> int:
             raise SimtifyError(f"cannot write: {e.strerror or e}", args.out) from None
     t4 = time.perf_counter()
     timing = {"parse_s": t1 - t0, "simulate_s": result.timing["simulate_s"], "io_s": (t2 - t1) + (t4 - t3)}
+    L = result.launch
+    for name, n in result.unwritten.items():
+        print(f"warning: {name}: {n} of {result.outputs[name].size} elements never written by the launch (grid "
+              f"{list(L.grid)}{'' if args.grid else ', the default'}); --grid sets it", file=sys.stderr)
     if args.json:
         print(json.dumps({"outputs": sorted(result.outputs), "stats": result.stats,
-                          "sanitizer": [f.to_json() for f in result.findings], "timing": timing}))
+                          "sanitizer": [f.to_json() for f in result.findings], "timing": timing,
+                          "launch": {"grid": list(L.grid), "block": list(L.block),
+                                     "subgroup_size": L.subgroup_size, "level": L.level},
+                          "unwritten": result.unwritten}))
     else:
-        L = result.launch
         partial = L.threads % L.subgroup_size if L.level == "simt" else 0
         last = f" (last subgroup: {partial} of {L.subgroup_size} lanes active)" if partial else ""
         print(f"ran @{args.func}: {L.level} level, grid {list(L.grid)}, block {list(L.block)}, "
@@ -184,8 +212,10 @@ def check_cmd(args) -> int:
         raise SimtifyError(f"the two functions take different arguments: {ref_sig} vs {new_sig}", args.new)
     inputs = _arguments(ref_func, args.arg, default_seed=args.seed)
     new_inputs = {n2: inputs[n1].copy() for (n1, _), (n2, _) in zip(ref_sig, new_sig)}
-    ref = _simulate(ref_module, args, {k: v.copy() for k, v in inputs.items()}, True)
-    new = _simulate(new_module, args, new_inputs, True)
+    labels = {"ref": f"ref {args.ref}", "new": f"new {args.new}"}
+    with Progress(not args.no_progress, labels, unit="workgroup") as bar:
+        ref = _simulate(ref_module, args, {k: v.copy() for k, v in inputs.items()}, True, bar.stage_of("ref"))
+        new = _simulate(new_module, args, new_inputs, True, bar.stage_of("new"))
     rows, equal = [], True
     for (n1, _), (n2, _) in zip(ref_sig, new_sig):
         if n1 not in ref.arguments:

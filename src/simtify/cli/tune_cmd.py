@@ -5,12 +5,15 @@
 
 enumerates the valid configs of the reduction's dispatch space (subgroup sizes, load
 widths, lanes and subgroups over the innermost dims, batches, expand_dims splits),
-ranks them by the cost model on estimated counts (progress bar on stderr), checks the
-best K (default 6) and IREE's and simtify's own picks by simulating a few workgroups
-in N worker processes (sanitizers on, results compared with numpy), and prints the
-winner as a lowering_config next to IREE's choice with both predicted times and the
-roofline. ``--json`` prints ``{"best": {"lowering_config", "predicted_s"}, "iree":
-{"lowering_config", "predicted_s"}, "roofline_s"}``. The model and where it is wrong:
+ranks them by the cost model on estimated counts (a progress bar on stderr when it is a
+terminal), checks the best K (default 6) and IREE's and simtify's own picks by
+simulating a few workgroups in N worker processes (sanitizers on, results compared with
+numpy), and prints the winner as a lowering_config next to IREE's choice with both
+predicted times and the roofline. ``--json`` prints ``{"best": {"lowering_config",
+"predicted_s"}, "iree": {"lowering_config", "predicted_s"}, "roofline_s",
+"iteration_space", "reduction_dims", "input_dims", "dtype", "op", "target"}``: the
+configs are for that (folded) iteration space, and ``config explain`` takes them
+unchanged. The model and where it is wrong:
 ``python -c "import simtify.tune.model as m; print(m.__doc__)"``.
 """
 
@@ -34,7 +37,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
     r.add_argument("--jobs", type=int, default=None, help="worker processes for the checks (default: up to 4)")
     r.add_argument("--top", type=int, default=6, help="how many of the best-ranked configs to check (default 6)")
     r.add_argument("--json", action="store_true",
-                   help='print {"best": {"lowering_config", "predicted_s"}, "iree": {...}, "roofline_s"}')
+                   help='print {"best": {"lowering_config", "predicted_s"}, "iree": {...}, "roofline_s", '
+                        '"iteration_space", "reduction_dims", "input_dims", "dtype", "op", "target"}')
     r.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     r.set_defaults(run=run_reduction)
     p.set_defaults(run=_no_action)
@@ -44,36 +48,9 @@ def _no_action(args) -> int:
     raise SimtifyError("say what to tune: 'simtify tune reduction ...'", "tune")
 
 
-class ProgressBar:
-    """``rank  [########------------] 4000/8348`` on stderr, redrawn in place."""
-
-    WIDTH = 30
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
-        self.stage = None
-        self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if stage != self.stage and self.stage is not None and self.live:
-            self.stream.write("\n")
-        self.stage = stage
-        if not self.live and done < total:  # not a terminal: one line per finished stage
-            return
-        filled = self.WIDTH * done // max(total, 1)
-        label = {"rank": "ranking by the model", "check": "checking by simulation"}.get(stage, stage)
-        bar = f"{label:<23} [{'#' * filled}{'-' * (self.WIDTH - filled)}] {done}/{total}"
-        self.stream.write(f"\r{bar}" if self.live else f"{bar}\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.stage is not None and self.live:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 def run_reduction(args) -> int:
-    from simtify.cli.config_cmd import problem_from_args
+    from simtify.cli.config_cmd import problem_from_args, solved_space
+    from simtify.cli.progress import Progress
     from simtify.tune.search import default_jobs, tune
 
     problem, tgt = problem_from_args(args, simulate=True)
@@ -82,14 +59,11 @@ def run_reduction(args) -> int:
         raise SimtifyError(f"{jobs} worker processes: give at least 1", "--jobs")
     if args.top < 1:
         raise SimtifyError(f"checking {args.top} configs: give at least 1", "--top")
-    bar = None if args.no_progress else ProgressBar()
-    try:
-        result = tune(problem, tgt.name, jobs=jobs, top=args.top, progress=bar or (lambda *a: None))
-    finally:
-        if bar is not None:
-            bar.close()
+    labels = {"rank": "ranking by the model", "check": "checking by simulation"}
+    with Progress(not args.no_progress, labels, unit="config") as bar:
+        result = tune(problem, tgt.name, jobs=jobs, top=args.top, progress=bar)
     if args.json:
-        print(json.dumps(result.to_json()))
+        print(json.dumps({**result.to_json(), **solved_space(result.dispatch, tgt.name)}))
     else:
         sys.stdout.write(report(result))
     return 0

@@ -357,12 +357,18 @@ def run_benchmark(backend: Backend, bench: Benchmark, *, runs: int = 50, warmup:
     return result
 
 
-def run_benchmarks(backend: Backend, names=None, **kw) -> list[BenchResult]:
+def run_benchmarks(backend: Backend, names=None, progress=None, **kw) -> list[BenchResult]:
+    """Each benchmark of `names` (default all); `progress(done, total)` after each."""
     names = names or list(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         raise SimtifyError(f"no GPU benchmark {', '.join(unknown)} (have: {', '.join(BENCHMARKS)})", "--kernels")
-    return [run_benchmark(backend, BENCHMARKS[n], **kw) for n in names]
+    results = []
+    for n in names:
+        results.append(run_benchmark(backend, BENCHMARKS[n], **kw))
+        if progress is not None:
+            progress(len(results), len(names))
+    return results
 
 
 def table(backend: Backend, results: list[BenchResult]) -> str:

@@ -50,6 +50,7 @@ def kernel_setup(module: Operation, func_name: str, target, grid, block, subgrou
     else what the function records (translation_info / known_block_size)."""
     from simtify.codegen.launch import recorded_block, xyz
     from simtify.sim import find_function
+    from simtify.sim.launch import default_grid
 
     func = find_function(module, func_name)
     xe = next((op for op in func.walk() if op.name.startswith("xegpu.")), None)
@@ -65,7 +66,7 @@ def kernel_setup(module: Operation, func_name: str, target, grid, block, subgrou
         raise SimtifyError("the function records no workgroup size (translation_info or known_block_size); "
                            "give --block", "--block")
     block = xyz(block, "block")
-    grid = xyz(grid or (1,), "grid")
+    grid = xyz(grid or default_grid(func) or (1,), "grid")
     sg = subgroup_size or rec_sg or target.subgroup_size
     if sg not in target.supported_subgroup_sizes:
         raise SimtifyError(f"the function is distributed for {sg}-lane subgroups; {target.name} runs "

@@ -38,10 +38,13 @@ class LaunchDescription:
     def threads(self) -> int:
         return prod(self.block)
 
-    def to_json(self) -> str:
+    def as_dict(self) -> dict:
         d = asdict(self)
         d["threads"] = self.threads
-        return json.dumps(d, indent=2) + "\n"
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2) + "\n"
 
     def comment_lines(self) -> list[str]:
         """The launch as C++ comment lines (the first lines of every emitted file)."""

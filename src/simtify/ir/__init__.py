@@ -27,7 +27,7 @@ from simtify.ir.context import make_context
 from simtify.ir.parser import MLIRParser
 from simtify.ir.printer import MLIRPrinter
 
-__all__ = ["location_of", "make_context", "parse", "print_module", "verify"]
+__all__ = ["location_of", "make_context", "parse", "parse_error_message", "print_module", "verify"]
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,14 @@ def parse(text: str, filename: str = "<input>") -> ModuleOp:
     """Parse MLIR text (generic or custom syntax, with ``#alias = ...`` definitions)
     into a verified module. Raises `SimtifyError` located at ``FILE:LINE:COL``."""
     text = _inline_location_aliases(text)
-    parser = MLIRParser(make_context(), text, filename)
-    source = _Source(filename, text, parser.op_offsets)
+    source = _Source(filename, text, {})
     try:
+        # the lexer reads the first token as the parser is made: its errors are the input's too
+        parser = MLIRParser(make_context(), text, filename)
+        source = _Source(filename, text, parser.op_offsets)
         module = parser.parse_module()
     except ParseError as error:
-        raise SimtifyError(_parse_message(error), source.where(error.span.start)) from None
+        raise SimtifyError(parse_error_message(error), source.where(error.span.start)) from None
     except SimtifyError as error:
         # A layout attribute (or other simtify-backed construct) rejected its contents.
         raise error.at(source.where(_failing_offset(parser))) from None
@@ -195,13 +197,29 @@ def _failing_offset(parser: MLIRParser) -> int:
     return parser.open_op_offsets[-1] if parser.open_op_offsets else parser.pos
 
 
-def _parse_message(error: ParseError) -> str:
+def parse_error_message(error: ParseError) -> str:
     """xDSL sometimes reports only the context of an expected token (" in block
     definition"); name what was found instead."""
-    message = _first_line(error.msg)
+    message = _first_line(_fill_template(error.msg, error.span.text))
     if error.msg.startswith(" "):
         found = error.span.text.strip()
         message = f"unexpected {repr(found) if found else 'end of input'}{error.msg.rstrip()}"
+    return message
+
+
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _fill_template(message: str, found: str) -> str:
+    """Some xDSL messages are templates it never formatted (``Expected suffix identifier
+    after {first_char}``): name the text that was found in their place. MLIR comments
+    start with ``//``; a ``#`` line is the usual way to meet this one."""
+    if not _PLACEHOLDER.search(message):
+        return message
+    found = found.strip()
+    message = _PLACEHOLDER.sub(repr(found[:1] if found else "end of input"), message)
+    if found.startswith("#"):
+        message = message.rstrip() + " (comments start with //)"
     return message
 
 

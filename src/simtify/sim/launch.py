@@ -72,6 +72,7 @@ class RunResult:
     findings: list
     launch: Launch
     timing: dict[str, float] = field(default_factory=dict)
+    unwritten: dict[str, int] = field(default_factory=dict)  # outputs: elements the launch never wrote
 
 
 def find_function(module: Operation, name: str) -> Operation:
@@ -112,6 +113,16 @@ def recorded_grid(func: Operation) -> tuple[int, ...] | None:
     return None
 
 
+def default_grid(func: Operation) -> tuple[int, ...] | None:
+    """The grid to launch when none is given: what the function records (a pipeline's
+    ``simtify.workgroup_count``, a gpu.func's ``known_grid_size``, an IREE dispatch's
+    workgroup forall or count hint), else what its writes imply (`simtify.sim.grid`)."""
+    from simtify.sim.dispatch import dispatch_grid
+    from simtify.sim.grid import implied_grid, known_grid_size
+
+    return recorded_grid(func) or known_grid_size(func) or dispatch_grid(func) or implied_grid(func)
+
+
 def _recorded_sizes(func: Operation) -> tuple[tuple[int, ...] | None, int | None]:
     info = func.attributes.get("translation_info")
     if info is not None and hasattr(info, "workgroup_size"):
@@ -131,13 +142,18 @@ def _xyz(sizes, what: str) -> tuple[int, int, int]:
     return tuple(sizes) + (1,) * (3 - len(sizes))
 
 
-def detect_level(func: Operation) -> str:
+def first_simt_op(func: Operation) -> Operation | None:
+    """The first op that makes `func` a SIMT-level (per-thread) program, or None."""
     from simtify.sim.ops.xegpu import is_lane_level
 
     # a barrier alone does not make a program per-thread: workgroup-level XeGPU code that
     # exchanges data through shared local memory has one and no thread ids
-    return "simt" if any((op.name in SIMT_OPS and op.name != "gpu.barrier") or is_lane_level(op)
-                         for op in func.walk()) else "workgroup"
+    return next((op for op in func.walk() if (op.name in SIMT_OPS and op.name != "gpu.barrier") or is_lane_level(op)),
+                None)
+
+
+def detect_level(func: Operation) -> str:
+    return "simt" if first_simt_op(func) is not None else "workgroup"
 
 
 def random_inputs(func: Operation, seed: int = 0) -> dict[str, np.ndarray]:
@@ -152,6 +168,9 @@ def random_inputs(func: Operation, seed: int = 0) -> dict[str, np.ndarray]:
                 raise SimtifyError(f"argument '{name}' has a dynamic shape; give it with --arg {name}=FILE.npy")
         else:
             shape = shape_of(t)
+        if prod(shape) > MAX_ELEMENTS:  # before numpy tries to allocate it
+            raise SimtifyError(f"argument '{name}' has {prod(shape)} elements, more than the simulator holds "
+                               f"({MAX_ELEMENTS}); simulate a smaller shape", "--arg")
         out[name] = random_array(t, shape, rng)
     return out
 
@@ -168,9 +187,9 @@ def random_array(t, shape, rng) -> np.ndarray:
 
 def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=None, block=None,
         target: str | Target = "gfx942", sanitize: bool = True, subgroup_size: int | None = None,
-        level: str | None = None) -> RunResult:
-    from simtify.sim.dispatch import dispatch_grid
-
+        level: str | None = None, progress=None) -> RunResult:
+    """Run `func_name` of `module` on `args` (name -> array); `progress(done, total)`, if
+    given, is told the workgroups done after each batch."""
     t0 = time.perf_counter()
     tgt = get_target(target) if isinstance(target, str) else target
     func = find_function(module, func_name)
@@ -188,7 +207,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
         raise SimtifyError(f"the function is compiled for subgroups of {rec_sg} lanes, not {subgroup_size}",
                            "--subgroup-size")
     launch = Launch(
-        grid=_xyz(grid or recorded_grid(func) or dispatch_grid(func) or (1,), "grid"),
+        grid=_xyz(grid or default_grid(func) or (1,), "grid"),
         block=block,
         subgroup_size=int(subgroup_size or rec_sg or tgt.subgroup_size),
         level=level,
@@ -239,11 +258,15 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
             values.append(allocate(interp, a.name_hint or "attribution", a.type, tuple(a.type.get_shape())))
         out = interp.run_block(func.body.blocks.first, values)
         returns.append(out)
+        if progress is not None:
+            progress(start + W, n_wg)
     t2 = time.perf_counter()
     stats = counters.to_json()
     stats["max_registers_per_thread"] = max_registers_per_thread(func) if launch.level == "simt" else 0
     arguments = {name: buf.data.reshape(buf.data_shape) for name, buf in buffers.items()}
     outputs = {name: arguments[name] for name, buf in buffers.items() if buf.written}
+    unwritten = {name: int(buf.wrote.size - np.count_nonzero(buf.wrote)) for name, buf in buffers.items()
+                 if buf.written and buf.wrote is not None}
     # returned values per workgroup: each batch's values, widened to its workgroups, in order
     sizes = [min(batch, n_wg - s) for s in range(0, n_wg, batch)]
     rets = [np.concatenate([np.broadcast_to(np.asarray(r[i]), (w,) + np.asarray(r[i]).shape[1:])
@@ -251,7 +274,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
             for i in range(len(returns[0]))] if returns and returns[0] else []
     rets = [r[:, :T] if r.ndim >= 2 and r.shape[1] == T_run else r for r in rets]  # real threads only
     return RunResult(outputs, arguments, rets, stats, counters.by_op_json(), findings, launch,
-                     {"simulate_s": t2 - t1, "setup_s": t1 - t0})
+                     {"simulate_s": t2 - t1, "setup_s": t1 - t0}, {k: n for k, n in unwritten.items() if n})
 
 
 def _check_launch(launch: Launch, tgt: Target, where: str) -> None:
@@ -304,6 +327,7 @@ def _bind(func: Operation, args: dict, tgt: Target) -> tuple[dict, dict]:
             # the caller's array is read in place and copied before the first write to it
             buf.lent = np.shares_memory(data, a)
             buf.data_shape = a.shape
+            buf.wrote = np.zeros(buf.data.size, dtype=bool)
             base += -(-buf.data.nbytes // 256) * 256 + 256
             buffers[name] = buf
         else:

@@ -44,6 +44,7 @@ class Buffer:
     reader: np.ndarray | None = None  # workgroup: [W, n] tid that read since the last barrier; -1 none, -2 several
     lent: bool = False  # `data` backs values handed out as views: copy it before the next write
     claims: np.ndarray | None = None  # workgroup: scratch for finding several threads on one element
+    wrote: np.ndarray | None = None  # global: [n] written by the launch (elements an output leaves unwritten)
 
     @property
     def elem_bytes(self) -> int:
@@ -178,6 +179,8 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
         buf.written = True
         buf.before_write()
         buf.data[where] = np.broadcast_to(_lead_shaped(values, len(full)), full)[sel]
+        if buf.wrote is not None:
+            buf.wrote[lin] = True
     return None
 
 
@@ -371,6 +374,8 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
                                            writeable=is_write)
     if is_write:
         view[...] = np.broadcast_to(_lead_shaped(values, len(full)), full).reshape(shape)
+        if buf.wrote is not None:
+            np.lib.stride_tricks.as_strided(buf.wrote[c:], shape=shape, strides=steps, writeable=True)[...] = True
         return True, None
     out = view.reshape(full)  # a view where the digits merge back, else a strided copy
     if not np.may_share_memory(out, flat):

@@ -7,9 +7,22 @@ from math import prod
 from xdsl.ir import Operation
 
 
-def record_launch(func: Operation, sg: int, threads: int) -> None:
+def record_grid(func: Operation, grid: tuple[int, ...] | None) -> None:
+    """Record the grid the workgroup-level function implied (`simtify.sim.grid`, read
+    before distribution: SIMT code implies none) unless one is recorded, so that
+    `simtify run` and `emit` launch it without --grid."""
+    from xdsl.dialects.builtin import DenseArrayBase, i64
+
+    from simtify.sim.launch import WORKGROUP_COUNT
+
+    if grid is not None and WORKGROUP_COUNT not in func.attributes:
+        func.attributes[WORKGROUP_COUNT] = DenseArrayBase.from_list(i64, list(grid) + [1] * (3 - len(grid)))
+
+
+def record_launch(func: Operation, sg: int, threads: int, grid: tuple[int, ...] | None = None) -> None:
     """Record the launch on the function, as IREE's translation_info does, so that
-    `simtify run` needs no --block."""
+    `simtify run` needs no --block (nor --grid, given the grid the input implied)."""
+    record_grid(func, grid)
     info = func.attributes.get("translation_info")
     if info is not None and info.workgroup_size and prod(info.workgroup_size) == threads and info.subgroup_size == sg:
         return

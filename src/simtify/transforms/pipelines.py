@@ -68,11 +68,14 @@ def nested_distribute(module: ModuleOp, opts: Options) -> None:
     from simtify.transforms.distribute_nested import distribute_function
     from simtify.transforms.propagate_layouts import Launch, propagate
 
+    from simtify.sim.grid import implied_grid
+
     for func in _functions(module):
         sg, threads = launch_for(func, opts)
+        grid = implied_grid(func)  # read off the workgroup-level writes, before they are distributed
         analysis = propagate(func, Launch(sg, threads))
         distribute_function(func, analysis, sg, threads, target=opts.target)
-        record_launch(func, sg, threads)
+        record_launch(func, sg, threads, grid)
 
 
 def lower_inner_tiled(module: ModuleOp, opts: Options) -> None:
@@ -185,6 +188,7 @@ def _xegpu(stage: str):
 
         getattr(xegpu_pipeline, stage)(module, opts)
 
+    step.__name__ = stage
     return step
 
 

@@ -113,6 +113,19 @@ class BufferLayout:
     def elements(self) -> int:
         return self.rows * self.pitch
 
+    def swizzle_json(self) -> dict | None:
+        """The swizzle, with what a script needs to recompute `address` (in elements)."""
+        if self.swizzle is not None:
+            vec, per_phase, max_phase = self.swizzle
+            return {"kind": "column-groups", "vec": vec, "per_phase": per_phase, "max_phase": max_phase,
+                    "formula": "col' = ((col / vec) ^ ((row / per_phase) % max_phase)) * vec + col % vec; "
+                               "address = row * pitch + col'"}
+        if self.xor_columns:
+            return {"kind": "xor-bits", "xor": [[b, m] for b, m in self.xor_columns],
+                    "formula": "plain = row * pitch + col; address = plain ^ (xor of mask for every [bit, mask] "
+                               "with bit `bit` of plain set)"}
+        return None
+
     def describe(self) -> str:
         dims = "x".join(str(self.shape[d]) for d in self.order)
         text = f"buffer of {self.rows} rows x {self.pitch} (vector dims {list(self.order)} slowest to fastest: {dims})"
@@ -251,8 +264,8 @@ class ConversionPlan:
             m = self.memory
             out.update({
                 "buffer": {"rows": m.buffer.rows, "pitch": m.buffer.pitch, "order": list(m.buffer.order),
-                           "pad": m.buffer.pad, "swizzle": list(m.buffer.swizzle) if m.buffer.swizzle else None,
-                           "bytes": m.bytes},
+                           "pad": m.buffer.pad, "swizzle": m.buffer.swizzle_json(), "bytes": m.bytes,
+                           "description": m.buffer.describe()},
                 "write_width": m.write.width, "read_width": m.read.width,
                 "write_instructions": m.write_instructions, "read_instructions": m.read_instructions,
                 "bank_conflicts": {"write": m.write_conflicts, "read": m.read_conflicts},

@@ -146,6 +146,10 @@ def record_launch(func: Operation, cfg: WarpConfig) -> None:
 
 
 def wrap(func: Operation, cfg: WarpConfig, on_step: OnStep | None = None) -> None:
+    from simtify.sim.grid import implied_grid
+    from simtify.transforms.launch import record_grid
+
+    record_grid(func, implied_grid(func))
     record_launch(func, cfg)
     if wrap_function(func, cfg.warp_size, cfg.subgroup_size) and on_step is not None:
         on_step("wrap")
