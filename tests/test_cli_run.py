@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from simtify.cli.main import main
+from diagnostics import one_error
 
 KERNELS = Path(__file__).parent / "kernels"
 SUM = str(KERNELS / "shuffle_sum.mlir")
@@ -141,4 +142,4 @@ def test_missing_file_and_unsupported_op_are_errors(capsys, tmp_path):
         "  %x = memref.load %a[%c0] : memref<4xi32>\n  %lo, %hi = arith.mului_extended %x, %x : i32\n  return\n}\n")
     code, _, err = cli(capsys, "run", tmp_path / "k.mlir", "--func", "f", "--arg", "a=random")
     assert code == 2 and "Traceback" not in err
-    assert err.startswith(f"error: {tmp_path / 'k.mlir'}:4:3: ") and "does not support 'arith.mului_extended'" in err
+    assert one_error(err).startswith(f"{tmp_path / 'k.mlir'}:4:3: error: ") and "does not support 'arith.mului_extended'" in err

@@ -17,6 +17,7 @@ from simtify.codegen.toolchain import compile_cuda
 from simtify.errors import SimtifyError
 from simtify.ir import parse
 from simtify.sim import find_function, random_inputs, run
+from diagnostics import one_error
 
 HEAD = ("attributes {translation_info = #iree_codegen.translation_info<pipeline = None workgroup_size = [64, 1, 1] "
         "subgroup_size = 32>}")
@@ -373,7 +374,7 @@ def test_xegpu_lane_code_says_xe_has_no_cuda_or_hip(tmp_path, capsys, language):
     out.write_text(print_module(m))
     assert main(["emit", language, str(out), "-o", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and "'xegpu." in err and "Intel Xe GPUs, which have no CUDA or HIP" in err
+    assert ": error: " in one_error(err) and "'xegpu." in err and "Intel Xe GPUs, which have no CUDA or HIP" in err
 
 
 @needs_gxx

@@ -8,6 +8,7 @@ import pytest
 from simtify.cli.main import main
 from simtify.errors import SimtifyError
 from simtify.layout import NestedLayout, XeGPULayout, ownership_map, parse_layout
+from diagnostics import one_error
 
 GOOD = (
     "<subgroup_tile = [2, 1], batch_tile = [2, 4], outer_tile = [1, 1], thread_tile = [16, 4], "
@@ -69,10 +70,8 @@ BAD = [
 def test_bad_input_is_one_error_line(argv, words, capsys):
     assert main(argv) == 2
     captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("error: ")
-    assert words in lines[0]
+    line = one_error(captured.err)
+    assert words in line
     assert "Traceback" not in captured.err
 
 
@@ -95,4 +94,4 @@ def test_real_process_prints_error_and_exits_2():
         capture_output=True, text=True,
     )
     assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr.startswith("error: ") and "Traceback" not in p.stderr
+    assert one_error(p.stderr).startswith("layout:1:1: error: expected '#name<...>'")

@@ -3,7 +3,8 @@
 With no pass named, ``opt`` is the IR layer's round trip: the module is parsed (custom
 or generic syntax, IREE aliases such as ``#nested = ...``), every op is verified, and
 the module is printed in today's upstream syntax. ``-`` reads standard input. Errors
-are ``error: FILE:LINE:COL: ...`` with exit code 2.
+are printed as mlir-opt prints them (``FILE:LINE:COL: error: ...``, the source line, a
+caret) with exit code 2.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from simtify.errors import SimtifyError
+from simtify.errors import SimtifyError, remember_source
 
 
 def add_parser(subparsers, name: str, help_text: str):
@@ -37,19 +38,23 @@ def add_parser(subparsers, name: str, help_text: str):
 
 
 def read_source(path: str) -> tuple[str, str]:
-    """(text, name used in error locations) for a FILE argument; '-' is stdin."""
+    """(text, name used in error locations) for a FILE argument; '-' is stdin. The
+    text is remembered, so that diagnostics quote its lines."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    if path.startswith("example:"):
+        text, name = sys.stdin.read(), "<stdin>"
+    elif path.startswith("example:"):
         from simtify.examples import example_program
 
-        return example_program(path[len("example:"):]), path
-    try:
-        return Path(path).read_text(encoding="utf-8"), path
-    except OSError as e:
-        raise SimtifyError(f"cannot read input: {e.strerror or e}", path) from None
-    except UnicodeDecodeError as e:
-        raise SimtifyError(f"input is not UTF-8 text (byte {e.start})", path) from None
+        text, name = example_program(path[len("example:"):]), path
+    else:
+        try:
+            text, name = Path(path).read_text(encoding="utf-8"), path
+        except OSError as e:
+            raise SimtifyError(f"cannot read input: {e.strerror or e}", path) from None
+        except UnicodeDecodeError as e:
+            raise SimtifyError(f"input is not UTF-8 text (byte {e.start})", path) from None
+    remember_source(name, text)
+    return text, name
 
 
 def write_output(path: str, text: str) -> None:
