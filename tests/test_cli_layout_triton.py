@@ -5,10 +5,10 @@ import subprocess
 import sys
 
 import pytest
+from diagnostics import one_error
 from test_layout_seeds import SEED_64x64
 
 from simtify.cli.main import main
-from diagnostics import one_error
 
 BLOCKED = "#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from diagnostics import LOCATED, one_error
 
 from simtify.cli.main import main
-from diagnostics import LOCATED, one_error
 
 NESTED_64 = ("<subgroup_tile = [1], batch_tile = [1], outer_tile = [1], thread_tile = [64], element_tile = [4], "
              "subgroup_strides = [0], thread_strides = [1]>")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from diagnostics import one_error
 
 from simtify.cli.main import main
-from diagnostics import one_error
 
 KERNELS = Path(__file__).parent / "kernels"
 SUM = str(KERNELS / "shuffle_sum.mlir")

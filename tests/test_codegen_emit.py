@@ -8,13 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from diagnostics import one_error
 
 from simtify.cli.main import main
 from simtify.codegen.cuda import emit_cuda
 from simtify.codegen.hip import emit_hip
 from simtify.errors import SimtifyError
 from simtify.ir import parse
-from diagnostics import one_error
 
 KERNELS = Path(__file__).parent / "kernels"
 

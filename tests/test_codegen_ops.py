@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from codegen_harness import build_all, host_kernel, needs_gxx
+from diagnostics import one_error
 
 from simtify.cli.main import main
 from simtify.codegen import emit
@@ -17,7 +18,6 @@ from simtify.codegen.toolchain import compile_cuda
 from simtify.errors import SimtifyError
 from simtify.ir import parse
 from simtify.sim import find_function, random_inputs, run
-from diagnostics import one_error
 
 HEAD = ("attributes {translation_info = #iree_codegen.translation_info<pipeline = None workgroup_size = [64, 1, 1] "
         "subgroup_size = 32>}")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 from config_programs import config_text, reduction_text
+from diagnostics import one_error
 
 from simtify.cli.main import main
-from diagnostics import one_error
 
 EXPAND = "expand_dims = #iree_gpu.expand_dims<[[0], [1], [2, 3]], output_shape = [?, ?, ?, 8]>"
 SEED_BODY = ("lane_basis = [[1, 1, 64, 1], [0, 1, 2, 3]], partial_reduction = [0, 0, 64, 0], "

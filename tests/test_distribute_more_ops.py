@@ -11,12 +11,12 @@ import subprocess
 
 import numpy as np
 import pytest
+from diagnostics import one_error
 from distribution_harness import check_distribution, distribute_text, nested
 
 from simtify.errors import SimtifyError
 from simtify.ir import parse, print_module
 from simtify.sim import find_function, random_inputs, run
-from diagnostics import one_error
 
 # 2 subgroups; dim 0 = S2·B2·T4·E2 = 32 rows, dim 1 = T·E4 columns (64 on gfx942, 32 on sm_90)
 LAYOUTS = {

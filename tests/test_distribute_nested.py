@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from diagnostics import one_error
 from distribution_harness import check_distribution, nested, shape_text
 from simtify.layout import NestedLayout
-from diagnostics import one_error
 
 NEUTRAL = {"add": "0.0", "maximumf": "0xFF800000", "minimumf": "0x7F800000", "mul": "1.0"}
 

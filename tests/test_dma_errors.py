@@ -4,10 +4,10 @@ reason and exit code 2 (a sanitizer finding, exit 1, where it can only be seen r
 from __future__ import annotations
 
 import pytest
+from diagnostics import one_error
 from dma_programs import LDS, copy_program
 
 from simtify.cli.main import main
-from diagnostics import one_error
 
 
 def cli(args, capsys) -> tuple[int, str, str]:

@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+from diagnostics import one_error
 from dialect_context import expand_aliases, iree_opt_accepts
 from distribution_harness import check_distribution, distribute_text
 from inner_tiled_programs import (
@@ -31,7 +32,6 @@ from simtify.errors import SimtifyError
 from simtify.ir import parse, print_module
 from simtify.sim import find_function, random_inputs, run
 from simtify.target.mma import INTRINSICS
-from diagnostics import one_error
 
 # IREE MMA intrinsics simtify does not model: every use is an `error: <where>: <what>`
 UNMODELLED = ("MFMA_F32_16x16x4_F32", "MFMA_I32_16x16x16_I8", "MFMA_F32_16x16x32_F8E4M3FNUZ",

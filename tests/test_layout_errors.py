@@ -4,11 +4,11 @@ import subprocess
 import sys
 
 import pytest
+from diagnostics import one_error
 
 from simtify.cli.main import main
 from simtify.errors import SimtifyError
 from simtify.layout import NestedLayout, XeGPULayout, ownership_map, parse_layout
-from diagnostics import one_error
 
 GOOD = (
     "<subgroup_tile = [2, 1], batch_tile = [2, 4], outer_tile = [1, 1], thread_tile = [16, 4], "

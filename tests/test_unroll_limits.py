@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import time
 
+from diagnostics import one_error
 from warp_harness import check_warp_steps
 
 from simtify.cli.main import main
-from diagnostics import one_error
 
 NESTED = ("#iree_vector_ext.nested_layout<subgroup_tile = [1, 1], batch_tile = [1, {b}], outer_tile = [1, 1], "
           "thread_tile = [4, 16], element_tile = [1, 4], subgroup_strides = [0, 0], thread_strides = [16, 1]>")

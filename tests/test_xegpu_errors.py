@@ -4,9 +4,9 @@ never a traceback."""
 from __future__ import annotations
 
 import pytest
+from diagnostics import as_printed, one_error
 
 from simtify.cli.main import main
-from diagnostics import as_printed, one_error
 
 LOAD_STORE = """func.func @f(%a: memref<32x32xf32>) {{
   %t = xegpu.create_nd_tdesc %a : memref<32x32xf32> -> !xegpu.tensor_desc<32x32xf32>

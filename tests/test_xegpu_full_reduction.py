@@ -9,11 +9,11 @@ shared local memory, as for row reductions."""
 from __future__ import annotations
 
 import pytest
+from diagnostics import one_error
 from xegpu_harness import check_xegpu
 
 from simtify.cli.main import main
 from simtify.examples import example_program
-from diagnostics import one_error
 
 NEUTRAL = {"add": "0.0", "maximumf": "0xFF800000", "minimumf": "0x7F800000"}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from diagnostics import as_printed, one_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xegpu_harness import check_xegpu, distribute
@@ -17,7 +18,6 @@ from xegpu_harness import check_xegpu, distribute
 from simtify.cli.main import main
 from simtify.ir import parse, print_module
 from simtify.sim import find_function, random_inputs, run
-from diagnostics import as_printed, one_error
 
 # --- IR -----------------------------------------------------------------------------------
 

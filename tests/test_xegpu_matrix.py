@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from diagnostics import as_printed, one_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_xegpu_random import layouts
@@ -15,7 +16,6 @@ from xegpu_harness import check_xegpu
 from simtify.cli.main import main
 from simtify.ir import parse, print_module
 from simtify.sim import run
-from diagnostics import as_printed, one_error
 
 ROUND_TRIP = """gpu.module @test {
   gpu.func @load_matrix(%arg0: memref<32768xi8, 3>) {

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from diagnostics import as_printed, one_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xegpu_harness import check_xegpu
 
 from simtify.cli.main import main
 from simtify.ir import parse, print_module
-from diagnostics import as_printed, one_error
 
 SPACE = 512  # elements of the gathered-from (scattered-to) memref
 
