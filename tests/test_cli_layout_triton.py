@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from diagnostics import one_error
 from test_layout_seeds import SEED_64x64
 
 from simtify.cli.main import main
@@ -102,8 +103,8 @@ BAD = [
 def test_bad_triton_input_is_one_error_line(argv, words, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: layout") and words in lines[0], err
+    line = one_error(err)
+    assert line.startswith(("error: layout", "layout:")) and words in line, err
 
 
 def test_real_process_exits_2_on_a_bad_blocked_layout():

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from codegen_harness import build_all, host_kernel, needs_gxx
+from diagnostics import one_error
 
 from simtify.cli.main import main
 from simtify.codegen import emit
@@ -373,7 +374,7 @@ def test_xegpu_lane_code_says_xe_has_no_cuda_or_hip(tmp_path, capsys, language):
     out.write_text(print_module(m))
     assert main(["emit", language, str(out), "-o", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and "'xegpu." in err and "Intel Xe GPUs, which have no CUDA or HIP" in err
+    assert ": error: " in one_error(err) and "'xegpu." in err and "Intel Xe GPUs, which have no CUDA or HIP" in err
 
 
 @needs_gxx

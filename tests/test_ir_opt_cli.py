@@ -1,5 +1,6 @@
 """`simtify opt FILE.mlir [-o OUT]`: parse, verify, print; every user error is one
-``error: FILE:LINE:COL: ...`` line and exit code 2, never a traceback."""
+``FILE:LINE:COL: error: ...`` line (then the source line and a caret) and exit code 2,
+never a traceback."""
 
 from __future__ import annotations
 
@@ -78,9 +79,9 @@ def test_opt_errors_are_located_and_exit_2(tmp_path, capsys, text, location, mes
     path.write_text(text)
     code, out, err = run_opt([str(path)], capsys)
     assert code == 2 and out == ""
-    assert err.startswith(f"error: {path}:{location}: "), err
-    assert message in err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"{path}:{location}: error: "), err
+    assert message in err.splitlines()[0]
+    assert err.count("\n") == 3 and "Traceback" not in err
 
 
 def test_opt_missing_file(tmp_path, capsys):
@@ -102,4 +103,7 @@ def test_opt_as_a_process(tmp_path):
     path.write_text("func.func @f(%a: vector<4xf32>) {\n  %0 = vector.transpose %a, [1, 0] : vector<4xf32> to vector<4xf32>\n  return\n}\n")
     result = subprocess.run([sys.executable, "-m", "simtify.cli.main", "opt", str(path)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
-    assert result.stderr == f"error: {path}:2:3: 'vector.transpose' op permutation [1, 0] is not a permutation of the 1 dims of vector<4xf32>\n"
+    assert result.stderr == (f"{path}:2:3: error: 'vector.transpose' op permutation [1, 0] is not a permutation "
+                             "of the 1 dims of vector<4xf32>\n"
+                             "  %0 = vector.transpose %a, [1, 0] : vector<4xf32> to vector<4xf32>\n"
+                             "  ^\n")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from diagnostics import one_error
 from iree_oracle import run_iree_compile
 
 from simtify.cli.main import main
@@ -211,9 +212,7 @@ def test_workgroup_forall_and_workgroup_ids_agree():
 def error_line(capsys, path, *argv) -> str:
     code, out, err = cli(capsys, "run", path, *argv)
     assert code == 2 and out == "", out
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
+    return one_error(err)
 
 
 def test_lowered_stage_without_grid_is_one_error(capsys):

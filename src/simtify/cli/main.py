@@ -1,5 +1,6 @@
 """Entry point: parse the command line, run one subcommand, turn errors into
-``error: <where>: <what>`` and exit code 2."""
+diagnostics as MLIR tools print them (``FILE:LINE:COL: error: <what>`` with the source
+line and a caret, or ``error: <where>: <what>``) and exit code 2."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser(argv: list[str]) -> tuple[Parser, str | None]:
     parser = Parser(prog="simtify", description="Distribute workgroup vector programs by layouts; check them by simulation.")
+    parser.add_argument("--version", action="store_true", help="print simtify's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in SUBCOMMANDS.items():
@@ -48,10 +50,25 @@ def build_parser(argv: list[str]) -> tuple[Parser, str | None]:
     return parser, chosen if chosen in SUBCOMMANDS else None
 
 
+def version() -> str:
+    """``simtify X.Y.Z`` from the installed package's metadata (no heavy imports)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        number = installed("simtify")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        from simtify import __version__ as number
+    return f"simtify {number}"
+
+
 def main(argv: list[str] | None = None) -> int:
-    from simtify.errors import SimtifyError
+    from simtify.errors import SimtifyError, format_error
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:
+        print(version())
+        return 0
     try:
         parser, chosen = build_parser(argv)
         args = parser.parse_args(argv)
@@ -63,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except SimtifyError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(format_error(e), file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -130,6 +130,8 @@ PASSES = {
                               "copies tagged use_global_load_dma -> per-subgroup iree_gpu.global_load_dma loops "
                               "(cp.async on sm_90); derived_thread_config copies -> per-thread loads and stores"),
     "lower-global-load-dma": (lower_global_loads_to_gather, "lane-level iree_gpu.global_load_dma -> amdgpu.gather_to_lds"),
+    "lower-to-global-loads-auto": (lower_to_global_loads_auto,
+                                   "lower-to-global-loads, falling back to registers for copies DMA cannot do"),
     "promote-operands-dma": (promote_operands_dma,
                              "contract / multi_reduction operand tiles -> workgroup memory by a tile-level "
                              "iree_gpu.global_load_dma"),
@@ -202,6 +204,35 @@ PIPELINES.update({
     "xegpu-distribute": ([_xegpu("xegpu_distribute")],
                          "all XeGPU stages: propagate, wg-to-sg, blocking, sg-to-lane (target xe, subgroup 16)"),
 })
+
+# The options of `Options` each pass reads, as `--pass-pipeline` spells them
+# (``nested-distribute{target=gfx942 subgroup-size=64}``); a pipeline takes its passes'.
+LAUNCH_OPTIONS = ("target", "subgroup-size", "workgroup-size")
+PASS_OPTIONS = {
+    **{name: LAUNCH_OPTIONS for name in PASSES},
+    "lower-inner-tiled": (),
+    "promote-operands-dma": (),
+    "nested-distribute": LAUNCH_OPTIONS,
+    **{name: LAUNCH_OPTIONS + ("warp-size", "max-whole-write") for name in WARP_PIPELINES},
+    **{name: ("subgroup-size",) for name in PIPELINES if name.startswith("xegpu-")},  # always on xe
+}
+
+
+def pipeline_steps(name: str) -> list[tuple[str, object]]:
+    """The passes a pass or pipeline name runs, in order, each with its registered name
+    (the name `--mlir-print-ir-after` takes and the IR dumps print)."""
+    if name in PASSES:
+        return [(name, PASSES[name][0])]
+    named = {id(fn): n for n, (fn, _) in PASSES.items()}
+    named.update({id(steps[0]): n for n, (steps, _) in PIPELINES.items() if len(steps) == 1})
+    return [(named[id(step)], step) for step in PIPELINES[name][0]]
+
+
+def options_of(name: str) -> tuple[str, ...]:
+    """The options a pass or pipeline name takes."""
+    taken = [o for step, _ in pipeline_steps(name) for o in PASS_OPTIONS[step]]
+    return tuple(dict.fromkeys(taken))
+
 
 def run_pipeline(module: ModuleOp, name: str, opts: Options) -> None:
     if name not in PIPELINES:
