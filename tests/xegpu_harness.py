@@ -120,9 +120,9 @@ def check_propagated_layouts(module, given=None) -> int:
         op, i = v.op, v.index
         if op.name == "xegpu.convert_layout":
             return of_attr(op.properties.get("target_layout") or op.attributes.get("target_layout"))
-        if op.name in ("xegpu.load_nd", "xegpu.load_matrix"):
-            return load_layout(op) if op.name == "xegpu.load_nd" else access_layout(op)
-        if op.name == "xegpu.load":
+        if op.name == "xegpu.load_nd":
+            return load_layout(op)
+        if op.name in ("xegpu.load", "xegpu.load_matrix"):
             return own_layout(op)
         if op.name == "xegpu.dpas":
             return dpas_layouts(op)[2]
@@ -178,7 +178,7 @@ def check_propagated_layouts(module, given=None) -> int:
                 for v in vec_in:
                     same(own[v], res, "operand and result", op)
             elif name in STORES and vec_in:
-                lay = access_layout(op) if name != "xegpu.store" else own_layout(op)
+                lay = access_layout(op) if name == "xegpu.store_nd" else own_layout(op)
                 if lay is not None:
                     same(own[op.operands[0]], of(op.operands[0], lay), "stored value and the store's layout", op)
             elif name == "xegpu.convert_layout":
