@@ -201,3 +201,22 @@ def test_a_barrier_only_some_workgroups_reach_does_not_hide_the_others_races():
 """).findings)
     # workgroup 0 passed a barrier between the store and the load; workgroup 1 did not
     assert (f.kind, f.workgroup, f.threads, f.address) == ("race", 1, (0, 63), 63 * 4)
+
+
+def test_irees_cross_subgroup_scan_runs_clean():
+    """IREE 3.12's distribution of its own cross-subgroup scan (frozen in
+    tests/fixtures/iree/, see regenerate.sh): the lanes that replicate a subgroup's total
+    all store it to that subgroup's workgroup-memory slot in one transfer_write. Equal
+    values in one instruction: no finding, and the scan is the workgroup-level one."""
+    from pathlib import Path
+
+    from iree_side_by_side import FIXTURES, function_name, inputs_for, run_side, without_launch
+
+    text = (FIXTURES / "scan__02_scan_cross_subgroup_inclusive.mlir").read_text()
+    frozen = (Path(__file__).parent / "fixtures/iree/scan_cross_subgroup_distributed.mlir").read_text()
+    func = function_name(text)
+    module = parse(without_launch(text), "scan.mlir")
+    x = inputs_for(module, func)
+    ref = run(module, func, {k: v.copy() for k, v in x.items()}, block=(1,), level="workgroup")
+    side = run_side(text, func, ref, x, lambda _: frozen)
+    assert side.status == "pass", side.detail
