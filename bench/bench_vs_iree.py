@@ -38,19 +38,20 @@ COLUMNS = [("shuffles", "shuffles"), ("barriers", "barriers"), ("shared_bytes", 
 EXPLAINED = {
     "argcompare__01_argmax_custom_comparator_i64_index": {
         "shuffles": "simtify also shuffles each partial's position (i32) so that every lane agrees on ties and "
-                    "the result is the in-order one; IREE's butterfly takes the partner's pair on a tie, so lanes "
-                    "disagree (wrong on ties: tests/test_distribute_more_ops.py)."},
+                    "the result is the in-order one (simtify's tie rule; IREE's op defines none). IREE's butterfly "
+                    "takes the partner's pair on a tie, which differs from IREE's own in-order lowering on tied "
+                    "inputs (tests/test_distribute_more_ops.py)."},
     "scan__03_scan_cross_subgroup_exclusive": {
         "shuffles": "an exclusive scan across subgroups also passes each block's last result (one shuffle from "
                     "the cluster's last lane per element) and stores it next to the block total, so that the "
-                    "accumulated value needs no second barrier; IREE's output races on its totals' slot.",
+                    "accumulated value needs no second barrier.",
         "shared_bytes": "the blocks' last results, stored next to their totals (see shuffles)."},
     "mask__00_masked_read_write": {
         "global_sectors": "IREE's output is wrong here: the threads past the mask's boundary thread skip rows "
                           "6-7 of their first outer tile (see the report), so IREE touches fewer sectors."},
     "multi_reduce__05_subgroup_reduction_serial_tail": {
-        "shared_bytes": "IREE's output is wrong here (its serial tail reads only subgroup 0's partial, "
-                        "DESIGN.md's known bug); reading every subgroup's partial costs the extra bytes (2 f16 partials: "
+        "shared_bytes": "IREE's output is wrong here (its serial tail reads only subgroup 0's partial: "
+                        "tests/test_iree_side_by_side.py); reading every subgroup's partial costs the extra bytes (2 f16 partials: "
                         "reading both per thread costs what one per lane and a shuffle would, so simtify does)."},
 }
 
@@ -204,7 +205,9 @@ def main(argv: list[str]) -> int:
                 why = r["reference"] or (s.detail if s and s.status != "pass" else i.detail if i else "")
                 not_compared.append(f"{path.stem}: {why[:110]}")
                 continue
-            note = "IREE WRONG" if i.status == "wrong" else ""
+            # "wrong": IREE's values differ from the input's; "flagged": the sanitizers report
+            # IREE's output (an input that is itself out of bounds is flagged on both sides)
+            note = {"wrong": "IREE WRONG", "flagged": "IREE FLAGGED"}.get(i.status, "")
             line, worse = _row(path.stem, s.stats, i.stats, note)
             print(line)
             if worse:

@@ -218,20 +218,22 @@ IREE_PROGRAMS = {
     "columns": ([256, 40], [0], config_text([0, 8], [64, 0], [1, 1], ([8, 8], [0, 1]), ([2, 1], [0, 1]))),
     # IREE 3.12 (and its main branch, createDistributedMaskBounds) gives every thread whose
     # thread digit is past the last valid element's an empty mask ("tid > u3: all invalid"),
-    # though its earlier batches are valid: here the 300-row tail loses rows 260-263, ...
+    # though its earlier batches are valid: see IREE_LOSES
     "columns-tail": ([300, 40], [0], config_text([0, 8], [64, 0], [1, 1], ([8, 8], [0, 1]), ([1, 1], [0, 1]))),
 }
-IREE_MASK_BUG = {"columns-tail"}
+# Rows IREE's output leaves out of the sum, by its mask bug. columns-tail's last 64-row
+# chunk has 44 valid rows (256..299), row 256 + 8 * batch + thread digit: the valid rows
+# of threads 4..7 are in batches 0..4, but their masks are empty.
+IREE_LOSES = {"columns-tail": [256 + 8 * b + d for b in range(5) for d in range(4, 8)]}
 
 
 @pytest.mark.iree
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    reason="IREE's create_mask distribution drops valid batches of threads past the bound's thread digit",
-    strict=False)) if n in IREE_MASK_BUG else n for n in sorted(IREE_PROGRAMS)])
+@pytest.mark.parametrize("name", sorted(IREE_PROGRAMS))
 def test_iree_distributes_the_generated_program(name, tmp_path):
     """IREE's own iree-llvmgpu-vector-distribute takes the workgroup-level program this
     pass generates; its SIMT output, run here, agrees with the linalg input (our own
-    distribution of the same programs is checked above, masked tails included)."""
+    distribution of the same programs is checked above, masked tails included) — except
+    where IREE's mask bug drops rows, where it is exactly the sum without those rows."""
     from simtify.cli.opt_cmd import read_source
 
     if IREE_PROGRAMS[name] is None:
@@ -252,5 +254,11 @@ def test_iree_distributes_the_generated_program(name, tmp_path):
     iree_args = [a.name_hint for a in next(op for op in iree_module.walk() if op.name == "func.func").args]
     res = run(iree_module, func, {n: np.copy(inputs[k]) for n, k in zip(iree_args, inputs)}, sanitize=True)
     assert res.launch.level == "simt" and not res.findings
+    want = {k: ref.arguments[k] for k in inputs}
+    if name in IREE_LOSES:
+        (out,) = [k for k in inputs if k.startswith("out")]
+        lost = inputs["in"][IREE_LOSES[name]].astype(np.float64).sum(axis=0)
+        assert not np.allclose(res.arguments[iree_args[list(inputs).index(out)]], want[out], rtol=1e-3, atol=1e-3)
+        want[out] = want[out] - lost
     for n, k in zip(iree_args, inputs):
-        np.testing.assert_allclose(res.arguments[n], ref.arguments[k], rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(res.arguments[n], want[k], rtol=1e-3, atol=1e-3)

@@ -108,12 +108,51 @@ def small(body: str):
     return run(m, "k", {"out": out}, grid=(2,), block=(64,))
 
 
-def test_two_threads_writing_one_element_in_one_store_race():
-    f = only(small("""
+def test_lanes_of_one_subgroup_storing_one_value_to_one_element_in_one_store_are_clean():
+    # threads 2k and 2k+1 (one subgroup: gfx942 has 64 lanes) store the same value to
+    # element k in one instruction: the hardware serialises them, either way the value is 1
+    r = small("""
   %half = arith.divui %tid, %c2 : index
   memref.store %one, %buf[%half] : memref<64xf32, #gpu.address_space<workgroup>>
+""")
+    assert r.findings == []
+
+
+def test_lanes_of_one_subgroup_storing_different_values_to_one_element_conflict():
+    f = only(small("""
+  %half = arith.divui %tid, %c2 : index
+  %i = arith.index_cast %tid : index to i32
+  %v = arith.sitofp %i : i32 to f32
+  memref.store %v, %buf[%half] : memref<64xf32, #gpu.address_space<workgroup>>
 """).findings)
-    assert (f.kind, f.op, f.threads, f.address) == ("race", "memref.store", (0, 1), 0)
+    # which of threads 0 and 1 leaves its value in element 0 is undefined
+    assert (f.kind, f.op, f.threads, f.address) == ("lane-write-conflict", "memref.store", (0, 1), 0)
+
+
+def test_threads_of_different_subgroups_storing_one_value_to_one_element_race():
+    # on sm_90 (32 lanes) threads 0 and 32 are in different subgroups: one store
+    # instruction of each, with no barrier between them, even of the same value
+    m = parse(SMALL.replace("BODY", """
+  %c32 = arith.constant 32 : index
+  %lane = arith.remui %tid, %c32 : index
+  memref.store %one, %buf[%lane] : memref<64xf32, #gpu.address_space<workgroup>>
+"""), "small.mlir")
+    r = run(m, "k", {"out": np.ones(64, np.float32)}, grid=(1,), block=(64,), target="sm_90")
+    f = only(r.findings)
+    assert (f.kind, f.op, f.threads, f.address) == ("race", "memref.store", (0, 32), 0)
+    # the same store on gfx942 (64 lanes: one subgroup) is clean
+    assert run(m, "k", {"out": np.ones(64, np.float32)}, grid=(1,), block=(64,)).findings == []
+
+
+def test_a_lane_store_after_another_lanes_store_of_the_same_value_races():
+    # two instructions, not one: the second store's element was written by another
+    # thread since the last barrier
+    f = only(small("""
+  memref.store %one, %buf[%tid] : memref<64xf32, #gpu.address_space<workgroup>>
+  %rev = arith.subi %c63, %tid : index
+  memref.store %one, %buf[%rev] : memref<64xf32, #gpu.address_space<workgroup>>
+""").findings)
+    assert (f.kind, f.op, f.threads, f.address) == ("race", "memref.store", (0, 63), 63 * 4)
 
 
 def test_write_after_another_threads_read_races():
@@ -162,3 +201,22 @@ def test_a_barrier_only_some_workgroups_reach_does_not_hide_the_others_races():
 """).findings)
     # workgroup 0 passed a barrier between the store and the load; workgroup 1 did not
     assert (f.kind, f.workgroup, f.threads, f.address) == ("race", 1, (0, 63), 63 * 4)
+
+
+def test_irees_cross_subgroup_scan_runs_clean():
+    """IREE 3.12's distribution of its own cross-subgroup scan (frozen in
+    tests/fixtures/iree/, see regenerate.sh): the lanes that replicate a subgroup's total
+    all store it to that subgroup's workgroup-memory slot in one transfer_write. Equal
+    values in one instruction: no finding, and the scan is the workgroup-level one."""
+    from pathlib import Path
+
+    from iree_side_by_side import FIXTURES, function_name, inputs_for, run_side, without_launch
+
+    text = (FIXTURES / "scan__02_scan_cross_subgroup_inclusive.mlir").read_text()
+    frozen = (Path(__file__).parent / "fixtures/iree/scan_cross_subgroup_distributed.mlir").read_text()
+    func = function_name(text)
+    module = parse(without_launch(text), "scan.mlir")
+    x = inputs_for(module, func)
+    ref = run(module, func, {k: v.copy() for k, v in x.items()}, block=(1,), level="workgroup")
+    side = run_side(text, func, ref, x, lambda _: frozen)
+    assert side.status == "pass", side.detail

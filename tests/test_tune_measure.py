@@ -5,8 +5,6 @@ both well enough to rank by."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from simtify.errors import SimtifyError
 from simtify.tune.estimate import estimate_counts
@@ -70,24 +68,36 @@ def test_estimate_is_close_to_the_measurement(case):
     assert est.registers == pytest.approx(m.registers, rel=0.6)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from([("300x1000", [1]), ("1000x300", [0]), ("8x100x64", [1]), ("6x5x4096", [0, 2]),
-                        ("2x4096", [1])]),
-       st.sampled_from(["f16", "f32", "i8"]), st.data())
-def test_samples_keep_every_stride_modulo_a_sector(shape_red, dtype, data):
+# Points of the search space that have no plan (their partial_reduction tile is not a
+# multiple of subgroups x lanes x thread): at most this share of the points tried per
+# problem (the largest is 2x4096's: 22% of all its points, 28% of those tried; 7% of all
+# points of all these problems), and for no other reason.
+MAX_UNPLANNED = 0.3
+UNPLANNED_BECAUSE = "is not a multiple of subgroups x lanes x thread"
+STRIDE_PROBLEMS = [("300x1000", [1]), ("1000x300", [0]), ("8x100x64", [1]), ("6x5x4096", [0, 2]), ("2x4096", [1])]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32", "i8"])
+@pytest.mark.parametrize("shape_red", STRIDE_PROBLEMS, ids=[s for s, _ in STRIDE_PROBLEMS])
+def test_samples_keep_every_stride_modulo_a_sector(shape_red, dtype):
     """Cutting dims must not change which lanes share a sector: every operand stride
-    in a sample equals the full problem's modulo 32 bytes."""
+    in a sample equals the full problem's modulo 32 bytes. Every 11th point of the
+    space; those without a plan are counted, not skipped."""
     shape, red = shape_red
     d = dispatch_of(ReductionProblem.create([int(s) for s in shape.split("x")], red, DTYPES[dtype]))
-    pts = list(points(d, (64,), 1024))
-    p = data.draw(st.sampled_from(pts))
-    try:
-        plan = plan_for(d, config_of(d, p), "gfx942")
-    except SimtifyError:
-        return
-    samples, trips = samples_for(plan, d)
-    for s in samples:
-        assert _strides_agree(d, s.sizes)
-        assert all(0 < a <= b for a, b in zip(s.sizes, d.sizes))
-    if len(samples) == 2:
-        assert samples[0].steps < samples[1].steps <= trips
+    pts = list(points(d, (64,), 1024))[::11]
+    unplanned = []
+    for p in pts:
+        try:
+            plan = plan_for(d, config_of(d, p), "gfx942")
+        except SimtifyError as e:
+            unplanned.append(str(e))
+            continue
+        samples, trips = samples_for(plan, d)
+        for s in samples:
+            assert _strides_agree(d, s.sizes)
+            assert all(0 < a <= b for a, b in zip(s.sizes, d.sizes))
+        if len(samples) == 2:
+            assert samples[0].steps < samples[1].steps <= trips
+    assert len(unplanned) <= MAX_UNPLANNED * len(pts), f"{len(unplanned)} of {len(pts)} points have no plan"
+    assert all(UNPLANNED_BECAUSE in why for why in unplanned), unplanned[:3]

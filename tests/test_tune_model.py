@@ -84,17 +84,36 @@ def test_what_cannot_run():
     assert p.seconds == inf and p.regime == "cannot run" and "workgroup memory" in p.why_not
 
 
-def test_roofline_is_memory_or_compute():
+def test_roofline_follows_the_slower_of_memory_and_compute():
     k = launch()
-    assert roofline_seconds(k, GFX942) == k.footprint_bytes / GFX942.memory_bandwidth_bytes_per_s
+    base = roofline_seconds(k, GFX942)
+    # memory-bound: time scales with the bytes, extra arithmetic is free
+    assert roofline_seconds(replace(k, footprint_bytes=2 * k.footprint_bytes), GFX942) == pytest.approx(2 * base)
+    assert roofline_seconds(replace(k, flops=2 * k.flops), GFX942) == base
+    # compute-bound: time scales with the flops, fewer bytes do not help
     heavy = replace(k, flops=10**15)
-    assert roofline_seconds(heavy, GFX942) == 10**15 / GFX942.peak_vector_flops["f32"]
+    t = roofline_seconds(heavy, GFX942)
+    assert t > 10 * base
+    assert roofline_seconds(replace(heavy, flops=2 * 10**15), GFX942) == pytest.approx(2 * t)
+    assert roofline_seconds(replace(heavy, footprint_bytes=k.footprint_bytes // 2), GFX942) == t
 
 
-def test_the_model_documents_its_limits():
-    doc = model.__doc__
-    for topic in ("Occupancy", "Waves", "Little's law", "Where it is known to be wrong", "tail"):
-        assert topic in doc
+def test_each_trip_of_a_latency_bound_launch_waits_one_memory_latency():
+    """The known limit "a loop trip waits one latency" (no overlap of trips), as
+    behaviour: four more trips of the same bytes cost four latencies and their issue."""
+    latency = GFX942.memory_latency_ns * 1e-9
+    short, long = (predict(launch(workgroups=4, trips=n), GFX942) for n in (4, 8))
+    assert short.regime == long.regime == "latency"
+    assert long.seconds - short.seconds == pytest.approx(4 * latency, rel=0.1)
+
+
+def test_waves_are_synchronous():
+    """The known limit "waves are synchronous", as behaviour: two full waves take twice
+    one, and a launch one workgroup short of a wave takes as long as the full wave."""
+    wave = 304 * 8  # 256 threads: 8 per CU
+    one = predict(launch(workgroups=wave), GFX942).seconds
+    assert predict(launch(workgroups=2 * wave), GFX942).seconds == pytest.approx(2 * one)
+    assert predict(launch(workgroups=wave - 1), GFX942).seconds == pytest.approx(one, rel=0.01)
 
 
 @settings(max_examples=40, deadline=None)

@@ -104,6 +104,8 @@ def test_simt_function_is_not_wrapped(tmp_path, capsys):
 def test_cli_subprocess_has_no_traceback(tmp_path):
     path = tmp_path / "bad.mlir"
     path.write_text(REGION.format(out="2", yields="%a : vector<128xf32>"))
+    # the interpreter running the tests, not whatever `simtify` is on PATH (none in a venv
+    # that is not activated)
     proc = subprocess.run([sys.executable, "-m", "simtify", "opt", str(path), "--pipeline", "warp-to-scf-if"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2 and proc.stderr.startswith(f"{path}:3:3: error: ") and "Traceback" not in proc.stderr

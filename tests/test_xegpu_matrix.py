@@ -10,7 +10,7 @@ import pytest
 from diagnostics import as_printed, one_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_xegpu_random import layouts
+from test_xegpu_random import layouts, layouts_of
 from xegpu_harness import check_xegpu
 
 from simtify.cli.main import main
@@ -131,12 +131,24 @@ def test_lane_level_accesses_are_each_lanes_own_block():
 
 
 def test_reading_outside_the_matrix_is_a_finding():
-    text = exchange("", "").replace("%md[0, 0] :", "%md[60, 0] :", 1)
-    text = text.replace("xegpu.load_matrix %md[0, 0]", "xegpu.load_matrix %md[0, 0]")
+    # the 64x128 store fills the matrix; the read starts at row 60, so rows 64.. are outside
+    text = exchange("", "").replace("xegpu.load_matrix %md[0, 0]", "xegpu.load_matrix %md[60, 0]")
+    assert "xegpu.load_matrix %md[60, 0]" in text and "xegpu.store_matrix %v, %md[0, 0]" in text
     module = parse(text, "oob.mlir")
     args = {"a": np.ones((64, 128), np.float32), "out": np.ones((64, 128), np.float32)}
     got = run(module, "f", args, target="xe", level="workgroup", sanitize=True)
-    assert any(f.kind == "out-of-bounds" for f in got.findings), got.findings
+    assert [(f.kind, f.op) for f in got.findings] == [("out-of-bounds", "xegpu.load_matrix")], \
+        [str(f) for f in got.findings]
+
+
+def test_writing_outside_the_matrix_is_a_finding():
+    text = exchange("", "").replace("xegpu.store_matrix %v, %md[0, 0]", "xegpu.store_matrix %v, %md[60, 0]")
+    assert "xegpu.store_matrix %v, %md[60, 0]" in text
+    got = run(parse(text, "oob.mlir"), "f", {"a": np.ones((64, 128), np.float32),
+                                              "out": np.ones((64, 128), np.float32)},
+              target="xe", level="workgroup", sanitize=True)
+    assert ("out-of-bounds", "xegpu.store_matrix") in [(f.kind, f.op) for f in got.findings], \
+        [str(f) for f in got.findings]
 
 
 def test_unwritten_shared_memory_read_is_a_finding():
@@ -201,7 +213,7 @@ def test_refused_with_one_located_error_line(name, tmp_path, capsys):
 @st.composite
 def exchanges(draw):
     store, shape = draw(layouts())
-    load, _ = draw(layouts().filter(lambda c: c[1] == shape))
+    load = draw(layouts_of(shape))  # valid by construction: every drawn case runs
     mem_layout = draw(st.sampled_from(["", "#xegpu.mem_layout<block = [16, 16]>",
                                        f"#xegpu.mem_layout<stride = [1, {shape[0]}]>"]))
     if "block" in mem_layout and (shape[0] % 16 or shape[1] % 16):

@@ -34,14 +34,38 @@ def layouts(draw):
     lane_layout, lane_data = draw(st.sampled_from(LANES))
     n0, l0, d0 = draw(dims(lane_layout[0], lane_data[0], 8))
     n1, l1, d1 = draw(dims(lane_layout[1], lane_data[1], 8 // l0))
+    return draw(_finish(lane_layout, lane_data, (l0, l1), (d0, d1))), (n0, n1)
+
+
+@st.composite
+def _finish(draw, lane_layout, lane_data, sg_layout, sg_data):
+    """The layout, with or without inst_data and order."""
     inst = None
     if draw(st.booleans()):
-        inst = (lane_layout[0] * lane_data[0] * draw(st.sampled_from([1, d0 // (lane_layout[0] * lane_data[0])])),
+        inst = (lane_layout[0] * lane_data[0] * draw(st.sampled_from([1, sg_data[0] // (lane_layout[0] * lane_data[0])])),
                 lane_layout[1] * lane_data[1])
     order = draw(st.sampled_from([None, (0, 1)]))
-    layout = XeGPULayout(sg_layout=(l0, l1), sg_data=(d0, d1), inst_data=inst, lane_layout=lane_layout,
-                         lane_data=lane_data, order=order)
-    return layout, (n0, n1)
+    return XeGPULayout(sg_layout=sg_layout, sg_data=sg_data, inst_data=inst, lane_layout=lane_layout,
+                       lane_data=lane_data, order=order)
+
+
+def _dims_of(n: int, unit: int, room: int) -> list[tuple[int, int]]:
+    """(sg_layout, sg_data) of a dim of size `n` whose subgroup tile `unit` lanes x data
+    divide: exact (n = L·D), round-robin (a multiple of L·D) or shared (n = D·k, k < L)."""
+    return [(L, D) for L in (1, 2, 4) if L <= room for D in (unit, 2 * unit)
+            if n % D == 0 and (n % (L * D) == 0 or (L * D) % n == 0)]
+
+
+@st.composite
+def layouts_of(draw, shape):
+    """A layout of `shape`, valid by construction (no filter): lanes that divide both
+    dims, then each dim's subgroups as `dims` makes them."""
+    n0, n1 = shape
+    lane_layout, lane_data = draw(st.sampled_from(
+        [(ll, ld) for ll, ld in LANES if n0 % (ll[0] * ld[0]) == 0 and n1 % (ll[1] * ld[1]) == 0]))
+    l0, d0 = draw(st.sampled_from(_dims_of(n0, lane_layout[0] * lane_data[0], 8)))
+    l1, d1 = draw(st.sampled_from(_dims_of(n1, lane_layout[1] * lane_data[1], 8 // l0)))
+    return draw(_finish(lane_layout, lane_data, (l0, l1), (d0, d1)))
 
 
 def t(shape) -> str:
@@ -81,7 +105,7 @@ def programs(draw):
         result = "%o"
     store_layout = ""
     if last == "store-other":
-        other, _ = draw(layouts().filter(lambda c: c[1] == shape))
+        other = draw(layouts_of(shape))
         store_layout = f" <{{layout = {other}}}>"
     rt = f"vector<{t(out_shape)}xf32>"
     text = "\n  ".join([

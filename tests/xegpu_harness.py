@@ -30,7 +30,11 @@ def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, see
     # propagation only annotates: its output is still the workgroup's program (even with a barrier in it)
     new = run(parse(out, "distributed.mlir"), func, {k: v.copy() for k, v in inputs.items()}, target="xe",
               sanitize=True, level="workgroup" if pipeline == "xegpu-propagate" else None)
-    if pipeline not in ("xegpu-propagate",):
+    if pipeline == "xegpu-propagate":
+        # the simulator ignores layouts: the run above only shows the ops are intact; the
+        # layouts themselves are checked against their ownership maps
+        check_propagated_layouts(parse(out, "propagated.mlir"), ref_module)
+    else:
         assert new.launch.level == "simt" or "gpu.subgroup_id" not in out
     assert not new.findings, "\n".join(map(str, new.findings)) + "\n" + out
     for name, want in ref.arguments.items():
@@ -40,6 +44,172 @@ def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, see
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{name}\n{out}")
     return out
+
+
+XE_SUBGROUP = 16
+STORES = ("xegpu.store_nd", "xegpu.store_matrix", "xegpu.store")
+
+
+def _ownership(layout, shape, threads: int):
+    return layout.ownership(tuple(shape), XE_SUBGROUP, threads)
+
+
+ANCHORS = {"xegpu.load_nd": ("layout",), "xegpu.store_nd": ("layout",), "xegpu.load_matrix": ("layout",),
+           "xegpu.store_matrix": ("layout",), "xegpu.load": ("layout",), "xegpu.store": ("layout",),
+           "xegpu.dpas": ("layout_a", "layout_b", "layout_cd")}
+
+
+def _anchor_layouts(module) -> list:
+    """Per anchor op, in walk order: (op name, {key: (layout, shape of the value it lays out)})."""
+    from simtify.transforms.xegpu_annotations import of_attr
+
+    found = []
+    for op in module.walk():
+        if op.name not in ANCHORS:
+            continue
+        stated = {}
+        for key in ANCHORS[op.name]:
+            lay = of_attr(op.properties.get(key)) or of_attr(op.attributes.get(key))
+            if lay is None:
+                continue
+            if key == "layout_b":
+                v = op.operands[1]
+            elif key == "layout_a" or not op.results:
+                v = op.operands[0]
+            else:
+                v = op.results[0]
+            stated[key] = (lay, tuple(v.type.get_shape()))
+        found.append((op.name, stated))
+    return found
+
+
+def _lanes_stated(layout) -> bool:
+    return _lanes_stated(layout.parent) if hasattr(layout, "parent") else layout.lane_layout is not None
+
+
+def _subgroups_only(layout):
+    """The layout with its lanes and instruction tiles left out: what subgroups hold."""
+    from dataclasses import replace
+
+    if hasattr(layout, "parent"):
+        return replace(layout, parent=_subgroups_only(layout.parent))
+    return replace(layout, inst_data=None, lane_layout=None, lane_data=None)
+
+
+def check_propagated_layouts(module, given=None) -> int:
+    """What `xegpu-propagate` claims, checked edge by edge on the ownership maps of the
+    layouts it wrote (not on its own rules): every vector value an op produces has a
+    layout that fits its shape; an elementwise op's vector operands are held as its
+    result is; a store's value as the store writes it; a reduction's result (and
+    accumulator) as its source's layout sliced; a transpose's result as its source
+    transposed; a loop's init, yielded value and result alike; a conversion's input is
+    its operand's layout and changes ownership. Returns the number of edges checked."""
+    from xdsl.dialects.builtin import VectorType
+    from xdsl.ir import OpResult
+
+    from simtify.layout import XeGPUSlice
+    from simtify.transforms.xegpu_annotations import access_layout, dpas_layouts, load_layout, of_attr, own_layout
+
+    def is_vec(v):
+        return isinstance(v.type, VectorType) and len(v.type.get_shape()) > 0
+
+    def produced(v):
+        """The layout a value is produced in (None: not a vector result of an op)."""
+        if not isinstance(v, OpResult):
+            return None
+        op, i = v.op, v.index
+        if op.name == "xegpu.convert_layout":
+            return of_attr(op.properties.get("target_layout") or op.attributes.get("target_layout"))
+        if op.name == "xegpu.load_nd":
+            return load_layout(op)
+        if op.name in ("xegpu.load", "xegpu.load_matrix"):
+            return own_layout(op)
+        if op.name == "xegpu.dpas":
+            return dpas_layouts(op)[2]
+        return of_attr(op.attributes.get(f"layout_result_{i}"))
+
+    funcs = [op for op in module.walk() if op.name in ("func.func", "gpu.func")]
+    checked = 0
+    if given is not None:  # every layout the input states on an anchor op is kept
+        before, after = _anchor_layouts(given), _anchor_layouts(module)
+        assert [n for n, _ in before] == [n for n, _ in after], "the anchor ops changed"
+        for (name, was), (_, now) in zip(before, after):
+            for key, (lay, shape) in was.items():
+                assert key in now, f"{name}: its {key} is gone"
+                have = now[key][0]
+                if not _lanes_stated(lay):  # the target's lanes fill it in: compare subgroups
+                    lay, have = _subgroups_only(lay), _subgroups_only(have)
+                threads = lay.num_subgroups * XE_SUBGROUP
+                checked += 1
+                assert _ownership(have, shape, threads).same_ownership(_ownership(lay, shape, threads)), \
+                    f"{name}: its stated {key} {lay} became {have}"
+    for func in funcs:
+        values = [r for op in func.walk() for r in op.results if is_vec(r)]
+        layouts = {r: produced(r) for r in values}
+        missing = [r for r, lay in layouts.items() if lay is None and r.op.name != "xegpu.dpas"]
+        assert not missing, f"no layout on {[str(r.op.name) for r in missing]}"
+        sgs = [lay.num_subgroups for lay in layouts.values() if lay is not None]
+        threads = max(sgs, default=1) * XE_SUBGROUP
+        own = {}
+
+        def of(v, lay=None):
+            lay = lay if lay is not None else layouts.get(v)
+            assert lay is not None, f"no layout on {v.op.name if isinstance(v, OpResult) else 'an argument'}"
+            return _ownership(lay, v.type.get_shape(), threads)
+
+        def same(a, b, what, op):
+            nonlocal checked
+            checked += 1
+            assert a.same_ownership(b), f"{op.name}: {what}: {a.describe_difference(b)}"
+
+        for r, lay in layouts.items():
+            if lay is not None:
+                own[r] = of(r, lay)  # also: the layout fits the value's shape
+        for op in func.walk():
+            vec_in = [v for v in op.operands if is_vec(v) and v in own]
+            if not (op.results and is_vec(op.results[0]) and op.results[0] in own):
+                res = None
+            else:
+                res = own[op.results[0]]
+            name = op.name
+            elementwise = (name.startswith(("arith.", "math.")) and res is not None and
+                           all(tuple(v.type.get_shape()) == tuple(op.results[0].type.get_shape()) for v in vec_in))
+            if elementwise:
+                for v in vec_in:
+                    same(own[v], res, "operand and result", op)
+            elif name in STORES and vec_in:
+                lay = access_layout(op) if name == "xegpu.store_nd" else own_layout(op)
+                if lay is not None:
+                    same(own[op.operands[0]], of(op.operands[0], lay), "stored value and the store's layout", op)
+            elif name == "xegpu.convert_layout":
+                src = op.operands[0]
+                given = of_attr(op.properties.get("input_layout") or op.attributes.get("input_layout"))
+                same(own[src], of(src, given), "operand and input_layout", op)
+                checked += 1
+                assert not own[src].same_ownership(res), f"{name}: converts to the same ownership"
+            elif name == "vector.multi_reduction" and res is not None:
+                src = op.operands[0]
+                dims = tuple(int(d) for d in op.reduction_dims.get_values())
+                sliced = _ownership(XeGPUSlice(layouts[src], dims), op.results[0].type.get_shape(), threads)
+                same(res, sliced, "result and the source's layout sliced", op)
+                if op.operands[1] in own:
+                    same(own[op.operands[1]], res, "accumulator and result", op)
+            elif name == "vector.transpose" and res is not None:
+                src = own[op.operands[0]]
+                perm = [int(d) for d in op.permutation.get_values()]
+                from simtify.layout.ownership import OwnershipMap, ravel
+                coords = src.coords[..., perm]
+                moved = OwnershipMap(res.shape, XE_SUBGROUP, ravel(np.moveaxis(coords, -1, 0), res.shape))
+                same(res, moved, "result and the source transposed", op)
+            elif name == "scf.for":
+                body = op.body.block
+                for k, r in enumerate(op.results):
+                    if r in own:
+                        init, yielded = op.operands[3 + k], body.last_op.operands[k]
+                        for v, what in ((init, "init"), (yielded, "yielded value")):
+                            if v in own:
+                                same(own[v], own[r], f"{what} and result {k}", op)
+    return checked
 
 
 def fixture_header(text: str) -> dict:

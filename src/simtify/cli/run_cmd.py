@@ -55,7 +55,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
         _common(p)
         p.add_argument("--out", metavar="FILE.npz",
                        help="save the memref arguments the kernel wrote, and returned values as return0, return1, ..")
-        p.add_argument("--sanitize", action="store_true", help="check bounds, races, uninitialised reads, barriers")
+        p.add_argument("--sanitize", action="store_true",
+                       help="check bounds, races, lane write conflicts, uninitialised reads, barriers")
         p.add_argument("--stats", action="store_true", help="print the cost counters")
         p.set_defaults(run=run_cmd)
     else:

@@ -622,7 +622,15 @@ class ArgCompareOp(IRDLOperation):
     vector<4xi32>``: along `dimension`, in order, each element replaces the running
     (value, index) when the comparator, called as (element, running value), yields true.
     The index is the element's position (plus index_base), or its entry of the explicit
-    index input."""
+    index input.
+
+    Ties are simtify's choice: IREE's `VectorExtOps.td` defines no tie rule. simtify
+    keeps the result of this in-order walk (IREE's own in-order lowering,
+    `LowerArgCompareToVector`, walks the same way): with a strict comparator the first
+    of tied elements wins, with a non-strict one the last. Its distributed form keeps
+    that rule across lanes (a partial the comparator does not strictly prefer is
+    ordered by position). IREE 3.12's distributed butterfly takes the partner's pair on
+    a tie, which can differ from its in-order lowering."""
 
     name = "iree_vector_ext.arg_compare"
     input_value = operand_def(VectorType)

@@ -168,8 +168,9 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
         w, t, e, lin = w[inb], t[inb], e[inb], lin[inb]
     is_write = values is not None
     _count(ctx, buf, w, t, e, lin, int(np.prod(vec_shape)) if vec_shape else 1, contiguous)
+    stored = np.broadcast_to(_lead_shaped(values, len(full)), full)[sel] if is_write else None
     if ctx.sanitize and buf.space == WORKGROUP:
-        _check_workgroup(ctx, buf, w, t, lin, is_write)
+        _check_workgroup(ctx, buf, w, t, lin, is_write, stored)
     where = (w, lin) if buf.space == WORKGROUP else (lin,)
     if not is_write:
         out = np.zeros(full, dtype=buf.data.dtype)
@@ -178,7 +179,7 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
     if w.size:
         buf.written = True
         buf.before_write()
-        buf.data[where] = np.broadcast_to(_lead_shaped(values, len(full)), full)[sel]
+        buf.data[where] = stored
         if buf.wrote is not None:
             buf.wrote[lin] = True
     return None
@@ -440,9 +441,10 @@ def _per_alignment(start: np.ndarray, rel: np.ndarray, period: int, count) -> in
     return int(sum(int(k) * count(r + rel) for r, k in zip(residues, times)))
 
 
-def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool) -> None:
-    """Races and uninitialised reads of one access (active, in-bounds entries), then the
-    access recorded in the buffer's shadow state."""
+def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool, values=None) -> None:
+    """Races, lane write conflicts and uninitialised reads of one access (active,
+    in-bounds entries; `values`, per entry, what a write stores), then the access
+    recorded in the buffer's shadow state."""
     if w.size == 0:
         return
     t = t.astype(np.int32)
@@ -457,9 +459,15 @@ def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool)
     if is_write:
         other_writer = (writer != -1) & (writer != t)
         other_reader = (reader != -1) & (reader != t)
-        flag("race", other_writer | other_reader | several,
+        # lanes of one subgroup storing to one element in this one instruction: the
+        # hardware serialises them, so this is no race; only different values matter
+        across, differ = _within_instruction(key, t, values, ctx.subgroup_size, several)
+        flag("race", other_writer | other_reader | across,
              "another thread accessed this element since the last barrier, and this is a write",
              np.where(other_writer, writer, np.where(other_reader, reader, -1)))
+        flag("lane-write-conflict", differ & ~across & ~other_writer & ~other_reader,
+             "lanes of one subgroup store different values to this element in one instruction "
+             "(which lane's value remains is undefined)")
         writers[key] = np.where(several, -2, t)
         init[key] = True
     else:
@@ -467,6 +475,29 @@ def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool)
         flag("race", (writer != -1) & (writer != t), "another thread wrote this element since the last barrier",
              writer)
         readers[key] = np.where(several | ((reader != -1) & (reader != t)), -2, t)
+
+
+def _within_instruction(key, t, values, subgroup_size: int, several: np.ndarray):
+    """Per entry, for the elements several threads of this one store touch: (`across`:
+    some of those threads are in different subgroups, `differ`: they store different
+    values)."""
+    across = np.zeros(key.shape, dtype=bool)
+    differ = np.zeros(key.shape, dtype=bool)
+    at = np.flatnonzero(several)
+    if at.size == 0:
+        return across, differ
+    order = at[np.argsort(key[at], kind="stable")]
+    k = key[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    sizes = np.diff(np.r_[starts, k.size])
+    spread = lambda a: np.repeat(np.maximum.reduceat(a, starts) != np.minimum.reduceat(a, starts), sizes)
+    across[order] = spread((t[order] // subgroup_size).astype(np.int64))
+    if values is not None:
+        v = np.ascontiguousarray(np.asarray(values)[order])
+        if v.dtype.kind in "fc" or v.dtype == bool:  # compare bit patterns: -0.0 and NaNs as stored
+            v = v.view(f"u{v.dtype.itemsize}") if v.dtype.itemsize in (1, 2, 4, 8) else v
+        differ[order] = spread(v)
+    return across, differ
 
 
 def _several(buf: Buffer, key: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-KINDS = ("out-of-bounds", "race", "uninitialized-read", "divergent-barrier", "invalid-access",
-         "non-uniform-destination", "inactive-lane-read")
+KINDS = ("out-of-bounds", "race", "lane-write-conflict", "uninitialized-read", "divergent-barrier",
+         "invalid-access", "non-uniform-destination", "inactive-lane-read")
 
 
 def id_ranges(ids) -> str:

@@ -1607,8 +1607,9 @@ class NestedDistribution:
         combine as the in-order reduction would: the one the comparator prefers strictly
         (cmp(a, b) and not cmp(b, a)); on a tie the earlier position when neither is
         preferred (a strict comparator keeps the first), the later when both are (a
-        non-strict one keeps the last). So every lane of a cluster agrees on the index
-        (IREE's butterfly takes the partner's pair on ties, and lanes can disagree)."""
+        non-strict one keeps the last). So every lane of a cluster agrees on the index,
+        and it is the in-order one: simtify's tie rule (see `ArgCompareOp`; IREE's
+        butterfly takes the partner's pair on a tie instead, and its op defines no rule)."""
         from simtify.ir import arith as arith_ir
 
         x = op.input_value
