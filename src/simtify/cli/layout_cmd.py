@@ -2,7 +2,8 @@
 
 LAYOUT is attribute text (``#iree_vector_ext.nested_layout<...>``, its bare ``<...>``
 body, ``#xegpu.layout<...>``, ``#xegpu.slice<...>``, Triton's ``#ttg.blocked<{...}>``,
-``#ttg.linear<{...}>``, ``#ttg.slice<{...}>``), ``@FILE`` holding it, a built-in
+``#ttg.linear<{...}>``, ``#ttg.slice<{...}>``; a CuTe layout ``(4,8):(8,1)``, mode 0 the
+threads and the rest the values, offsets column-major in --shape), ``@FILE`` holding it, a built-in
 example ``example:seed-64x64``, ``example:seed-subgroup-order``, ``example:xegpu-128x128``,
 or one operand of a matrix intrinsic, ``mma:MFMA_F32_16x16x16_F16:A`` (A, B or C).
 """
@@ -151,9 +152,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
     convert = verbs.add_parser("convert", help="the equal layout of another family")
     _add_common(convert)
-    convert.add_argument("--to", choices=("nested", "linear", "xegpu"), required=True,
+    convert.add_argument("--to", choices=("nested", "linear", "xegpu", "cute"), required=True,
                          help="nested: #iree_vector_ext.nested_layout; linear: Triton's #ttg.linear; "
-                              "xegpu: #xegpu.layout (from a Triton layout)")
+                              "xegpu: #xegpu.layout (from a Triton or CuTe layout); cute: a CuTe TV layout")
     convert.set_defaults(run=run_convert)
 
     basis = verbs.add_parser("basis", help="where a lowering-config basis puts an id")

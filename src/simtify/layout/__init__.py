@@ -5,7 +5,9 @@ and a thread count, the elements each workgroup-linear thread ``tid`` holds, in 
 order (subgroup ``tid // subgroup_size``, lane ``tid % subgroup_size``). Equality,
 replication, coverage and conversions are all decided on that map. Triton's layouts
 (``#ttg.blocked``, ``#ttg.linear``, ``#ttg.slice``) reach it through their linear layouts
-over F2 (`layout/triton.py`), a warp being a subgroup.
+over F2 (`layout/triton.py`), a warp being a subgroup. A CuTe layout ``(4,8):(8,1)``
+is read as a thread-value layout (`layout/cute.py`): mode 0 the threads, the rest the
+values, offsets column-major in the vector shape.
 
 The seed's example: ``vector<64x64xf16>`` with ::
 
@@ -23,6 +25,7 @@ rows 0 and 16, columns 0-3, 16-19, 32-35, 48-51; thread 16 the same rows at colu
 
 from simtify.layout.basis import Basis, layout_from_config
 from simtify.layout.convert import NestedConversion, xegpu_to_nested
+from simtify.layout.cute import CuteLayout, cute_from_ownership, parse_cute
 from simtify.layout.nested import NestedLayout
 from simtify.layout.ownership import OwnershipMap
 from simtify.layout.parse import Layout, default_subgroup_size, ownership_map, parse_layout
@@ -32,6 +35,7 @@ from simtify.layout.xegpu import XeGPULayout, XeGPUSlice
 
 __all__ = [
     "Basis",
+    "CuteLayout",
     "Layout",
     "NestedConversion",
     "NestedLayout",
@@ -41,10 +45,12 @@ __all__ = [
     "TritonSlice",
     "XeGPULayout",
     "XeGPUSlice",
+    "cute_from_ownership",
     "default_subgroup_size",
     "layout_from_config",
     "nested_to_linear",
     "ownership_map",
+    "parse_cute",
     "parse_layout",
     "parse_shape",
     "triton_to_nested",

@@ -662,3 +662,41 @@ def triton_to_xegpu(layout: TritonLayout, shape, subgroup_size: int | None = Non
             return xe, "same owners; registers are listed in XeGPU's fragment order rather than Triton's"
         why = f"the XeGPU reading {xe} differs: {got.describe_difference(target)}"
     return None, why
+
+
+# --- any ownership map -> #ttg.linear ----------------------------------------------------
+
+
+def linear_from_ownership(omap: OwnershipMap) -> LinearConversion:
+    """The ``#ttg.linear`` layout with the ownership map `omap`, or why none: register,
+    lane and warp bit k take the element of register 2^k, lane 2^k, warp 2^k (of thread 0,
+    register 0), and the XOR of those bases must give every slot of the map."""
+    T, V, sg = omap.num_threads, omap.num_registers, omap.subgroup_size
+    for what, n in (("thread count", T), ("register count", V), ("subgroup size", sg)):
+        if not _is_pow2(n):
+            return LinearConversion(None, f"the {what} {n} is not a power of two; a linear layout maps bits")
+    for d, n in enumerate(omap.shape):
+        if not _is_pow2(n):
+            return LinearConversion(None, f"shape dim {d} is {n}: Triton tensor shapes are powers of two")
+    if any(omap.coords[0, 0]):
+        return LinearConversion(None, f"thread 0's register 0 holds {omap.elements_of(0)[0]}; a linear layout "
+                                      "maps id 0 to the origin")
+    coords = omap.coords
+    register = tuple(tuple(int(c) for c in coords[0, 1 << k]) for k in range(_log2(V)))
+    lane = tuple(tuple(int(c) for c in coords[1 << k, 0]) for k in range(_log2(sg)))
+    warp = tuple(tuple(int(c) for c in coords[sg << k, 0]) for k in range(_log2(T // sg)))
+    bases = LinearBases(register, lane, warp, omap.shape)
+    diff = bases.ownership(sg, T).describe_difference(omap)
+    if diff is not None:
+        return LinearConversion(None, f"the map is not linear over bits: {diff} from the XOR of its bit bases")
+    if not omap.shape or not any(register + lane + warp):
+        return LinearConversion(None, "a layout with no bases (one element, one thread) has no #ttg.linear form")
+    try:
+        linear = bases.attribute()
+        refit = linear.linear(omap.shape)
+    except SimtifyError as e:
+        return LinearConversion(None, e.what)
+    if refit.ownership(sg, T).describe_difference(omap) is not None:
+        return LinearConversion(None, f"its bases {linear} mean another layout on "
+                                      f"{'x'.join(map(str, omap.shape))} once Triton fits them to the shape")
+    return LinearConversion(linear, "same owners, same register order")
