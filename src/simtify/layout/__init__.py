@@ -4,7 +4,8 @@ Every layout family lowers to one **ownership map**: for a vector shape, a subgr
 and a thread count, the elements each workgroup-linear thread ``tid`` holds, in register
 order (subgroup ``tid // subgroup_size``, lane ``tid % subgroup_size``). Equality,
 replication, coverage and conversions are all decided on that map. Triton's layouts
-(``#ttg.blocked``, ``#ttg.linear``, ``#ttg.slice``) reach it through their linear layouts
+(``#ttg.blocked``, ``#ttg.linear``, ``#ttg.slice``, ``#ttg.nvidia_mma``, ``#ttg.amd_mfma``,
+``#ttg.dot_op``) reach it through their linear layouts
 over F2 (`layout/triton.py`), a warp being a subgroup. A CuTe layout ``(4,8):(8,1)``
 is read as a thread-value layout (`layout/cute.py`): mode 0 the threads, the rest the
 values, offsets column-major in the vector shape.
@@ -30,7 +31,16 @@ from simtify.layout.nested import NestedLayout
 from simtify.layout.ownership import OwnershipMap
 from simtify.layout.parse import Layout, default_subgroup_size, ownership_map, parse_layout
 from simtify.layout.syntax import parse_shape
-from simtify.layout.triton import TritonBlocked, TritonLinear, TritonSlice, nested_to_linear, triton_to_nested
+from simtify.layout.triton import (
+    TritonBlocked,
+    TritonDotOperand,
+    TritonLinear,
+    TritonMfma,
+    TritonMma,
+    TritonSlice,
+    nested_to_linear,
+    triton_to_nested,
+)
 from simtify.layout.xegpu import XeGPULayout, XeGPUSlice
 
 __all__ = [
@@ -41,7 +51,10 @@ __all__ = [
     "NestedLayout",
     "OwnershipMap",
     "TritonBlocked",
+    "TritonDotOperand",
     "TritonLinear",
+    "TritonMfma",
+    "TritonMma",
     "TritonSlice",
     "XeGPULayout",
     "XeGPUSlice",
