@@ -39,6 +39,10 @@ MFMA32 = mfma([2, 4], 32)
 MFMA16 = mfma([2, 4], 16)
 MFMA32_1x8 = mfma([1, 8], 32)
 MFMA16_1x4 = mfma([1, 4], 16)
+BLOCKED_DOT = ("#ttg.dot_op<{{opIdx = {op}, parent = #ttg.blocked<{{sizePerThread = [2, 4], threadsPerWarp = [8, 4], "
+               "warpsPerCTA = [2, 4], order = [1, 0]}}>}}>")
+BLOCKED_DOT_3D = ("#ttg.dot_op<{{opIdx = {op}, parent = #ttg.blocked<{{sizePerThread = [2, 2, 4], threadsPerWarp = "
+                  "[2, 4, 4], warpsPerCTA = [2, 2, 2], order = [2, 1, 0]}}>, kWidth = 0}}>")
 L32 = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16]]  # 32 MFMA lanes along dim 1
 M32 = [[1, 0], [2, 0], [4, 0], [8, 0], [16, 0]]
 
@@ -95,6 +99,17 @@ ORACLES = [
      [[[8]], [[0], [0], [1], [2], [4]], []]),
     ("SliceDot v3", f"#ttg.slice<{{dim = 0, parent = {dot(mma(3, [4, 1], [16, 16, 8]), 0, 2)}}}>", [16],
      [[[1], [8]], [[2], [4], [0], [0], [0]], [[0], [0]]]),
+    ("BlockedDotOperandLhs", BLOCKED_DOT.format(op=0), [32, 16],
+     [[[0, 1], [0, 2], [0, 4], [0, 8], [1, 0]], [[0, 0], [0, 0], [2, 0], [4, 0], [8, 0]], [[0, 0], [0, 0], [16, 0]]]),
+    ("BlockedDotOperandRhs", BLOCKED_DOT.format(op=1), [16, 64],
+     [[[0, 1], [0, 2], [1, 0], [2, 0], [4, 0], [8, 0]], [[0, 4], [0, 8], [0, 0], [0, 0], [0, 0]],
+      [[0, 16], [0, 32], [0, 0]]]),
+    ("BlockedDot3dOperandLhs", BLOCKED_DOT_3D.format(op=0), [16, 32, 4],
+     [[[0, 0, 1], [0, 0, 2], [0, 1, 0], [1, 0, 0], [0, 16, 0], [8, 0, 0]],
+      [[0, 0, 0], [0, 0, 0], [0, 2, 0], [0, 4, 0], [2, 0, 0]], [[0, 0, 0], [0, 8, 0], [4, 0, 0]]]),
+    ("BlockedDot3dOperandRhs", BLOCKED_DOT_3D.format(op=1), [16, 4, 64],
+     [[[0, 0, 1], [0, 0, 2], [0, 1, 0], [0, 2, 0], [1, 0, 0], [0, 0, 32], [8, 0, 0]],
+      [[0, 0, 4], [0, 0, 8], [0, 0, 0], [0, 0, 0], [2, 0, 0]], [[0, 0, 16], [0, 0, 0], [4, 0, 0]]]),
     ("MFMA32_2x4Warps 64x32", MFMA32, [64, 32],
      [[[1, 0], [2, 0], [8, 0], [16, 0]], L32 + [[4, 0]], [[0, 0], [0, 0], [32, 0]]]),
     ("MFMA32_2x4Warps 128x128", MFMA32, [128, 128],
@@ -175,8 +190,7 @@ BAD = [
     (dot(mma(3, [4, 1], [16, 16, 8]), 1, 2), "shared memory"),
     (dot(V2, 2, 2), "opIdx = 2"),
     (dot(V2, 0, 3), "kWidth = 3"),
-    (dot("#ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 1], order = [1, 0]}>",
-         0, 1), "'parent' must be"),
+    (dot("#ttg.amd_wmma<{version = 1, warpsPerCTA = [1, 1]}>", 0, 1), "'parent' must be"),
     (mfma([1, 1], 8), "32x32 and 16x16"),
     (V2.replace("}>", ", CTAsPerCGA = [2, 1]}>"), "several CTAs"),
 ]

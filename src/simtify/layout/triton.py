@@ -683,16 +683,20 @@ class TritonDotOperand(_ByLinear):
     nvidiaDotToLinearLayout): the MMA tile of the operand, A 16 x 8·kWidth and B
     8·kWidth x 8, kWidth registers and 4 lanes along K, 8 lanes along M or N. AMD
     (mfmaDotToLinearLayout): kWidth registers along K, 32 (16) lanes along M or N, the
-    other lanes kWidth apart along K, registers repeating K over the whole shape."""
+    other lanes kWidth apart along K, registers repeating K over the whole shape. Blocked
+    parent (fmaDotToLinearLayout, FMA dots): the parent's registers with all of K in each
+    thread, its lanes and warps broadcast along K."""
 
     op_idx: int
-    parent: Union[TritonMma, TritonMfma]
+    parent: Union[TritonMma, TritonMfma, TritonBlocked]
     k_width: int
 
     def __post_init__(self):
         if self.op_idx not in (0, 1):
             raise SimtifyError(f"opIdx = {self.op_idx}: 0 (A) or 1 (B)")
-        if not _is_pow2(self.k_width):
+        if self.rank < 2:
+            raise SimtifyError("a dot operand has at least two dims")
+        if not isinstance(self.parent, TritonBlocked) and not _is_pow2(self.k_width):
             raise SimtifyError(f"kWidth = {self.k_width} is not a power of two")
         if self.op_idx == 1 and isinstance(self.parent, TritonMma) and self.parent.version_major == 3:
             raise SimtifyError("an MMA v3 (Hopper) B operand lives in shared memory, not registers (Triton has "
@@ -703,17 +707,20 @@ class TritonDotOperand(_ByLinear):
         values = _dict_params(attr, ("opIdx", "parent", "kWidth"), "dot_op", where)
         parent = values.get("parent")
         family = family_name(parent.name) if isinstance(parent, AttributeText) else None
-        if family not in (*MMA_NAMES, "amd_mfma"):
-            raise SimtifyError("'parent' must be a #ttg.nvidia_mma or #ttg.amd_mfma layout (blocked and WMMA "
+        kinds = {"amd_mfma": TritonMfma, "blocked": TritonBlocked, **{n: TritonMma for n in MMA_NAMES}}
+        if family not in kinds:
+            raise SimtifyError("'parent' must be a #ttg.nvidia_mma, #ttg.amd_mfma or #ttg.blocked layout (WMMA "
                                "parents are not modelled)", where)
         try:
-            parent_layout = (TritonMfma if family == "amd_mfma" else TritonMma).from_attribute(parent, where)
-            return cls(_scalar(values, "opIdx", where), parent_layout, _scalar(values, "kWidth", where))
+            parent_layout = kinds[family].from_attribute(parent, where)
+            k_width = _scalar(values, "kWidth", where, 0 if family == "blocked" else None)
+            return cls(_scalar(values, "opIdx", where), parent_layout, k_width)
         except SimtifyError as e:
             raise e.at(where)
 
     def __str__(self) -> str:
-        return f"#ttg.dot_op<{{opIdx = {self.op_idx}, parent = {self.parent}, kWidth = {self.k_width}}}>"
+        k_width = f", kWidth = {self.k_width}" if self.k_width or not isinstance(self.parent, TritonBlocked) else ""
+        return f"#ttg.dot_op<{{opIdx = {self.op_idx}, parent = {self.parent}{k_width}}}>"
 
     @property
     def rank(self) -> int:
@@ -731,6 +738,18 @@ class TritonDotOperand(_ByLinear):
         rank, k = self.rank, self.k_dim
         non_k = rank - 2 if self.op_idx == 0 else rank - 1
         b = _Builder(rank)
+        if isinstance(self.parent, TritonBlocked):
+            blocked = self.parent
+            for d in blocked.order:  # each thread holds all of K
+                n = (k_size or blocked.tile_shape[k]) if d == k else blocked.size_per_thread[d]
+                b.identity("register", n, d)
+            for kind, counts in (("lane", blocked.threads_per_warp), ("warp", blocked.warps_per_cta)):
+                for d in blocked.order:
+                    if d == k:
+                        b.zeros(kind, counts[d])
+                    else:
+                        b.identity(kind, counts[d], d)
+            return b
         if isinstance(self.parent, TritonMma):
             tile = [1] * rank
             tile[-2:] = [16, self.k_width * 8] if self.op_idx == 0 else [self.k_width * 8, 8]
@@ -755,6 +774,8 @@ class TritonDotOperand(_ByLinear):
         shape = check_shape_pow2(shape, self.rank)
         if isinstance(self.parent, TritonMma):
             return self._built(None).fit(shape, _dot_order(self.op_idx, self.rank))
+        if isinstance(self.parent, TritonBlocked):
+            return self._built(shape[self.k_dim]).fit(shape, self.parent.order)
         return self._built(shape[self.k_dim]).fit(shape, range(self.rank))
 
 
