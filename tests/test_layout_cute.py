@@ -204,6 +204,8 @@ def test_mma_accumulator_owners_and_out_of_range_offsets():
     assert parse_cute("(4,8):(8,1)").tile_shape == (32,)
     with pytest.raises(SimtifyError, match="not 64"):
         ownership_map(parse_cute(MMA_C), (16, 8), num_threads=64)
+    with pytest.raises(SimtifyError, match="at most"):
+        ownership_map(parse_cute("(65536,65536):(1,65536)"), (4,))
 
 
 def test_tv_layouts_make_make_layout_modes():
@@ -266,3 +268,9 @@ def test_tilers_apply_mode_by_mode():
     assert composition(a, (None, 3)) == parse_cute("(8,3):(1,8)")
     with pytest.raises(SimtifyError, match="rank 3"):
         composition(a, (1, 2, 3))
+
+
+def test_plan_conversion_reads_cute_layouts(capsys):
+    rc, out, _ = run(["plan-conversion", MMA_C, "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = "
+                      "[1, 1], instrShape = [16, 8]}>", "--shape", "16x8", "--subgroup-size", "32"], capsys)
+    assert rc == 0 and "choice: noop" in out

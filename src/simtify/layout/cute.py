@@ -33,6 +33,7 @@ from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap, ravel, unravel
 
 IntTuple = Union[int, tuple]
+MAX_SIZE = 1 << 24  # coordinates listed at once (as many as the layout commands' elements)
 
 
 # --- integer trees ---------------------------------------------------------------------
@@ -129,6 +130,8 @@ class CuteLayout:
 
     def offsets(self) -> np.ndarray:
         """The offset of every 1-D index, ``[size]``."""
+        if self.size > MAX_SIZE:
+            raise SimtifyError(f"the layout has {self.size} coordinates; simtify lists at most {MAX_SIZE}")
         idx = np.arange(self.size, dtype=np.int64)
         off = np.zeros(self.size, dtype=np.int64)
         for n, d in zip(flatten(self.shape), flatten(self.stride)):
