@@ -5,13 +5,14 @@ tables as brute force, and the verbs with `-t tensor<...>`."""
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from test_cli_layout import run
-from test_layout_triton import bases
+from test_layout_triton import bases, blocked_layouts
 
 from simtify.errors import SimtifyError
 from simtify.layout import ownership_map, parse_layout
+from simtify.layout.triton import linear_from_ownership
 
 
 def mma(version, warps, instr):
@@ -273,3 +274,22 @@ def test_dot_operands_cover_and_broadcast_along_k(w0, w1, op_idx, k_width, d0, d
             coord[k_dim] = 0
             twin = coord[0] * w1 + coord[1]
             assert (omap.flat[warp * sg:(warp + 1) * sg] == omap.flat[twin * sg:(twin + 1) * sg]).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(blocked_layouts())
+def test_any_linear_ownership_map_gives_back_its_bases(case):
+    """`linear_from_ownership` (how CuTe layouts reach #ttg.linear) reads a linear layout's
+    own bases back from its ownership map."""
+    layout, shape = case
+    fitted = layout.linear(shape)
+    assume(fitted.register or fitted.lane or fitted.warp)
+    conv = linear_from_ownership(fitted.ownership())
+    assert conv.layout == fitted.attribute(), conv.reason
+
+
+@pytest.mark.parametrize("name,text,shape,expected", ORACLES[::4], ids=[o[0] for o in ORACLES[::4]])
+def test_mma_ownership_maps_give_back_their_bases(name, text, shape, expected):
+    fitted = parse_layout(text).linear(shape)
+    conv = linear_from_ownership(fitted.ownership())
+    assert conv.layout == fitted.attribute(), conv.reason
