@@ -26,6 +26,7 @@ from simtify.layout.cute import (
     logical_divide,
     logical_product,
     make_layout,
+    nested_from_tv,
     parse_cute,
 )
 
@@ -177,6 +178,18 @@ def test_every_nested_layout_on_whole_subgroups_is_a_cute_tv_layout(case):
 
 
 @FAST
+@given(nested_launches())
+def test_nested_layouts_come_back_from_their_cute_reading(case):
+    """A nested layout's map, read as a CuTe TV layout, gives back a nested layout with the
+    very same map (subgroups of any size, replication, tiles that are not powers of two)."""
+    layout, subgroup_size, num_threads = case
+    omap = layout.ownership(subgroup_size, num_threads)
+    conv = nested_from_tv(omap)
+    assert conv.layout is not None, conv.reason
+    assert conv.layout.ownership(subgroup_size, num_threads).identical(omap)
+
+
+@FAST
 @given(st.lists(st.sampled_from([1, 2, 3, 4]), min_size=1, max_size=4), st.data())
 def test_fit_layout_finds_any_layouts_function(shape, data):
     strides = tuple(data.draw(st.integers(0, 20)) for _ in shape)
@@ -243,8 +256,15 @@ def test_cli_convert_to_and_from_cute(capsys):
     rc, out, _ = run(["layout", "convert", "((4,32),4):((128,1),32)", "--shape", "32x16",
                       "--to", "xegpu"], capsys)
     assert rc == 0 and out.startswith("#xegpu.layout<sg_layout = [4, 1]")
-    rc, out, _ = run(["layout", "convert", "(3,4):(4,1)", "--shape", "12", "--to", "nested"], capsys)
+    rc, out, _ = run(["layout", "convert", "(3,4):(4,1)", "--shape", "12", "--to", "linear"], capsys)
     assert rc == 1 and "its #ttg.linear reading" in out and "not a power of two" in out
+    rc, out, _ = run(["layout", "convert", "((4,3),(2,5)):((2,40),(1,8))", "--shape", "8x15", "--subgroup-size", "4",
+                      "--to", "nested"], capsys)
+    assert rc == 0 and out.splitlines()[0] == (
+        "#iree_vector_ext.nested_layout<subgroup_tile = [1, 3], batch_tile = [1, 1], outer_tile = [1, 5], "
+        "thread_tile = [4, 1], element_tile = [2, 1], subgroup_strides = [0, 1], thread_strides = [1, 0]>")
+    rc, out, _ = run(["layout", "convert", MMA_C, "--to", "nested"], capsys)  # 1-D: registers out of order
+    assert rc == 1 and "breaks the nested register order" in out
 
 
 def test_cli_convert_to_cute_says_why_none(capsys):

@@ -444,3 +444,138 @@ def cute_from_ownership(omap: OwnershipMap) -> tuple[CuteLayout | None, str]:
     if diff is not None:  # a construction bug if ever reached; say so plainly
         return None, f"no CuTe layout found ({diff})"
     return tv, "same owners, same register order"
+
+
+# --- TV layouts -> nested layouts ----------------------------------------------------------
+
+
+def _dim_digits(layout: CuteLayout, shape: tuple[int, ...]) -> list[tuple[int, int, int, int]] | str:
+    """The layout's digits, fastest first, as ``(size, dim, coordinate stride, index stride)``
+    (dim -1 for a zero stride), split where a digit steps across dims of the column-major
+    `shape`; or why a digit steps no single dim."""
+    places = [int(np.prod(shape[:j], dtype=np.int64)) for j in range(len(shape) + 1)]
+    out = []
+    index = 1
+    for n, d in zip(flatten(layout.shape), flatten(layout.stride)):
+        while n > 1:
+            if d == 0:
+                out.append((n, -1, 0, index))
+                index *= n
+                break
+            j = max(k for k in range(len(shape)) if places[k] <= d)
+            c, extent = d // places[j], shape[j]
+            if d % places[j]:
+                return f"a step of {d} elements moves several dims of the shape at once"
+            if c * n <= extent:
+                out.append((n, j, c, index))
+                index *= n
+                break
+            if extent % c or n % (extent // c):
+                return f"a step of {d} elements over {n} indices wraps dim {j} unevenly"
+            a = extent // c
+            out.append((a, j, c, index))
+            index *= a
+            n, d = n // a, d * a
+    return out
+
+
+def nested_from_tv(omap: OwnershipMap):
+    """The nested layout with the ownership map `omap`, read from its CuTe TV layout: per dim,
+    register digits below the thread digits are the element tile, thread digits (a run of
+    the workgroup-linear id) the thread tile, the next register digits outer and batch
+    tiles, and thread digits above them the subgroup tile; registers must run row-major over
+    [batch.., outer.., element..]. Returns a `NestedConversion`."""
+    from simtify.layout.convert import NestedConversion
+    from simtify.layout.nested import NestedLayout
+
+    tv, why = cute_from_ownership(omap)
+    if tv is None:
+        return NestedConversion(None, False, why)
+    shape, r, sg = omap.shape, len(omap.shape), omap.subgroup_size
+    threads, values = _dim_digits(tv[0], shape), _dim_digits(tv[1], shape)
+    for digits in (threads, values):
+        if isinstance(digits, str):
+            return NestedConversion(None, False, digits)
+    split = []  # thread digits split where lanes end and subgroups begin
+    for n, j, c, x in threads:
+        if x < sg < x * n and sg % x == 0 and n % (sg // x) == 0:
+            a = sg // x
+            split += [(a, j, c, x), (n // a, j, c * a, sg)]
+        else:
+            split.append((n, j, c, x))
+    threads = split
+    if any(j < 0 for _n, j, _c, _i in values):
+        return NestedConversion(None, False, "a thread holds an element in two registers; nested registers are "
+                                             "all distinct")
+    ext = [1] * r
+    tiles = {k: [1] * r for k in ("E", "T", "O", "B", "S")}
+    t_stride, s_stride = [0] * r, [0] * r
+    pos = 0
+
+    def registers(level: str) -> None:
+        nonlocal pos
+        for i in range(r - 1, -1, -1):
+            while pos < len(values) and values[pos][1] == i and values[pos][2] == ext[i]:
+                tiles[level][i] *= values[pos][0]
+                ext[i] *= values[pos][0]
+                pos += 1
+
+    def thread_run(i: int, level: str) -> str | None:
+        lanes = level == "T"
+        run = [k for k, (n, j, _c, x) in enumerate(threads)
+               if j == i and k not in used and (x * n <= sg if lanes else x >= sg)]
+        if not run:
+            return None
+        k0 = run[0]
+        if threads[k0][2] != ext[i]:
+            return None
+        strides = t_stride if level == "T" else s_stride
+        base = threads[k0][3]
+        if level == "S":
+            if base % sg:
+                return f"dim {i}'s subgroup digits start at thread {base}, inside a subgroup of {sg}"
+            base //= sg
+        strides[i] = base
+        prev = k0
+        for k in run:
+            n, _j, c, _x = threads[k]
+            if c != ext[i] or (k != k0 and k != prev + 1):
+                break
+            tiles[level][i] *= n
+            ext[i] *= n
+            used.add(k)
+            prev = k
+        return None
+
+    used: set[int] = set()
+    registers("E")
+    for i in range(r):
+        err = thread_run(i, "T")
+        if err:
+            return NestedConversion(None, False, err)
+    registers("O")
+    registers("B")
+    if pos < len(values):
+        n, j, c, _x = values[pos]
+        return NestedConversion(None, False, f"register digit {pos} (dim {j}, step {c}) breaks the nested register "
+                                             "order [batch.., outer.., element..] row-major")
+    for i in range(r):
+        err = thread_run(i, "S")
+        if err:
+            return NestedConversion(None, False, err)
+    left = [k for k, (_n, j, _c, _x) in enumerate(threads) if j >= 0 and k not in used]
+    if left:
+        n, j, c, x = threads[left[0]]
+        return NestedConversion(None, False, f"threads {x} apart step dim {j} by {c}, which no nested thread or "
+                                             "subgroup tile of that dim continues")
+    try:
+        nested = NestedLayout(tuple(tiles["S"]), tuple(tiles["B"]), tuple(tiles["O"]), tuple(tiles["T"]),
+                              tuple(tiles["E"]), tuple(s if t > 1 else 0 for s, t in zip(s_stride, tiles["S"])),
+                              tuple(s if t > 1 else 0 for s, t in zip(t_stride, tiles["T"])))
+        got = nested.ownership(sg, omap.num_threads)
+    except SimtifyError as e:
+        return NestedConversion(None, False, e.what)
+    if got.identical(omap):
+        return NestedConversion(nested, True, "same owners, same register order")
+    diff = got.describe_difference(omap)
+    return NestedConversion(None, False, f"no nested layout found ({diff})")

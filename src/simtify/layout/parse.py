@@ -87,9 +87,10 @@ def convert_layout(layout: Layout, to: str, shape, subgroup_size: int | None = N
     a Triton or CuTe layout, or "cute", a CuTe TV layout) with the same
     ownership map as `layout` on `shape`, and a note; ``(None, why)`` when none exists.
     Every answer is checked on ownership maps by the converter that makes it. A CuTe
-    layout reaches the other families through its ``#ttg.linear`` reading."""
+    layout reads its digits as nested tiles, and reaches the others through its
+    ``#ttg.linear`` reading."""
     from simtify.layout.convert import xegpu_to_nested
-    from simtify.layout.cute import cute_from_ownership
+    from simtify.layout.cute import cute_from_ownership, nested_from_tv
     from simtify.layout.triton import (
         linear_from_ownership,
         nested_to_linear,
@@ -107,6 +108,9 @@ def convert_layout(layout: Layout, to: str, shape, subgroup_size: int | None = N
         if tv is not None and tv == layout:
             note = "already a coalesced CuTe TV layout"
         return tv, note
+    if isinstance(layout, CuteLayout) and to == "nested":
+        conv = nested_from_tv(omap)
+        return conv.layout, conv.reason
     if isinstance(layout, CuteLayout):
         lin = linear_from_ownership(omap)
         if lin.layout is None:
