@@ -178,6 +178,12 @@ def test_mfma_32x32_matches_cdna():
         assert omap.elements_of(lane) == [(8 * j + 4 * (lane // 32) + i, lane % 32) for j in range(4) for i in range(4)]
 
 
+def test_mfma_reads_todays_spelling():
+    today = "#ttg.amd_mfma<{version = 4, warpsPerCTA = [1, 8], instrShape = [32, 32, 16], isTransposed = false}>"
+    layout = parse_layout(today)
+    assert layout.version_major == 4 and layout.linear((64, 256)) == parse_layout(MFMA32_1x8).linear((64, 256))
+
+
 def test_dot_operands_replicate_across_warps_along_k():
     omap = ownership_map(parse_layout(dot(V2_2x2, 0, 2)), (32, 16))  # warps [2, 2]: dim 1 warps share A
     assert omap.num_threads == 128 and omap.covers and omap.max_replication == 2

@@ -586,7 +586,7 @@ class TritonMma(_ByLinear):
         return self._built().fit(shape, _matrix_order(self.rank, True))
 
 
-MFMA_FIELDS = ("versionMajor", "versionMinor", "warpsPerCTA", "instrShape", "MDim", "NDim", "isTransposed",
+MFMA_FIELDS = ("version", "versionMajor", "versionMinor", "warpsPerCTA", "instrShape", "MDim", "NDim", "isTransposed",
                "tilesPerWarp", "elementBitWidth")
 
 
@@ -617,6 +617,10 @@ class TritonMfma(_ByLinear):
     @classmethod
     def from_attribute(cls, attr: AttributeText, where: str = "layout") -> TritonMfma:
         values = _dict_params(attr, MFMA_FIELDS + CTA_FIELDS, "amd_mfma", where)
+        if "version" in values:  # today's spelling of versionMajor
+            if "versionMajor" in values:
+                raise SimtifyError("give 'version' or 'versionMajor', not both", where)
+            values["versionMajor"] = values.pop("version")
         _require(values, ("versionMajor", "warpsPerCTA"), "amd_mfma", where)
         if "instrShape" in values:
             instr = int_list(values["instrShape"], "instrShape", where)
