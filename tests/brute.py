@@ -179,3 +179,50 @@ def xor_map(register, lane, warp, shape) -> list[list[tuple[int, ...]]]:
             regs.append(tuple(x))
         table.append(regs)
     return table
+
+
+def cute_coord(index: int, shape):
+    """CuTe's idx2crd: a 1-D index to a hierarchical coordinate, mode 0 fastest; the last
+    mode takes what is left."""
+    if not isinstance(shape, tuple):
+        return index
+    out = []
+    for i, s in enumerate(shape):
+        n = prod_tree(s)
+        if i == len(shape) - 1:
+            out.append(cute_coord(index, s))
+        else:
+            out.append(cute_coord(index % n, s))
+            index //= n
+    return tuple(out)
+
+
+def prod_tree(t) -> int:
+    return prod(prod_tree(a) for a in t) if isinstance(t, tuple) else t
+
+
+def cute_offset(index: int, shape, stride) -> int:
+    """A CuTe layout's offset of a 1-D index: the coordinate's inner product with the strides."""
+    def inner(c, d):
+        return sum(inner(x, y) for x, y in zip(c, d)) if isinstance(c, tuple) else c * d
+    return inner(cute_coord(index, shape), stride)
+
+
+def cute_tv_map(shape, stride, tensor_shape) -> list[list[tuple[int, ...]]]:
+    """A TV layout read literally: thread t's value v is index t + T·v (T the size of mode
+    0), its offset a column-major index into tensor_shape."""
+    modes = shape if isinstance(shape, tuple) else (shape,)
+    T = prod_tree(modes[0])
+    V = prod_tree(shape) // T
+    table = []
+    for t in range(T):
+        row = []
+        for v in range(V):
+            off = cute_offset(t + T * v, shape, stride)
+            coord = []
+            for n in tensor_shape:
+                coord.append(off % n)
+                off //= n
+            row.append(tuple(coord))
+        table.append(row)
+    return table

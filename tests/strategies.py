@@ -85,3 +85,27 @@ def xegpu_cases(draw):
         order=order,
     )
     return layout, tuple(shape)
+
+
+@st.composite
+def cute_layouts(draw, max_size=96, max_stride=12):
+    """A CuTe layout (shape and stride trees) of rank 1-3, modes flat or nested one level."""
+    from simtify.layout.cute import CuteLayout
+
+    while True:
+        modes = []
+        for _ in range(draw(st.integers(1, 3))):
+            if draw(st.booleans()):
+                modes.append(draw(SIZES))
+            else:
+                modes.append(tuple(draw(SIZES) for _ in range(draw(st.integers(2, 3)))))
+        shape = tuple(modes) if len(modes) > 1 else modes[0]
+        if prod(prod(m) if isinstance(m, tuple) else m for m in modes) <= max_size:
+            break
+
+    def strides(s):
+        if isinstance(s, tuple):
+            return tuple(strides(x) for x in s)
+        return draw(st.integers(0, max_stride))
+
+    return CuteLayout(shape, strides(shape))

@@ -95,7 +95,8 @@ BAD = [
     (["layout", "check", "#ttg.linear<{register = [[0, 3]], lane = [[1, 0]], warp = [], block = []}>"], "powers of two"),
     (["layout", "check", "#ttg.linear<{register = [[0, 1]], lane = [[1, 0]], warp = [], block = [[2, 0]]}>"], "several CTAs"),
     (["layout", "check", "#ttg.slice<{dim = 5, parent = " + BLOCKED + "}>"], "out of range"),
-    (["layout", "check", "#ttg.amd_mfma<{versionMajor = 3}>"], "unsupported Triton layout"),
+    (["layout", "check", "#ttg.amd_wmma<{version = 1}>"], "unsupported Triton layout"),
+    (["layout", "check", "#ttg.amd_mfma<{versionMajor = 3}>"], "missing 'warpsPerCTA'"),
 ]
 
 

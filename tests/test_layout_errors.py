@@ -62,7 +62,7 @@ BAD = [
     (["layout", "basis", "--counts", "16,4", "--mapping", "2,0", "--id", "3"], "digit 2"),
     (["layout", "basis", "--counts", "16,4", "--id", "64"], "outside"),
     (["layout", "basis", "--basis", "[[16, 4]]", "--id", "1"], "[[counts], [mapping]]"),
-    (["layout", "convert", GOOD, "--to", "cute"], "invalid choice"),
+    (["layout", "convert", GOOD, "--to", "blocked"], "invalid choice"),
 ]
 
 

@@ -257,8 +257,9 @@ def test_non_power_of_two_nested_has_no_linear_layout():
     ("#ttg.linear<{register = [[0, 1]], lane = [[1, 0]], warp = [], block = [[0, 2]]}>", (2, 2), "several CTAs"),
     ("#ttg.linear<{register = [], lane = [], warp = [], block = []}>", (1,), "no bases"),
     ("#ttg.slice<{dim = 2, parent = #ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], order = [1, 0]}>}>", (4,), "out of range"),
-    ("#ttg.slice<{dim = 0, parent = #ttg.nvidia_mma<{versionMajor = 2}>}>", (4,), "not modelled"),
-    ("#ttg.dot_op<{opIdx = 0}>", (4,), "unsupported Triton layout"),
+    ("#ttg.slice<{dim = 0, parent = #ttg.nvidia_mma<{versionMajor = 2}>}>", (4,), "missing 'warpsPerCTA'"),
+    ("#ttg.dot_op<{opIdx = 0}>", (4,), "'parent' must be"),
+    ("#ttg.amd_wmma<{version = 1, warpsPerCTA = [1, 1]}>", (16, 16), "unsupported Triton layout"),
 ])
 def test_bad_triton_layouts_name_the_problem(text, shape, words):
     with pytest.raises(SimtifyError) as e:

@@ -2,7 +2,9 @@
 
 LAYOUT is attribute text (``#iree_vector_ext.nested_layout<...>``, its bare ``<...>``
 body, ``#xegpu.layout<...>``, ``#xegpu.slice<...>``, Triton's ``#ttg.blocked<{...}>``,
-``#ttg.linear<{...}>``, ``#ttg.slice<{...}>``), ``@FILE`` holding it, a built-in
+``#ttg.linear<{...}>``, ``#ttg.slice<{...}>``, ``#ttg.nvidia_mma``, ``#ttg.amd_mfma``,
+``#ttg.dot_op``; a CuTe layout ``(4,8):(8,1)``, mode 0 the
+threads and the rest the values, offsets column-major in --shape), ``@FILE`` holding it, a built-in
 example ``example:seed-64x64``, ``example:seed-subgroup-order``, ``example:xegpu-128x128``,
 or one operand of a matrix intrinsic, ``mma:MFMA_F32_16x16x16_F16:A`` (A, B or C).
 """
@@ -81,8 +83,25 @@ def _int_list(text: str) -> list[int]:
 def _load(args):
     """Parse LAYOUT, pick the shape and launch sizes, and compute the ownership map."""
     from simtify.layout import NestedLayout, ownership_map, parse_layout, parse_shape
+    from simtify.layout.syntax import parse_tensor_type
 
-    text, where = _read_layout_text(args.layout)
+    tensor_shape = None
+    if args.tensor is not None:
+        if args.shape is not None:
+            raise SimtifyError("give the shape once: --shape or --tensor", "--tensor")
+        tensor_shape, encoding = parse_tensor_type(args.tensor, "--tensor")
+        if encoding is not None and args.layout is not None:
+            raise SimtifyError("give the layout once: as LAYOUT or in the tensor type", "--tensor")
+        if encoding is None and args.layout is None:
+            raise SimtifyError("the tensor type carries no layout: add it (tensor<64x64xf16, #layout>) or give "
+                               "LAYOUT", "--tensor")
+    if args.layout is None and args.tensor is None:
+        raise SimtifyError("give a LAYOUT, or a tensor type with its layout: -t 'tensor<64x64xf16, #layout>'", "layout")
+    if args.layout is None:
+        text, where = encoding, "--tensor"
+        args.layout = ""
+    else:
+        text, where = _read_layout_text(args.layout)
     layout = parse_layout(text, where)
     if args.layout.startswith("mma:") and args.subgroup_size is None:
         from simtify.target.mma import intrinsic
@@ -92,7 +111,9 @@ def _load(args):
         from simtify.examples import SHAPES
 
         args.shape = SHAPES.get(args.layout[len("example:"):])
-    if args.shape is not None:
+    if tensor_shape is not None:
+        shape = tensor_shape
+    elif args.shape is not None:
         shape = parse_shape(args.shape)
     elif isinstance(layout, NestedLayout):
         shape = layout.undistributed_shape
@@ -102,7 +123,7 @@ def _load(args):
         raise SimtifyError("an XeGPU layout needs --shape", "--shape")
     if prod(shape) > MAX_ELEMENTS:
         raise SimtifyError(f"the shape has {prod(shape)} elements; layout commands handle at most {MAX_ELEMENTS}",
-                           "--shape" if args.shape is not None else where)
+                           "--shape" if args.shape is not None else "--tensor" if tensor_shape else where)
     for flag, value in (("--threads", args.threads), ("--subgroup-size", args.subgroup_size)):
         if value is not None and value > MAX_THREADS:
             raise SimtifyError(f"{value} is more than a workgroup can have (at most {MAX_THREADS} here)", flag)
@@ -116,8 +137,12 @@ def _load(args):
 
 
 def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
-    p.add_argument("layout", metavar="LAYOUT", help="layout attribute text, @FILE, or example:NAME")
+    p.add_argument("layout", metavar="LAYOUT", nargs="?",
+                   help="layout attribute text, @FILE, or example:NAME (optional with -t carrying a layout)")
     p.add_argument("--shape", help="vector shape, e.g. 64x64 (nested layouts default to their own)")
+    p.add_argument("-t", "--tensor", metavar="TYPE",
+                   help="a tensor type, as triton-tensor-layout takes it: its shape, and its layout if it has one, "
+                        "e.g. 'tensor<64x64xf16, #ttg.nvidia_mma<{...}>>'")
     p.add_argument("--subgroup-size", type=_positive, help="lanes per subgroup (nested: 64; XeGPU: prod(lane_layout))")
     p.add_argument("--threads", type=_positive, help="threads per workgroup (default: subgroups × subgroup size)")
     if json_flag:
@@ -155,9 +180,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
     convert = verbs.add_parser("convert", help="the equal layout of another family")
     _add_common(convert)
-    convert.add_argument("--to", choices=("nested", "linear", "xegpu"), required=True,
+    convert.add_argument("--to", choices=("nested", "linear", "xegpu", "cute"), required=True,
                          help="nested: #iree_vector_ext.nested_layout; linear: Triton's #ttg.linear; "
-                              "xegpu: #xegpu.layout (from a Triton layout)")
+                              "xegpu: #xegpu.layout (from a Triton or CuTe layout); cute: a CuTe TV layout")
     convert.set_defaults(run=run_convert)
 
     basis = verbs.add_parser("basis", help="where a lowering-config basis puts an id")

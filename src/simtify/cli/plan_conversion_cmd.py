@@ -42,18 +42,19 @@ BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4, "f64": 8}
 def _nested(arg: str, shape, sg, threads, where: str):
     from simtify.cli.layout_cmd import _read_layout_text
     from simtify.errors import SimtifyError
-    from simtify.layout import NestedLayout, parse_layout, xegpu_to_nested
+    from simtify.layout import NestedLayout, parse_layout
+    from simtify.layout.parse import convert_layout
 
     text, src = _read_layout_text(arg)
     layout = parse_layout(text, src)
     if isinstance(layout, NestedLayout):
         return layout
     if shape is None:
-        raise SimtifyError("an XeGPU layout needs --shape", "--shape")
-    conv = xegpu_to_nested(layout, shape, sg, threads)
-    if not conv.exists:
-        raise SimtifyError(f"no nested layout equals this XeGPU layout: {conv.reason}", where)
-    return conv.layout
+        raise SimtifyError("a layout other than a nested one needs --shape", "--shape")
+    nested, reason = convert_layout(layout, "nested", shape, sg, threads)
+    if nested is None:
+        raise SimtifyError(f"no nested layout equals this layout: {reason}", where)
+    return nested
 
 
 def run(args) -> int:

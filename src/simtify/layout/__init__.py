@@ -4,8 +4,11 @@ Every layout family lowers to one **ownership map**: for a vector shape, a subgr
 and a thread count, the elements each workgroup-linear thread ``tid`` holds, in register
 order (subgroup ``tid // subgroup_size``, lane ``tid % subgroup_size``). Equality,
 replication, coverage and conversions are all decided on that map. Triton's layouts
-(``#ttg.blocked``, ``#ttg.linear``, ``#ttg.slice``) reach it through their linear layouts
-over F2 (`layout/triton.py`), a warp being a subgroup.
+(``#ttg.blocked``, ``#ttg.linear``, ``#ttg.slice``, ``#ttg.nvidia_mma``, ``#ttg.amd_mfma``,
+``#ttg.dot_op``) reach it through their linear layouts
+over F2 (`layout/triton.py`), a warp being a subgroup. A CuTe layout ``(4,8):(8,1)``
+is read as a thread-value layout (`layout/cute.py`): mode 0 the threads, the rest the
+values, offsets column-major in the vector shape.
 
 The seed's example: ``vector<64x64xf16>`` with ::
 
@@ -28,12 +31,13 @@ import importlib
 _EXPORTS = {
     "Basis": "basis", "layout_from_config": "basis",
     "NestedConversion": "convert", "xegpu_to_nested": "convert",
+    "CuteLayout": "cute", "cute_from_ownership": "cute", "parse_cute": "cute",
     "NestedLayout": "nested",
     "OwnershipMap": "ownership",
     "Layout": "parse", "default_subgroup_size": "parse", "ownership_map": "parse", "parse_layout": "parse",
     "parse_shape": "syntax",
-    "TritonBlocked": "triton", "TritonLinear": "triton", "TritonSlice": "triton", "nested_to_linear": "triton",
-    "triton_to_nested": "triton",
+    "TritonBlocked": "triton", "TritonDotOperand": "triton", "TritonLinear": "triton", "TritonMfma": "triton",
+    "TritonMma": "triton", "TritonSlice": "triton", "nested_to_linear": "triton", "triton_to_nested": "triton",
     "XeGPULayout": "xegpu", "XeGPUSlice": "xegpu",
 }
 
@@ -47,19 +51,25 @@ def __getattr__(name: str):
 
 __all__ = [
     "Basis",
+    "CuteLayout",
     "Layout",
     "NestedConversion",
     "NestedLayout",
     "OwnershipMap",
     "TritonBlocked",
+    "TritonDotOperand",
     "TritonLinear",
+    "TritonMfma",
+    "TritonMma",
     "TritonSlice",
     "XeGPULayout",
     "XeGPUSlice",
+    "cute_from_ownership",
     "default_subgroup_size",
     "layout_from_config",
     "nested_to_linear",
     "ownership_map",
+    "parse_cute",
     "parse_layout",
     "parse_shape",
     "triton_to_nested",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Union
 
 from simtify.errors import SimtifyError
+from simtify.layout.cute import CuteLayout, looks_like_cute, parse_cute
 from simtify.layout.nested import ATTRIBUTE_NAME as NESTED_NAME
 from simtify.layout.nested import FIELDS as NESTED_FIELDS
 from simtify.layout.nested import NestedLayout
@@ -29,12 +30,14 @@ from simtify.layout.xegpu import (
     launch,
 )
 
-Layout = Union[NestedLayout, XeGPULayout, XeGPUSlice, TritonBlocked, TritonLinear, TritonSlice]
+Layout = Union[NestedLayout, XeGPULayout, XeGPUSlice, TritonBlocked, TritonLinear, TritonSlice, CuteLayout]
 
 
 def parse_layout(text: str, where: str = "layout") -> Layout:
-    """Parse a nested layout, an XeGPU layout or an XeGPU slice from attribute text.
-    A bare ``<...>`` body is read by its keys."""
+    """Parse a nested layout, an XeGPU layout or slice, a Triton layout from attribute
+    text, or a CuTe layout ``shape:stride``. A bare ``<...>`` body is read by its keys."""
+    if looks_like_cute(text):
+        return parse_cute(text, where)
     attr = parse_attribute(text, where)
     if attr.name == NESTED_NAME:
         return NestedLayout.from_attribute(attr, where)
@@ -46,7 +49,7 @@ def parse_layout(text: str, where: str = "layout") -> Layout:
         return triton_from_attribute(attr, where)
     if attr.name is not None:
         raise SimtifyError(f"unknown layout attribute {attr.name} (expected {NESTED_NAME}, {LAYOUT_NAME}, {SLICE_NAME}, "
-                           "#ttg.blocked, #ttg.linear or #ttg.slice)", where)
+                           "#ttg.blocked, #ttg.linear or #ttg.slice, or a CuTe layout (4,8):(8,1))", where)
     keys = set(attr.keys())
     if keys and keys <= set(BLOCKED_FIELDS) | {"CTAsPerCGA", "CTASplitNum", "CTAOrder", "CGALayout"} and "sizePerThread" in keys:
         return TritonBlocked.from_attribute(attr, where)
@@ -69,23 +72,27 @@ def ownership_map(layout: Layout, shape, subgroup_size: int | None = None, num_t
     if isinstance(layout, NestedLayout):
         layout.check_shape(shape)
         return layout.ownership(subgroup_size or 64, num_threads)
-    if isinstance(layout, TRITON_LAYOUTS):
+    if isinstance(layout, (*TRITON_LAYOUTS, CuteLayout)):
         return layout.ownership(shape, subgroup_size, num_threads)
     subgroup_size, num_threads = launch(layout, subgroup_size, num_threads)
     return layout.ownership(shape, subgroup_size, num_threads)
 
 
-CONVERT_TARGETS = ("nested", "linear", "xegpu")
+CONVERT_TARGETS = ("nested", "linear", "xegpu", "cute")
 
 
 def convert_layout(layout: Layout, to: str, shape, subgroup_size: int | None = None,
                    num_threads: int | None = None) -> tuple[Layout | None, str]:
-    """The layout of family `to` ("nested", "linear" i.e. ``#ttg.linear``, or "xegpu" from
-    a Triton layout) with the same
+    """The layout of family `to` ("nested", "linear" i.e. ``#ttg.linear``, "xegpu" from
+    a Triton or CuTe layout, or "cute", a CuTe TV layout) with the same
     ownership map as `layout` on `shape`, and a note; ``(None, why)`` when none exists.
-    Every answer is checked on ownership maps by the converter that makes it."""
+    Every answer is checked on ownership maps by the converter that makes it. A CuTe
+    layout reads its digits as nested tiles, and reaches the others through its
+    ``#ttg.linear`` reading."""
     from simtify.layout.convert import xegpu_to_nested
+    from simtify.layout.cute import cute_from_ownership, nested_from_tv
     from simtify.layout.triton import (
+        linear_from_ownership,
         nested_to_linear,
         triton_to_nested,
         triton_to_xegpu,
@@ -96,6 +103,21 @@ def convert_layout(layout: Layout, to: str, shape, subgroup_size: int | None = N
         raise SimtifyError(f"cannot convert to '{to}' (expected one of {', '.join(CONVERT_TARGETS)})")
     omap = ownership_map(layout, shape, subgroup_size, num_threads)
     subgroup_size, num_threads = omap.subgroup_size, omap.num_threads
+    if to == "cute":
+        tv, note = cute_from_ownership(omap)
+        if tv is not None and tv == layout:
+            note = "already a coalesced CuTe TV layout"
+        return tv, note
+    if isinstance(layout, CuteLayout) and to == "nested":
+        conv = nested_from_tv(omap)
+        return conv.layout, conv.reason
+    if isinstance(layout, CuteLayout):
+        lin = linear_from_ownership(omap)
+        if lin.layout is None:
+            return None, f"a CuTe layout converts through its #ttg.linear reading, and it has none: {lin.reason}"
+        if to == "linear":
+            return lin.layout, lin.reason
+        layout = lin.layout
     if to == "xegpu":
         if isinstance(layout, (XeGPULayout, XeGPUSlice)):
             return layout, "already an XeGPU layout"

@@ -186,3 +186,22 @@ def parse_dim_map(text: str, where: str = "map") -> tuple[int, tuple[int, ...]]:
     if len(set(results)) != len(results):
         raise SimtifyError("a map result dim appears twice; only permutations and projections apply", where)
     return len(dims), tuple(results)
+
+
+_TENSOR = re.compile(r"^\s*tensor\s*<\s*((?:\d+\s*x\s*)+)([A-Za-z][\w.]*)\s*(?:,\s*(.*?))?\s*>\s*$", re.S)
+
+
+def parse_tensor_type(text: str, where: str = "--tensor") -> tuple[tuple[int, ...], str | None]:
+    """``tensor<64x64xf16>`` or ``tensor<64x64xf16, #layout<...>>`` (as Triton prints it and
+    ``triton-tensor-layout -t`` takes it): the shape, and the encoding's text if any."""
+    m = _TENSOR.match(text)
+    if not m:
+        raise SimtifyError(f"'{text}' is not a static tensor type like tensor<64x64xf16, #layout>", where)
+    shape = tuple(int(d) for d in re.findall(r"\d+", m.group(1)))
+    if any(d <= 0 for d in shape):
+        raise SimtifyError(f"'{text}' has a dim of size 0", where)
+    encoding = m.group(3)
+    if encoding is not None and "<" not in encoding:
+        raise SimtifyError(f"the layout alias {encoding} is defined elsewhere in the module; paste the attribute "
+                           "itself into the tensor type", where)
+    return shape, encoding

@@ -215,8 +215,25 @@ def _dict_params(attr: AttributeText, allowed: Sequence[str], what: str, where: 
     return values
 
 
+class _ByLinear:
+    """A Triton layout whose ownership map is its linear layout's on the shape."""
+
+    def ownership(self, shape, subgroup_size=None, num_threads=None) -> OwnershipMap:
+        return self.linear(shape).ownership(subgroup_size, num_threads)
+
+
+def _construct(cls, args, values: dict, where: str):
+    """``cls(*args)`` with its errors located at `where`, and its CTA fields checked."""
+    try:
+        layout = cls(*args)
+    except SimtifyError as e:
+        raise e.at(where)
+    _check_single_cta(values, layout.rank, where)
+    return layout
+
+
 @dataclass(frozen=True)
-class TritonBlocked:
+class TritonBlocked(_ByLinear):
     size_per_thread: tuple[int, ...]
     threads_per_warp: tuple[int, ...]
     warps_per_cta: tuple[int, ...]
@@ -244,13 +261,7 @@ class TritonBlocked:
         missing = [f for f in BLOCKED_FIELDS if f not in values]
         if missing:
             raise SimtifyError(f"blocked layout is missing {', '.join(repr(m) for m in missing)}", where)
-        lists = [int_list(values[f], f, where) for f in BLOCKED_FIELDS]
-        try:
-            layout = cls(*lists)
-        except SimtifyError as e:
-            raise e.at(where)
-        _check_single_cta(values, layout.rank, where)
-        return layout
+        return _construct(cls, [int_list(values[f], f, where) for f in BLOCKED_FIELDS], values, where)
 
     def __str__(self) -> str:
         return (f"#ttg.blocked<{{sizePerThread = {format_ints(self.size_per_thread)}, "
@@ -282,9 +293,6 @@ class TritonBlocked:
                     sizes[d] *= 2
         return _fit(bases, sizes, shape, self.order, broadcast_registers=True)
 
-    def ownership(self, shape, subgroup_size=None, num_threads=None) -> OwnershipMap:
-        return self.linear(shape).ownership(subgroup_size, num_threads)
-
 
 def _bases_list(value, key: str, where: str) -> list[tuple[int, ...]]:
     if not isinstance(value, list) or not all(isinstance(b, list) for b in value):
@@ -293,7 +301,7 @@ def _bases_list(value, key: str, where: str) -> list[tuple[int, ...]]:
 
 
 @dataclass(frozen=True)
-class TritonLinear:
+class TritonLinear(_ByLinear):
     """``#ttg.linear``: bases given per input bit; the tile is inferred from them."""
 
     register: tuple[Basis, ...]
@@ -376,12 +384,9 @@ class TritonLinear:
         bases = {k: [list(b) for b in getattr(self, k)] for k in IN_DIMS}
         return _fit(bases, list(self.tile_shape), shape, self.register_order(), broadcast_registers=False)
 
-    def ownership(self, shape, subgroup_size=None, num_threads=None) -> OwnershipMap:
-        return self.linear(shape).ownership(subgroup_size, num_threads)
-
 
 @dataclass(frozen=True)
-class TritonSlice:
+class TritonSlice(_ByLinear):
     dim: int
     parent: TritonLayout
 
@@ -400,9 +405,10 @@ class TritonSlice:
         if not isinstance(values["dim"], int):
             raise SimtifyError("'dim' must be an integer", where)
         parent = values["parent"]
-        if not isinstance(parent, AttributeText) or family_name(parent.name) not in ("blocked", "linear", "slice"):
-            raise SimtifyError("'parent' must be a #ttg.blocked, #ttg.linear or #ttg.slice layout "
-                               "(MMA and dot-operand parents are not modelled)", where)
+        if not isinstance(parent, AttributeText) or family_name(parent.name) not in (
+                "blocked", "linear", "slice", "dot_op", "amd_mfma", *MMA_NAMES):
+            raise SimtifyError("'parent' must be a #ttg.blocked, #ttg.linear, #ttg.slice, #ttg.nvidia_mma, "
+                               "#ttg.amd_mfma or #ttg.dot_op layout", where)
         try:
             return cls(values["dim"], triton_from_attribute(parent, where))
         except SimtifyError as e:
@@ -431,12 +437,357 @@ class TritonSlice:
         register = tuple(drop(b) for b in parent.register if any(drop(b)))
         return LinearBases(register, tuple(map(drop, parent.lane)), tuple(map(drop, parent.warp)), shape)
 
-    def ownership(self, shape, subgroup_size=None, num_threads=None) -> OwnershipMap:
-        return self.linear(shape).ownership(subgroup_size, num_threads)
+
+class _Builder:
+    """A linear layout built as Triton's conversions build theirs: products of 1-D
+    identities (each stepping its dim by the size reached so far) and zeros."""
+
+    def __init__(self, rank: int):
+        self.rank = rank
+        self.sizes = [1] * rank
+        self.bases: dict[str, list[list[int]]] = {k: [] for k in IN_DIMS}
+
+    def identity(self, kind: str, n: int, dim: int) -> None:
+        for _ in range(_log2(n)):
+            self.bases[kind].append(list(_unit(self.rank, dim, self.sizes[dim])))
+            self.sizes[dim] *= 2
+
+    def zeros(self, kind: str, n: int) -> None:
+        self.bases[kind] += [[0] * self.rank for _ in range(_log2(n))]
+
+    def fit(self, shape: tuple[int, ...], dim_order: Sequence[int]) -> LinearBases:
+        return _fit(self.bases, self.sizes, shape, dim_order, broadcast_registers=True)
 
 
-TritonLayout = Union[TritonBlocked, TritonLinear, TritonSlice]
-TRITON_LAYOUTS = (TritonBlocked, TritonLinear, TritonSlice)
+def _matrix_order(rank: int, row_major: bool) -> tuple[int, ...]:
+    """Triton's getMatrixOrder: the last two dims (last fastest when row-major), then batch dims."""
+    order = list(range(rank - 1, -1, -1))
+    if not row_major:
+        order[0], order[1] = order[1], order[0]
+    return tuple(order)
+
+
+def _dot_order(op_idx: int, rank: int) -> tuple[int, ...]:
+    """Triton's getOrderForDotOperand with K contiguous: K first, then M or N, then batch."""
+    k = rank - 1 if op_idx == 0 else rank - 2
+    non_k = rank - 2 if op_idx == 0 else rank - 1
+    return (k, non_k) + tuple(range(rank - 3, -1, -1))
+
+
+def _mma_tile(b: _Builder, tile: Sequence[int], k_width: int, order: Sequence[int]) -> None:
+    """Triton's nvidiaMmaTile: kWidth registers and 4 lanes along the inner dim, 8 lanes
+    along the outer, then registers repeating the outer dim m/8 times and the inner
+    n/(4·kWidth) times."""
+    inner, outer = order[0], order[1]
+    m, n = tile[outer], tile[inner]
+    b.identity("register", k_width, inner)
+    b.identity("lane", 4, inner)
+    b.identity("lane", 8, outer)
+    b.identity("register", m // 8, outer)
+    b.identity("register", n // (k_width * 4), inner)
+
+
+def _scalar(values: dict, key: str, where: str, default=None) -> int:
+    if key not in values:
+        if default is None:
+            raise SimtifyError(f"the layout is missing '{key}'", where)
+        return default
+    v = values[key]
+    if v in ("true", "false"):
+        return int(v == "true")
+    if not isinstance(v, int):
+        raise SimtifyError(f"'{key}' must be an integer", where)
+    return v
+
+
+def _require(values: dict, keys: Sequence[str], what: str, where: str) -> None:
+    missing = [k for k in keys if k not in values]
+    if missing:
+        raise SimtifyError(f"{what} layout is missing {', '.join(repr(m) for m in missing)}", where)
+
+
+MMA_FIELDS = ("versionMajor", "versionMinor", "warpsPerCTA", "instrShape")
+
+
+@dataclass(frozen=True)
+class TritonMma(_ByLinear):
+    """``#ttg.nvidia_mma``: Ampere (versionMajor 2, instrShape [16, 8]) and Hopper
+    (versionMajor 3, instrShape [16, N, K]) accumulators, as Triton's
+    NvidiaMmaEncodingAttr::toLinearLayout builds them."""
+
+    version_major: int
+    version_minor: int
+    warps_per_cta: tuple[int, ...]
+    instr_shape: tuple[int, ...]
+
+    def __post_init__(self):
+        rank = len(self.warps_per_cta)
+        if self.version_major not in (2, 3):
+            raise SimtifyError(f"versionMajor = {self.version_major}: simtify reads MMA versions 2 (Ampere) and "
+                               "3 (Hopper)")
+        if rank < 2:
+            raise SimtifyError("an MMA layout has at least two dims")
+        for i, n in enumerate(self.warps_per_cta):
+            if not _is_pow2(n):
+                raise SimtifyError(f"warpsPerCTA[{i}] = {n} is not a power of two")
+        want = rank if self.version_major == 2 else 3
+        if len(self.instr_shape) != want:
+            raise SimtifyError(f"instrShape = {format_ints(self.instr_shape)}: MMA v{self.version_major} of rank "
+                               f"{rank} takes {want} numbers")
+        if self.version_major == 3 and rank != 2:
+            raise SimtifyError("MMA v3 (Hopper) layouts have rank 2")
+        m, n = self.tile[-2], self.tile[-1]
+        if not (_is_pow2(m) and _is_pow2(n) and m % 8 == 0 and n % 8 == 0) or any(t != 1 for t in self.tile[:-2]):
+            raise SimtifyError(f"instrShape = {format_ints(self.instr_shape)} is no MMA tile (M and N powers of two, "
+                               "multiples of 8; batch dims 1)")
+
+    @classmethod
+    def from_attribute(cls, attr: AttributeText, where: str = "layout") -> TritonMma:
+        values = _dict_params(attr, MMA_FIELDS + CTA_FIELDS, "nvidia_mma", where)
+        _require(values, ("versionMajor", "warpsPerCTA", "instrShape"), "nvidia_mma", where)
+        return _construct(cls, (_scalar(values, "versionMajor", where), _scalar(values, "versionMinor", where, 0),
+                                int_list(values["warpsPerCTA"], "warpsPerCTA", where),
+                                int_list(values["instrShape"], "instrShape", where)), values, where)
+
+    def __str__(self) -> str:
+        return (f"#ttg.nvidia_mma<{{versionMajor = {self.version_major}, versionMinor = {self.version_minor}, "
+                f"warpsPerCTA = {format_ints(self.warps_per_cta)}, instrShape = {format_ints(self.instr_shape)}}}>")
+
+    @property
+    def rank(self) -> int:
+        return len(self.warps_per_cta)
+
+    @property
+    def tile(self) -> tuple[int, ...]:
+        return self.instr_shape if self.version_major == 2 else self.instr_shape[:2]
+
+    @property
+    def warp_order(self) -> tuple[int, ...]:
+        """Row-major warps for Ampere; Hopper's are column-major (wgmma fixes it)."""
+        return _matrix_order(self.rank, row_major=self.version_major != 3)
+
+    @property
+    def default_subgroup_size(self) -> int:
+        return 32
+
+    def _built(self) -> _Builder:
+        b = _Builder(self.rank)
+        _mma_tile(b, self.tile, 2, _matrix_order(self.rank, True))  # the accumulator's kWidth is 2
+        for d in self.warp_order:
+            b.identity("warp", self.warps_per_cta[d], d)
+        return b
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        return tuple(self._built().sizes)
+
+    def linear(self, shape: Sequence[int]) -> LinearBases:
+        shape = check_shape_pow2(shape, self.rank)
+        return self._built().fit(shape, _matrix_order(self.rank, True))
+
+
+MFMA_FIELDS = ("version", "versionMajor", "versionMinor", "warpsPerCTA", "instrShape", "MDim", "NDim", "isTransposed",
+               "tilesPerWarp", "elementBitWidth")
+
+
+@dataclass(frozen=True)
+class TritonMfma(_ByLinear):
+    """``#ttg.amd_mfma``: CDNA's 32x32 and 16x16 accumulators on 64-lane wavefronts, as
+    Triton's AMDMfmaEncodingAttr::toLinearLayout builds them. Not transposed, a lane holds
+    one column (N) and registers run down M (32x32: rows 0-3, 8-11, 16-19, 24-27 of its
+    half, lanes 32-63 the other half); transposed swaps M and N."""
+
+    version_major: int
+    version_minor: int
+    warps_per_cta: tuple[int, ...]
+    m_dim: int
+    n_dim: int
+    is_transposed: bool
+
+    def __post_init__(self):
+        if (self.m_dim, self.n_dim) not in ((32, 32), (16, 16)):
+            raise SimtifyError(f"an MFMA tile of {self.m_dim}x{self.n_dim}: Triton's linear layouts know 32x32 "
+                               "and 16x16")
+        if len(self.warps_per_cta) not in (2, 3):
+            raise SimtifyError("an MFMA layout has rank 2 or 3 (a batch dim first)")
+        for i, n in enumerate(self.warps_per_cta):
+            if not _is_pow2(n):
+                raise SimtifyError(f"warpsPerCTA[{i}] = {n} is not a power of two")
+
+    @classmethod
+    def from_attribute(cls, attr: AttributeText, where: str = "layout") -> TritonMfma:
+        values = _dict_params(attr, MFMA_FIELDS + CTA_FIELDS, "amd_mfma", where)
+        if "version" in values:  # today's spelling of versionMajor
+            if "versionMajor" in values:
+                raise SimtifyError("give 'version' or 'versionMajor', not both", where)
+            values["versionMajor"] = values.pop("version")
+        _require(values, ("versionMajor", "warpsPerCTA"), "amd_mfma", where)
+        if "instrShape" in values:
+            instr = int_list(values["instrShape"], "instrShape", where)
+            if len(instr) not in (2, 3):
+                raise SimtifyError(f"instrShape = {format_ints(instr)}: [M, N] or [M, N, K]", where)
+            m, n = instr[0], instr[1]
+        else:
+            m, n = _scalar(values, "MDim", where), _scalar(values, "NDim", where)
+        if "tilesPerWarp" in values and any(t != 1 for t in int_list(values["tilesPerWarp"], "tilesPerWarp", where)):
+            raise SimtifyError("tilesPerWarp other than 1 is not modelled", where)
+        if _scalar(values, "elementBitWidth", where, 32) == 64:
+            raise SimtifyError("f64 MFMA layouts are not modelled", where)
+        return _construct(cls, (_scalar(values, "versionMajor", where), _scalar(values, "versionMinor", where, 0),
+                                int_list(values["warpsPerCTA"], "warpsPerCTA", where), m, n,
+                                bool(_scalar(values, "isTransposed", where, 0))), values, where)
+
+    def __str__(self) -> str:
+        return (f"#ttg.amd_mfma<{{versionMajor = {self.version_major}, versionMinor = {self.version_minor}, "
+                f"warpsPerCTA = {format_ints(self.warps_per_cta)}, instrShape = [{self.m_dim}, {self.n_dim}], "
+                f"isTransposed = {'true' if self.is_transposed else 'false'}}}>")
+
+    @property
+    def rank(self) -> int:
+        return len(self.warps_per_cta)
+
+    @property
+    def warp_order(self) -> tuple[int, ...]:
+        return _matrix_order(self.rank, row_major=True)
+
+    @property
+    def default_subgroup_size(self) -> int:
+        return 64
+
+    def _built(self) -> _Builder:
+        rank = self.rank
+        m, n = rank - 2, rank - 1
+        if self.is_transposed:
+            m, n = n, m
+        b = _Builder(rank)
+        register = [1, 2] if self.m_dim == 16 else [1, 2, 8, 16]
+        lanes_n = self.n_dim.bit_length() - 1  # 16 or 32 lanes along N, then M
+        lane_m = [4, 8] if self.m_dim == 16 else [4]
+        b.bases["register"] = [list(_unit(rank, m, v)) for v in register]
+        b.bases["lane"] = ([list(_unit(rank, n, 1 << i)) for i in range(lanes_n)]
+                           + [list(_unit(rank, m, v)) for v in lane_m])
+        b.sizes[m], b.sizes[n] = self.m_dim, self.n_dim
+        for d in self.warp_order:
+            b.identity("warp", self.warps_per_cta[d], d)
+        return b
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        return tuple(self._built().sizes)
+
+    def linear(self, shape: Sequence[int]) -> LinearBases:
+        shape = check_shape_pow2(shape, self.rank)
+        return self._built().fit(shape, self.warp_order)
+
+
+@dataclass(frozen=True)
+class TritonDotOperand(_ByLinear):
+    """``#ttg.dot_op<{opIdx, parent, kWidth}>``: operand A (opIdx 0, M x K) or B (opIdx 1,
+    K x N) of an MMA or MFMA, the parent's warps broadcast along K. NVIDIA (Triton's
+    nvidiaDotToLinearLayout): the MMA tile of the operand, A 16 x 8·kWidth and B
+    8·kWidth x 8, kWidth registers and 4 lanes along K, 8 lanes along M or N. AMD
+    (mfmaDotToLinearLayout): kWidth registers along K, 32 (16) lanes along M or N, the
+    other lanes kWidth apart along K, registers repeating K over the whole shape. Blocked
+    parent (fmaDotToLinearLayout, FMA dots): the parent's registers with all of K in each
+    thread, its lanes and warps broadcast along K."""
+
+    op_idx: int
+    parent: Union[TritonMma, TritonMfma, TritonBlocked]
+    k_width: int
+
+    def __post_init__(self):
+        if self.op_idx not in (0, 1):
+            raise SimtifyError(f"opIdx = {self.op_idx}: 0 (A) or 1 (B)")
+        if self.rank < 2:
+            raise SimtifyError("a dot operand has at least two dims")
+        if not isinstance(self.parent, TritonBlocked) and not _is_pow2(self.k_width):
+            raise SimtifyError(f"kWidth = {self.k_width} is not a power of two")
+        if self.op_idx == 1 and isinstance(self.parent, TritonMma) and self.parent.version_major == 3:
+            raise SimtifyError("an MMA v3 (Hopper) B operand lives in shared memory, not registers (Triton has "
+                               "no dot_op layout for it)")
+
+    @classmethod
+    def from_attribute(cls, attr: AttributeText, where: str = "layout") -> TritonDotOperand:
+        values = _dict_params(attr, ("opIdx", "parent", "kWidth"), "dot_op", where)
+        parent = values.get("parent")
+        family = family_name(parent.name) if isinstance(parent, AttributeText) else None
+        kinds = {"amd_mfma": TritonMfma, "blocked": TritonBlocked, **{n: TritonMma for n in MMA_NAMES}}
+        if family not in kinds:
+            raise SimtifyError("'parent' must be a #ttg.nvidia_mma, #ttg.amd_mfma or #ttg.blocked layout (WMMA "
+                               "parents are not modelled)", where)
+        try:
+            parent_layout = kinds[family].from_attribute(parent, where)
+            k_width = _scalar(values, "kWidth", where, 0 if family == "blocked" else None)
+            return cls(_scalar(values, "opIdx", where), parent_layout, k_width)
+        except SimtifyError as e:
+            raise e.at(where)
+
+    def __str__(self) -> str:
+        k_width = f", kWidth = {self.k_width}" if self.k_width or not isinstance(self.parent, TritonBlocked) else ""
+        return f"#ttg.dot_op<{{opIdx = {self.op_idx}, parent = {self.parent}{k_width}}}>"
+
+    @property
+    def rank(self) -> int:
+        return self.parent.rank
+
+    @property
+    def default_subgroup_size(self) -> int:
+        return self.parent.default_subgroup_size
+
+    @property
+    def k_dim(self) -> int:
+        return self.rank - 1 if self.op_idx == 0 else self.rank - 2
+
+    def _built(self, k_size: int | None) -> _Builder:
+        rank, k = self.rank, self.k_dim
+        non_k = rank - 2 if self.op_idx == 0 else rank - 1
+        b = _Builder(rank)
+        if isinstance(self.parent, TritonBlocked):
+            blocked = self.parent
+            for d in blocked.order:  # each thread holds all of K
+                n = (k_size or blocked.tile_shape[k]) if d == k else blocked.size_per_thread[d]
+                b.identity("register", n, d)
+            for kind, counts in (("lane", blocked.threads_per_warp), ("warp", blocked.warps_per_cta)):
+                for d in blocked.order:
+                    if d == k:
+                        b.zeros(kind, counts[d])
+                    else:
+                        b.identity(kind, counts[d], d)
+            return b
+        if isinstance(self.parent, TritonMma):
+            tile = [1] * rank
+            tile[-2:] = [16, self.k_width * 8] if self.op_idx == 0 else [self.k_width * 8, 8]
+            _mma_tile(b, tile, self.k_width, _dot_order(self.op_idx, rank))
+        else:
+            b.identity("register", self.k_width, k)
+            b.identity("lane", self.parent.m_dim, non_k)
+            b.identity("lane", 64 // self.parent.m_dim, k)
+            b.identity("register", max(1, (k_size or 1) // b.sizes[k]), k)  # K repeats over the whole shape
+        for d in self.parent.warp_order:  # the parent's warps, broadcast along K
+            if d == k:
+                b.zeros("warp", self.parent.warps_per_cta[d])
+            else:
+                b.identity("warp", self.parent.warps_per_cta[d], d)
+        return b
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        return tuple(self._built(None).sizes)
+
+    def linear(self, shape: Sequence[int]) -> LinearBases:
+        shape = check_shape_pow2(shape, self.rank)
+        if isinstance(self.parent, TritonMma):
+            return self._built(None).fit(shape, _dot_order(self.op_idx, self.rank))
+        if isinstance(self.parent, TritonBlocked):
+            return self._built(shape[self.k_dim]).fit(shape, self.parent.order)
+        return self._built(shape[self.k_dim]).fit(shape, range(self.rank))
+
+
+MMA_NAMES = ("nvidia_mma", "mma")
+
+
+TritonLayout = Union[TritonBlocked, TritonLinear, TritonSlice, TritonMma, TritonMfma, TritonDotOperand]
+TRITON_LAYOUTS = (TritonBlocked, TritonLinear, TritonSlice, TritonMma, TritonMfma, TritonDotOperand)
 
 
 def triton_from_attribute(attr: AttributeText, where: str = "layout") -> TritonLayout:
@@ -447,8 +798,14 @@ def triton_from_attribute(attr: AttributeText, where: str = "layout") -> TritonL
         return TritonLinear.from_attribute(attr, where)
     if family == "slice":
         return TritonSlice.from_attribute(attr, where)
-    raise SimtifyError(f"unsupported Triton layout {attr.name} (simtify reads #ttg.blocked, #ttg.linear, #ttg.slice)",
-                       where)
+    if family in MMA_NAMES:
+        return TritonMma.from_attribute(attr, where)
+    if family == "dot_op":
+        return TritonDotOperand.from_attribute(attr, where)
+    if family == "amd_mfma":
+        return TritonMfma.from_attribute(attr, where)
+    raise SimtifyError(f"unsupported Triton layout {attr.name} (simtify reads #ttg.blocked, #ttg.linear, #ttg.slice, "
+                       "#ttg.nvidia_mma, #ttg.amd_mfma, #ttg.dot_op)", where)
 
 
 def parse_triton(text: str, where: str = "layout") -> TritonLayout:
@@ -662,3 +1019,41 @@ def triton_to_xegpu(layout: TritonLayout, shape, subgroup_size: int | None = Non
             return xe, "same owners; registers are listed in XeGPU's fragment order rather than Triton's"
         why = f"the XeGPU reading {xe} differs: {got.describe_difference(target)}"
     return None, why
+
+
+# --- any ownership map -> #ttg.linear ----------------------------------------------------
+
+
+def linear_from_ownership(omap: OwnershipMap) -> LinearConversion:
+    """The ``#ttg.linear`` layout with the ownership map `omap`, or why none: register,
+    lane and warp bit k take the element of register 2^k, lane 2^k, warp 2^k (of thread 0,
+    register 0), and the XOR of those bases must give every slot of the map."""
+    T, V, sg = omap.num_threads, omap.num_registers, omap.subgroup_size
+    for what, n in (("thread count", T), ("register count", V), ("subgroup size", sg)):
+        if not _is_pow2(n):
+            return LinearConversion(None, f"the {what} {n} is not a power of two; a linear layout maps bits")
+    for d, n in enumerate(omap.shape):
+        if not _is_pow2(n):
+            return LinearConversion(None, f"shape dim {d} is {n}: Triton tensor shapes are powers of two")
+    if any(omap.coords[0, 0]):
+        return LinearConversion(None, f"thread 0's register 0 holds {omap.elements_of(0)[0]}; a linear layout "
+                                      "maps id 0 to the origin")
+    coords = omap.coords
+    register = tuple(tuple(int(c) for c in coords[0, 1 << k]) for k in range(_log2(V)))
+    lane = tuple(tuple(int(c) for c in coords[1 << k, 0]) for k in range(_log2(sg)))
+    warp = tuple(tuple(int(c) for c in coords[sg << k, 0]) for k in range(_log2(T // sg)))
+    bases = LinearBases(register, lane, warp, omap.shape)
+    diff = bases.ownership(sg, T).describe_difference(omap)
+    if diff is not None:
+        return LinearConversion(None, f"the map is not linear over bits: {diff} from the XOR of its bit bases")
+    if not omap.shape or not any(register + lane + warp):
+        return LinearConversion(None, "a layout with no bases (one element, one thread) has no #ttg.linear form")
+    try:
+        linear = bases.attribute()
+        refit = linear.linear(omap.shape)
+    except SimtifyError as e:
+        return LinearConversion(None, e.what)
+    if refit.ownership(sg, T).describe_difference(omap) is not None:
+        return LinearConversion(None, f"its bases {linear} mean another layout on "
+                                      f"{'x'.join(map(str, omap.shape))} once Triton fits them to the shape")
+    return LinearConversion(linear, "same owners, same register order")
