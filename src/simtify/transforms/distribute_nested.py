@@ -250,7 +250,7 @@ class NestedDistribution:
 
     def distribute_block(self, old: Block, em: Emitter) -> list[SSAValue]:
         for op in old.ops:
-            if op.name in ("scf.yield", "func.return", "gpu.return", "gpu.yield"):
+            if op.name in ("scf.yield", "func.return", "gpu.return", "gpu.yield", "scf.forall.in_parallel"):
                 return [self.m(v) for v in op.operands]
             try:
                 self.distribute(op, em)
@@ -423,6 +423,36 @@ class NestedDistribution:
         for old, v in zip(op.results, new.results):
             self.vmap[old] = v
 
+    def op_scf_forall(self, op: Operation, em: Emitter) -> None:
+        """A workgroup ``scf.forall`` (mapped to ``#iree_codegen.workgroup_mapping``, as
+        IREE's dispatches print it before vector distribution) is kept, with its bounds
+        and mapping; its body is distributed like the function's. Each iteration is one
+        workgroup's tile, so the body is not a loop for the threads of a workgroup."""
+        from simtify.ir.scf import ForallOp, InParallelOp
+        from simtify.sim.dispatch import forall_workgroup_dims
+
+        if op.outputs or op.loop_results:
+            raise SimtifyError("nested distribution needs a bufferized scf.forall (no shared_outs)")
+        if forall_workgroup_dims(op) is None:
+            raise SimtifyError("nested distribution keeps only scf.forall loops mapped to workgroups "
+                               "(#iree_codegen.workgroup_mapping); distribute other foralls first")
+        old_body = op.body.block
+        body = Block(arg_types=[a.type for a in old_body.args])
+        for old, new in zip(old_body.args, body.args):
+            new.name_hint = old.name_hint
+            self.vmap[old] = new
+        self.distribute_block(old_body, Emitter(body))
+        body.add_op(InParallelOp())
+        new = ForallOp.build(
+            operands=[[self.m(v) for v in op.dynamicLowerBound], [self.m(v) for v in op.dynamicUpperBound],
+                      [self.m(v) for v in op.dynamicStep], []],
+            result_types=[[]],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+            regions=[Region(body)],
+        )
+        em.add(new)
+
     def op_scf_if(self, op: Operation, em: Emitter) -> None:
         types = [dist_type(r.type, self.L(r)) if is_vector(r) else r.type for r in op.results]
         regions = []
@@ -588,7 +618,7 @@ class NestedDistribution:
             return True
         op = em.block.parent_op()
         while op is not None and op is not self.func:
-            if op.name in ("scf.for", "scf.while", "scf.forall"):
+            if op.name in ("scf.for", "scf.while") or (op.name == "scf.forall" and not _workgroup_forall(op)):
                 return True
             op = op.parent_op()
         return False
@@ -1797,6 +1827,12 @@ class NestedDistribution:
 
 _FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile", "subgroup_strides",
            "thread_strides")
+
+
+def _workgroup_forall(op: Operation) -> bool:
+    from simtify.sim.dispatch import forall_workgroup_dims
+
+    return forall_workgroup_dims(op) is not None
 
 
 def _only_zero_d(op: Operation) -> bool:
