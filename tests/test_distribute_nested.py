@@ -74,8 +74,8 @@ REDUCTIONS = [
 def test_reductions(case, target):
     layout, dims, kind = REDUCTIONS[case]
     sg = 64 if target == "gfx942" else 32
-    if layout.thread_span > sg:
-        pytest.skip("layout spans more lanes than the subgroup")
+    if layout.thread_span > sg and layout.subgroup_span > 1:
+        pytest.skip("thread span wider than the subgroup and subgroup tiles read the same id bits: no owner")
     check_distribution(reduction_program(layout, dims, kind), "reduce", target=target, subgroup_size=sg)
 
 
@@ -254,8 +254,8 @@ BAD = {
     "no_layout": ("  %v = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
                   "  vector.transfer_write %v, %dst[%c0, %c0] {in_bounds = [true, true]} : vector<32x32xf32>, memref<32x32xf32>\n",
                   "no layout reaches"),
-    "layout_too_wide": (read(layout=nested([1, 1], [1, 1], [1, 1], [32, 32], [1, 1], [0, 0], [32, 1])) + write("%v"),
-                        "exceeds the subgroup size"),
+    "layout_too_wide": (read(layout=nested([1, 1], [1, 1], [1, 1], [32, 32], [1, 1], [0, 0], [64, 1])) + write("%v"),
+                        "exceeds gfx942's limit of 1024"),
 }
 
 

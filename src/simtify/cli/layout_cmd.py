@@ -118,7 +118,7 @@ def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument("layout", metavar="LAYOUT", help="layout attribute text, @FILE, or example:NAME")
     p.add_argument("--shape", help="vector shape, e.g. 64x64 (nested layouts default to their own)")
     p.add_argument("--subgroup-size", type=_positive, help="lanes per subgroup (nested: 64; XeGPU: prod(lane_layout))")
-    p.add_argument("--threads", type=_positive, help="threads per workgroup (default: subgroups × subgroup size)")
+    p.add_argument("--threads", type=_positive, help="threads per workgroup (default: whole subgroups for the layout's subgroups and its thread span)")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print one JSON object")
 
