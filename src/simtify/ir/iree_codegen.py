@@ -70,11 +70,8 @@ class TransformDialectCodegenAttr(ParameterlessAttr):
     name = "iree_codegen.transform_dialect_codegen"
 
 
-@irdl_attr_definition
-class PassPipelineAttr(Data[str]):
-    """``#iree_codegen.pass_pipeline<"builtin.module(...)">``: a textual pass pipeline."""
-
-    name = "iree_codegen.pass_pipeline"
+class _QuotedStringAttr(Data[str]):
+    """An attribute whose one parameter is a string literal: ``#name<"text">``."""
 
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> str:
@@ -85,6 +82,22 @@ class PassPipelineAttr(Data[str]):
         printer.print_string("<")
         printer.print_string_literal(self.data)
         printer.print_string(">")
+
+
+@irdl_attr_definition
+class PassPipelineAttr(_QuotedStringAttr):
+    """``#iree_codegen.pass_pipeline<"builtin.module(...)">``: a textual pass pipeline."""
+
+    name = "iree_codegen.pass_pipeline"
+
+
+@irdl_attr_definition
+class DenormalFpMathAttr(_QuotedStringAttr):
+    """``#iree_codegen.denormal_fp_math<"preserve-sign">`` (a translation_info's
+    ``denormal_fp_math_f32``): how the backend treats f32 denormals; kept and printed
+    back. The simulator computes with numpy's IEEE denormals whatever it says."""
+
+    name = "iree_codegen.denormal_fp_math"
 
 
 def _legacy_pipeline(name: str) -> Attribute | None:
@@ -431,6 +444,7 @@ IREECodegen = Dialect(
     "iree_codegen",
     [InnerTiledOp, *iree_dispatch.IREE_CODEGEN_OPS],
     [TranslationInfoAttr, CodegenLoweringConfigAttr, NoPipelineAttr, TransformDialectCodegenAttr, PassPipelineAttr,
+     DenormalFpMathAttr,
      *iree_dispatch.IREE_CODEGEN_ATTRIBUTES],
 )
 
