@@ -107,10 +107,11 @@ WRONG_STAGES = {
 DISTRIBUTION_REFUSED = {
     "attention": "'iree_gpu.virtual_mma_layout' is not registered",
 }
-DISTRIBUTION_DIFFERS = {
-    # simtify distributes the inner_tiled as the simulator reads it (see WRONG_STAGES):
-    # it converts B's layout to the canonical K×N one through workgroup memory, so its
-    # output equals the `before` stage's (A·Bᵀ per tile), not IREE's
+# VectorDistribute `before` stages the simulator reads differently from IREE (see
+# WRONG_STAGES): simtify distributes them as IREE does (the opaque B tile through its
+# layout, `InnerTiledOp.layout_permutation`), so its output equals IREE's and numpy's,
+# not the `before` stage's simulation
+BEFORE_READ_DIFFERENTLY = {
     "matmul_f16_vd": "opaque inner_tiled B tile",
     "bmm_f16_vd": "opaque inner_tiled B tile",
 }

@@ -387,6 +387,23 @@ class InnerTiledOp(IRDLOperation):
                                f"(modelled: {', '.join(INTRINSICS)})")
         return INTRINSICS[name]
 
+    def layout_permutation(self, index: int, intr, layout) -> tuple[int, ...] | None:
+        """Operand `index`'s inner-tile permutation as its nested `layout` says it: the
+        given ``permutations``, else, for an undistributed opaque operand (``opaque =
+        true``: only the element count is fixed) whose inner dims carry the intrinsic's
+        layout transposed, ``(1, 0)``. IREE's VectorDistribute matmul feeds B as N×K tiles
+        so, with no ``permutations``: each lane's registers are its MFMA fragment."""
+        given = self.permutation(index)
+        if given is not None or self.distributed or not self.opaque or layout is None or layout.rank < 2:
+            return given
+        inner = layout.project(list(range(layout.rank - 2)))
+        canon = intr.layout(ROLES[index])
+        if _same_tiles(inner, canon):
+            return None
+        if _same_tiles(inner, canon.permute((1, 0))):
+            return (1, 0)
+        return None
+
     def canonical_inner(self, index: int, intr) -> tuple[int, ...]:
         """The intrinsic's inner tile of operand `index` (unpermuted)."""
         if self.distributed:
@@ -436,6 +453,12 @@ class InnerTiledOp(IRDLOperation):
                 raise VerifyException(f"operand #{i} inner tile {'x'.join(map(str, inner)) or 'scalar'}x{elt} "
                                       f"is incompatible with {name}'s {'x'.join(map(str, want))}x{want_elt}"
                                       f"{' (element count)' if self.opaque else ''}")
+
+
+def _same_tiles(a, b) -> bool:
+    """Whether two nested layouts agree in everything below the subgroup level."""
+    return (a.batch_tile, a.outer_tile, a.thread_tile, a.element_tile, a.thread_strides) == (
+        b.batch_tile, b.outer_tile, b.thread_tile, b.element_tile, b.thread_strides)
 
 
 from simtify.ir import iree_dispatch  # noqa: E402  (dispatch-level ops and the workgroup mapping)

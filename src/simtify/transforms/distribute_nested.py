@@ -1008,7 +1008,7 @@ class NestedDistribution:
         for i, v in enumerate(op.operands):
             lay = self.L(v)
             r = len(op.maps[i].results)
-            perm = op.permutation(i) or (0, 1)
+            perm = op.layout_permutation(i, intr, lay) or (0, 1)
             inv = [perm.index(j) for j in range(2)]
             n = r + 2
             full = [g * n + d for g in range(3) for d in list(range(r)) + [r + j for j in inv]]
@@ -1023,7 +1023,7 @@ class NestedDistribution:
         res = op.results[0]
         lay = self.L(res)
         r = len(op.maps[2].results)
-        perm = op.permutation(2) or (0, 1)
+        perm = op.layout_permutation(2, intr, self.L(op.operands[2])) or (0, 1)
         n = r + 2
         canon_lay = lay.permute(list(range(r)) + [r + perm.index(j) for j in range(2)])
         back = em.shape_cast(new, VectorType(res.type.element_type, list(canon_lay.distributed_shape)))
