@@ -95,25 +95,11 @@ WRONG_STAGES = {
     # per-thread multi_reductions (it should be INT32_MAX): every row of positive values
     # comes out as -1
     **{("rowmin_i32", s): "IREE's minsi neutral value is -1" for s in ("distributed", "reconciled", "lowered")},
-    # The VectorDistribute matmul's `before` stage feeds iree_codegen.inner_tiled a B
-    # operand whose 16x16 inner tiles are N×K (a transpose of its K×N to_layout'd tile)
-    # with no `permutations`; `opaque = true` lets IREE read them through their layout
-    # (each lane's registers are the MFMA fragment). The simulator reads an undistributed
-    # inner tile in the canonical K×N order, so this stage computes A·Bᵀ per tile.
-    **{(p, "before"): "an opaque inner_tiled B tile read as K×N" for p in ("matmul_f16_vd", "bmm_f16_vd")},
 }
 
-# VectorDistribute `before` stages simtify does not distribute (or not to IREE's result), and why
+# VectorDistribute `before` stages simtify does not distribute, and why
 DISTRIBUTION_REFUSED = {
     "attention": "'iree_gpu.virtual_mma_layout' is not registered",
-}
-# VectorDistribute `before` stages the simulator reads differently from IREE (see
-# WRONG_STAGES): simtify distributes them as IREE does (the opaque B tile through its
-# layout, `InnerTiledOp.layout_permutation`), so its output equals IREE's and numpy's,
-# not the `before` stage's simulation
-BEFORE_READ_DIFFERENTLY = {
-    "matmul_f16_vd": "opaque inner_tiled B tile",
-    "bmm_f16_vd": "opaque inner_tiled B tile",
 }
 
 

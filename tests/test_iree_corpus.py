@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from iree_corpus import (
-    BEFORE_READ_DIFFERENTLY,
     DISTRIBUTION_REFUSED,
     NO_WORSE,
     REFUSED_STAGES,
@@ -67,11 +66,7 @@ def test_before_stage_distributes_like_iree(name):
     ref = run_text(before, inputs)
     iree = run_stage(name, "distributed", inputs)
     assert ours.findings == []
-    # equal to the undistributed stage (where the simulator reads it as IREE does)
-    if name in BEFORE_READ_DIFFERENTLY:
-        assert mismatches_between(ours.outputs, ref.outputs), f"{name}: the before stage now reads as IREE's"
-    else:
-        assert mismatches_between(ours.outputs, ref.outputs) == []
+    assert mismatches_between(ours.outputs, ref.outputs) == []
     if (name, "distributed") not in WRONG_STAGES:
         assert mismatches_between(ours.outputs, iree.outputs) == []
     assert mismatches(name, ours.outputs, inputs) == []
