@@ -22,21 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from iree_corpus import (  # noqa: E402
-    DISTRIBUTION_REFUSED,
-    NO_WORSE,
-    REFUSED_STAGES,
-    WRONG_STAGES,
-    distribute,
-    inputs_of,
-    mismatches,
-    programs,
-    run_stage,
-    run_text,
-    stage_path,
-    stages_of,
-    vector_distribute_programs,
-)
+import iree_corpus as corpus  # noqa: E402
 
 from simtify.errors import SimtifyError  # noqa: E402
 
@@ -50,22 +36,22 @@ EXPLAINED: dict[str, dict[str, str]] = {}
 
 def measure(name: str) -> dict:
     row = {"name": name}
-    before = stage_path(name, "before").read_text()
+    before = corpus.stage_path(name, "before").read_text()
     t0 = time.perf_counter()
     try:
-        simt = distribute(before)
+        simt = corpus.distribute(before)
     except SimtifyError as e:
         row["refused"] = str(e)
         return row
     row["distribute_s"] = round(time.perf_counter() - t0, 3)
-    inputs = inputs_of(name, seed=3)
-    ours = run_text(simt, inputs)
-    iree = run_stage(name, "distributed", inputs)
+    inputs = corpus.inputs_of(name, seed=3)
+    ours = corpus.run_text(simt, inputs)
+    iree = corpus.run_stage(name, "distributed", inputs)
     row["iree"] = {k: iree.stats[k] for k, _ in COLUMNS}
     row["simtify"] = {k: ours.stats[k] for k, _ in COLUMNS}
-    row["simtify_matches_numpy"] = not mismatches(name, ours.outputs, inputs)
-    row["iree_matches_numpy"] = not mismatches(name, iree.outputs, inputs)
-    row["above"] = [k for k in NO_WORSE if ours.stats[k] > iree.stats[k]]
+    row["simtify_matches_numpy"] = not corpus.mismatches(name, ours.outputs, inputs)
+    row["iree_matches_numpy"] = not corpus.mismatches(name, iree.outputs, inputs)
+    row["above"] = [k for k in corpus.NO_WORSE if ours.stats[k] > iree.stats[k]]
     return row
 
 
@@ -85,7 +71,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main() -> int:
-    rows = [measure(n) for n in vector_distribute_programs()]
+    rows = [measure(n) for n in corpus.vector_distribute_programs()]
     unexplained = [(r["name"], k) for r in rows for k in r.get("above", []) if k not in EXPLAINED.get(r["name"], {})]
     out = ["# IREE 3.12 / simtify on the corpus (gfx942)", "",
            "Every VectorDistribute dispatch of `tests/fixtures/iree_corpus`: IREE's `distributed` stage "
@@ -94,15 +80,15 @@ def main() -> int:
     for r in rows:
         for k in r.get("above", []):
             out.append(f"- {r['name']} `{k}` above IREE: {EXPLAINED.get(r['name'], {}).get(k, 'UNEXPLAINED')}")
-    wrong = sorted({p for p, s in WRONG_STAGES})
+    wrong = sorted({p for p, s in corpus.WRONG_STAGES})
     out += ["", "Where IREE's result is wrong: " + "; ".join(
-        f"{p} ({WRONG_STAGES[p, s]}, stages {', '.join(x for q, x in WRONG_STAGES if q == p)})"
-        for p in wrong for s in [next(x for q, x in WRONG_STAGES if q == p)]) + ".",
+        f"{p} ({corpus.WRONG_STAGES[p, s]}, stages {', '.join(x for q, x in corpus.WRONG_STAGES if q == p)})"
+        for p in wrong for s in [next(x for q, x in corpus.WRONG_STAGES if q == p)]) + ".",
         "", "Stages the simulator does not run yet: " + "; ".join(
-            f"{p}.{s} ({why})" for (p, s), why in sorted(REFUSED_STAGES.items())) + ".",
+            f"{p}.{s} ({why})" for (p, s), why in sorted(corpus.REFUSED_STAGES.items())) + ".",
         "", "Before stages simtify does not distribute: " + "; ".join(
-            f"{p} ({why})" for p, why in sorted(DISTRIBUTION_REFUSED.items())) + ".",
-        "", f"{len(programs())} programs, {sum(len(stages_of(p)) for p in programs())} recorded stages, "
+            f"{p} ({why})" for p, why in sorted(corpus.DISTRIBUTION_REFUSED.items())) + ".",
+        "", f"{len(corpus.programs())} programs, {sum(len(corpus.stages_of(p)) for p in corpus.programs())} recorded stages, "
             f"{len(rows)} VectorDistribute dispatches."]
     text = "\n".join(out) + "\n"
     results = ROOT / "bench" / "results"
