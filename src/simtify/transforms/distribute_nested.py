@@ -2108,6 +2108,8 @@ def check_unroll_budget(func: Operation, analysis: LayoutAnalysis, target) -> No
     values together unroll into more than `MAX_UNROLLED_GROUPS` register groups."""
     total = 0
     for op in func.walk():
+        if op.name == "iree_vector_ext.arg_compare":
+            check_arg_compare_lines(op, analysis, target)
         values = list(op.results) + [a for r in op.regions for b in r.blocks for a in b.args]
         for v in values:
             lay = analysis.get(v) if is_vector(v) else None
@@ -2125,6 +2127,33 @@ def check_unroll_budget(func: Operation, analysis: LayoutAnalysis, target) -> No
                 raise SimtifyError(
                     f"distribution would unroll more than {MAX_UNROLLED_GROUPS} register groups (batch x outer tiles "
                     f"summed over the function's vector values; this {v.type} value alone has {groups})", _where(op))
+
+
+def check_arg_compare_lines(op: Operation, analysis: LayoutAnalysis, target) -> None:
+    """An arg_compare whose dim is not reduced inside a subgroup gives every thread whole
+    lines (values and indices) and compares them one by one: refuse it, before any work,
+    when those lines need more registers per thread than the target has (a dim over 16
+    subgroups of 64 lanes × 4 f32 is 4096 values and 4096 indices per thread)."""
+    lay = analysis.get(op.input_value)
+    if lay is None:
+        return
+    dim = op.dimension.value.data
+    T, st = lay.thread_tile[dim], lay.thread_strides[dim]
+    sg = analysis.launch.subgroup_size
+    if lay.subgroup_tile[dim] == 1 and (T == 1 or (_is_pow2(T) and _is_pow2(st) and sg % (T * st) == 0)):
+        return
+    line = NestedDistribution.line_layout(lay, dim)
+    regs = registers_of_value(op.input_value.type, line)
+    if op.input_index is not None:
+        regs += registers_of_value(op.input_index.type, line)
+    else:
+        regs += registers_of_value(VectorType(op.init_index.type.element_type, op.input_value.type.get_shape()), line)
+    if regs > target.registers_per_lane:
+        raise SimtifyError(
+            f"arg_compare along dim {dim} ({lay.undistributed_shape[dim]} elements over {lay.subgroup_tile[dim]} "
+            f"subgroups and {T} threads) would give every thread whole lines: {regs} 32-bit registers per thread "
+            f"for values and indices; {target.name} has {target.registers_per_lane} per lane (keep the dim inside "
+            f"one subgroup, or reduce it in two steps)", _where(op))
 
 
 def distribute_function(func: Operation, analysis: LayoutAnalysis, subgroup_size: int, threads: int,
