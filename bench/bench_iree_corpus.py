@@ -80,6 +80,8 @@ def main() -> int:
     for r in rows:
         for k in r.get("above", []):
             out.append(f"- {r['name']} `{k}` above IREE: {EXPLAINED.get(r['name'], {}).get(k, 'UNEXPLAINED')}")
+    for name, why in sorted(corpus.REGISTERS_ABOVE.items()):
+        out.append(f"- {name} `max_registers_per_thread` above IREE (not in the issue's list): {why}")
     wrong = sorted({p for p, s in corpus.WRONG_STAGES})
     out += ["", "Where IREE's result is wrong: " + "; ".join(
         f"{p} ({corpus.WRONG_STAGES[p, s]}, stages {', '.join(x for q, x in corpus.WRONG_STAGES if q == p)})"

@@ -11,6 +11,7 @@ import pytest
 from iree_corpus import (
     DISTRIBUTION_REFUSED,
     NO_WORSE,
+    REGISTERS_ABOVE,
     REFUSED_STAGES,
     WRONG_STAGES,
     distribute,
@@ -72,6 +73,9 @@ def test_before_stage_distributes_like_iree(name):
     assert mismatches(name, ours.outputs, inputs) == []
     for counter in NO_WORSE:
         assert ours.stats[counter] <= iree.stats[counter], (counter, ours.stats[counter], iree.stats[counter])
+    # a NaN splat (IREE's maxnumf neutral value) stays a splat, not a per-thread table
+    regs = ours.stats["max_registers_per_thread"], iree.stats["max_registers_per_thread"]
+    assert (regs[0] > regs[1]) == (name in REGISTERS_ABOVE), regs
 
 
 def mismatches_between(a: dict, b: dict) -> list[str]:

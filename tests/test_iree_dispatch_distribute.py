@@ -23,7 +23,8 @@ KERNELS = {
     "matvec": "matvec_dispatch_0_matvec_256x1024_f32",
 }
 # counters simtify must not exceed IREE's on
-NO_WORSE = ("shuffles", "shared_bytes", "shared_bank_conflicts", "global_sectors", "global_bytes", "barriers")
+NO_WORSE = ("shuffles", "shared_bytes", "shared_bank_conflicts", "global_sectors", "global_bytes", "barriers",
+            "max_registers_per_thread")
 
 
 def distribute(text: str, pipeline: str = "nested-distribute") -> str:

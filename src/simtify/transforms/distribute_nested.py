@@ -314,7 +314,9 @@ class NestedDistribution:
         attr = attr if attr is not None else op.attributes["value"]
         dt = dist_type(r.type, lay)
         vals = attr.get_values() if isinstance(attr, DenseIntOrFPElementsAttr) else None
-        if vals is not None and len(set(vals)) == 1:
+        # a splat (NaN splats too: IREE's neutral value of maxnumf / minnumf is a NaN, and
+        # NaN != NaN would make it look like a table)
+        if vals is not None and (len(set(vals)) == 1 or all(v != v for v in vals)):
             new = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(dt, [vals[0]] * prod(dt.get_shape())), dt)
             self.vmap[r] = em.value(new)
             return
