@@ -2133,9 +2133,10 @@ def check_unroll_budget(func: Operation, analysis: LayoutAnalysis, target) -> No
 
 def check_arg_compare_lines(op: Operation, analysis: LayoutAnalysis, target) -> None:
     """An arg_compare whose dim is not reduced inside a subgroup gives every thread whole
-    lines (values and indices) and compares them one by one: refuse it, before any work,
-    when those lines need more registers per thread than the target has (a dim over 16
-    subgroups of 64 lanes × 4 f32 is 4096 values and 4096 indices per thread)."""
+    lines (of values, and of indices where they are given) and compares them one by one:
+    refuse it, before any work, when such a line value needs more registers per thread
+    than the target has, as for any value (a dim over 16 subgroups of 64 lanes × 4 f32 is
+    4096 values per thread)."""
     lay = analysis.get(op.input_value)
     if lay is None:
         return
@@ -2146,15 +2147,13 @@ def check_arg_compare_lines(op: Operation, analysis: LayoutAnalysis, target) -> 
         return
     line = NestedDistribution.line_layout(lay, dim)
     regs = registers_of_value(op.input_value.type, line)
-    if op.input_index is not None:
-        regs += registers_of_value(op.input_index.type, line)
-    else:
-        regs += registers_of_value(VectorType(op.init_index.type.element_type, op.input_value.type.get_shape()), line)
+    if op.input_index is not None:  # else the index is the position, computed per step
+        regs = max(regs, registers_of_value(op.input_index.type, line))
     if regs > target.registers_per_lane:
         raise SimtifyError(
             f"arg_compare along dim {dim} ({lay.undistributed_shape[dim]} elements over {lay.subgroup_tile[dim]} "
-            f"subgroups and {T} threads) would give every thread whole lines: {regs} 32-bit registers per thread "
-            f"for values and indices; {target.name} has {target.registers_per_lane} per lane (keep the dim inside "
+            f"subgroups and {T} threads) would give every thread whole lines: {regs} 32-bit registers per thread; "
+            f"{target.name} has {target.registers_per_lane} per lane (keep the dim inside "
             f"one subgroup, or reduce it in two steps)", _where(op))
 
 
