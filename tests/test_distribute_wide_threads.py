@@ -5,6 +5,7 @@ across subgroups through workgroup memory."""
 
 from __future__ import annotations
 
+import re
 from math import prod
 
 from hypothesis import HealthCheck, assume, given, settings
@@ -86,4 +87,7 @@ func.func @f(%src: memref<4x256xf32>, %dst: memref<4xf32>) {{
 }}
 """
     out = check_distribution(text, "f", subgroup_size=64, target="gfx942", rtol=1e-4)
-    assert "gpu.barrier" in out
+    # the 64 lanes of each subgroup first, then the 4 subgroups' partials through memory
+    assert "gpu.subgroup_reduce add" in out and "gpu.barrier" in out
+    allocs = re.findall(r"memref\.alloc\(\) : memref<([0-9x]+)xf32, #gpu\.address_space<workgroup>>", out)
+    assert allocs and all(a.startswith("4x") or a == "4" for a in allocs), allocs

@@ -879,6 +879,15 @@ class NestedDistribution:
         for d in red:
             if lay.thread_tile[d] > 1 and d not in mem_thread_dims:
                 part = self.cluster_reduce(kind, part, lay.thread_tile[d], lay.thread_strides[d], em)
+            elif lanes_then_subgroups(lay, d, self.sg):
+                # a power-of-two thread dim wider than the subgroup: its lanes first, then
+                # one partial per subgroup it spans (the dim's digit above the lanes)
+                T, st = lay.thread_tile[d], lay.thread_strides[d]
+                part = self.cluster_reduce(kind, part, self.sg // st, st, em)
+                lay = NestedLayout(**{f: tuple((T * st // self.sg if f == "thread_tile" else self.sg)
+                                               if k == d and f in ("thread_tile", "thread_strides") else x
+                                               for k, x in enumerate(getattr(lay, f))) for f in _FIELDS})
+        mem_thread_dims = memory_thread_dims(lay, red, self.sg)
         mem_sub_dims = [d for d in red if lay.subgroup_tile[d] > 1]
         if mem_thread_dims or mem_sub_dims:
             part = self.reduce_through_memory(kind, part, lay, red, kept, mem_thread_dims, mem_sub_dims,
@@ -1957,6 +1966,14 @@ def _zero_attr(elt):
 
 
 # --- the cross-subgroup step of reductions: which plan ----------------------------------
+
+
+def lanes_then_subgroups(lay: NestedLayout, d: int, subgroup_size: int) -> bool:
+    """Whether thread dim `d` spans several subgroups in a way lanes can reduce first: a
+    power-of-two tile at a power-of-two stride below the subgroup size, wider than it."""
+    T, st = lay.thread_tile[d], lay.thread_strides[d]
+    return (T > 1 and _is_pow2(T) and _is_pow2(st) and _is_pow2(subgroup_size) and st < subgroup_size
+            and T * st > subgroup_size)
 
 
 def memory_thread_dims(lay: NestedLayout, red, subgroup_size: int) -> list[int]:
