@@ -14,7 +14,7 @@ from simtify.layout import NestedLayout, parse_layout
 from strategies import SIZES, strides_for
 from test_layout_properties import as_table
 
-SOME = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SOME = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
