@@ -264,8 +264,8 @@ BAD = {
     "no_layout": ("  %v = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
                   "  vector.transfer_write %v, %dst[%c0, %c0] {in_bounds = [true, true]} : vector<32x32xf32>, memref<32x32xf32>\n",
                   "no layout reaches"),
-    "layout_too_wide": (read(layout=nested([1, 1], [1, 1], [1, 1], [32, 32], [1, 1], [0, 0], [32, 1])) + write("%v"),
-                        "exceeds the subgroup size"),
+    "layout_too_wide": (read(layout=nested([1, 1], [1, 1], [1, 1], [32, 32], [1, 1], [0, 0], [64, 1])) + write("%v"),
+                        "exceeds gfx942's limit of 1024"),
 }
 
 

@@ -21,13 +21,18 @@ def text_of(layout) -> str:
 
 
 @st.composite
-def programs(draw):
-    layout, _, _ = draw(nested_launches(max_elements=256))
-    sg = draw(st.sampled_from([32, 64]))
-    assume(layout.thread_span <= sg)
+def programs(draw, launches=None):
+    """(text, subgroup size, threads); `launches` draws (layout, subgroup size, threads)
+    (default: a random layout whose thread span fits a 32- or 64-lane subgroup)."""
+    if launches is None:
+        layout, _, _ = draw(nested_launches(max_elements=256))
+        sg = draw(st.sampled_from([32, 64]))
+        assume(layout.thread_span <= sg)
+        threads = sg * layout.subgroup_span * draw(st.sampled_from([1, 1, 2]))
+    else:
+        layout, sg, threads = draw(launches)
     # keep the unrolled register groups few: the test is about correctness, not size
     assume(prod(layout.batch_tile) * prod(layout.outer_tile) <= 8)
-    threads = sg * layout.subgroup_span * draw(st.sampled_from([1, 1, 2]))
     assume(threads <= 1024)
     case = (layout, sg, threads)
     shape = layout.undistributed_shape

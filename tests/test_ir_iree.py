@@ -329,7 +329,9 @@ def test_to_layout_with_the_wrong_rank():
 
 def test_to_layout_must_fit_the_functions_launch():
     """Inside a function whose translation_info fixes the launch, the layout's
-    subgroups must exist and its lanes fit a subgroup (DESIGN: errors, not wrap-around)."""
+    subgroups must exist and its threads fit the workgroup (DESIGN: errors, not
+    wrap-around); a thread span wider than a subgroup is fine when every element keeps
+    an owner."""
 
     def launch(workgroup: int, subgroup: int) -> str:
         return (
@@ -341,8 +343,13 @@ def test_to_layout_must_fit_the_functions_launch():
     parse(func(body, VEC, launch(128, 64)))  # two subgroups of 64: fits
     with pytest.raises(VerifyException, match="spans 2 subgroups but 64 threads make only 1"):
         parse(func(body, VEC, launch(64, 64)))
-    with pytest.raises(VerifyException, match="thread span 64 .* exceeds the subgroup size 32"):
+    with pytest.raises(VerifyException, match="thread span 64 crosses subgroups .* no owner"):
         parse(func(body, VEC, launch(256, 32)))
+    one_subgroup = SEED_LAYOUT.replace("subgroup_tile = [2, 1]", "subgroup_tile = [1, 1]").replace(
+        "batch_tile = [2, 4]", "batch_tile = [4, 4]").replace("subgroup_strides = [1, 0]", "subgroup_strides = [0, 0]")
+    parse(func(body.replace(SEED_LAYOUT, one_subgroup), VEC, launch(64, 32)))  # 64 threads: two subgroups of 32
+    with pytest.raises(VerifyException, match="thread span 64 .* exceeds the workgroup size 32"):
+        parse(func(body.replace(SEED_LAYOUT, one_subgroup), VEC, launch(32, 32)))
 
 
 def test_nested_layout_the_layout_class_refuses():

@@ -181,6 +181,18 @@ def test_poison_is_undefined():
     assert np.isnan(result.outputs["binding1"][:4]).all() and not np.isnan(result.outputs["binding1"][4:]).any()
 
 
+def test_subspan_at_a_byte_offset_binds_its_view():
+    """IREE packs results into one buffer, each binding viewed at a byte offset: the
+    dispatch sees only the view, and `bindingN` is that view."""
+    text = dispatch("""  %v = vector.transfer_read %in[%c0], %c0f {in_bounds = [true]} : memref<8xf32, #amdgpu.address_space<fat_raw_buffer>>, vector<8xf32>
+  vector.transfer_write %v, %out[%c0] {in_bounds = [true]} : vector<8xf32>, memref<8xf32, #amdgpu.address_space<fat_raw_buffer>>""",
+                    offset="%c4").replace("  %c4 = arith", "  %c0f = arith.constant 0.0 : f32\n  %c4 = arith")
+    module = parse(text)
+    inputs = random_inputs(find_function(module, "d"), seed=1)
+    result = run(module, "d", inputs, sanitize=True)
+    np.testing.assert_array_equal(result.outputs["binding1"], inputs["binding0"])
+
+
 def test_workgroup_forall_and_workgroup_ids_agree():
     """The tiled form (forall over workgroups) and the resolved form (workgroup ids)."""
     tiled = dispatch("""  scf.forall (%i) in (2) {
@@ -222,7 +234,9 @@ def test_lowered_stage_without_grid_is_one_error(capsys):
 
 
 @pytest.mark.parametrize("text,expected", [
-    (dispatch("", offset="%c4"), "non-zero or dynamic byte offset"),
+    (dispatch(f"  %2 = hal.interface.binding.subspan {LAYOUT} binding(0) alignment(64) offset(%c0) "
+              'flags("ReadOnly|Indirect") : memref<8xf32, #hal.descriptor_type<storage_buffer>>', offset="%c4"),
+     "byte offsets 4 and 0"),
     (dispatch("  scf.forall (%i) in (2) {\n  }"), "mapped to workgroups"),
 ])
 def test_unsupported_dispatches_are_one_error(capsys, tmp_path, text, expected):

@@ -210,8 +210,8 @@ def test_cli_explains_the_choice(capsys):
                  "--shared-memory"]) == 0
     out = capsys.readouterr().out
     assert "choice: memory" in out and "0 bank conflicts" in out
-    assert main(["plan-conversion", str(src), str(dst), "--target", "sm_90", "--json"]) == 2
-    assert "exceeds the subgroup size" in capsys.readouterr().err
+    assert main(["plan-conversion", str(src), str(dst), "--target", "sm_90", "--threads", "32", "--json"]) == 2
+    assert "exceeds the workgroup size 32" in capsys.readouterr().err
     assert main(["plan-conversion", str(src), "<bad>", "--shape", "16x16"]) == 2
 
 

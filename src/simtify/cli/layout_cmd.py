@@ -144,7 +144,7 @@ def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
                    help="a tensor type, as triton-tensor-layout takes it: its shape, and its layout if it has one, "
                         "e.g. 'tensor<64x64xf16, #ttg.nvidia_mma<{...}>>'")
     p.add_argument("--subgroup-size", type=_positive, help="lanes per subgroup (nested: 64; XeGPU: prod(lane_layout))")
-    p.add_argument("--threads", type=_positive, help="threads per workgroup (default: subgroups × subgroup size)")
+    p.add_argument("--threads", type=_positive, help="threads per workgroup (default: whole subgroups for the layout's subgroups and its thread span)")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print one JSON object")
 

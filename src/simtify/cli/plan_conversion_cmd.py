@@ -78,7 +78,8 @@ def run(args) -> int:
         if shape is not None and lay.undistributed_shape != tuple(shape):
             raise SimtifyError(f"the layout covers {'x'.join(map(str, lay.undistributed_shape))}, "
                                f"not --shape {'x'.join(map(str, shape))}", where)
-    threads = args.threads or sg * max(src.subgroup_span, dst.subgroup_span)
+    threads = args.threads or sg * max(src.subgroup_span, dst.subgroup_span, -(-src.thread_span // sg),
+                                       -(-dst.thread_span // sg))
     for lay, where in ((src, "SRC"), (dst, "DST")):
         try:
             lay.check_launch(sg, threads)

@@ -70,11 +70,8 @@ class TransformDialectCodegenAttr(ParameterlessAttr):
     name = "iree_codegen.transform_dialect_codegen"
 
 
-@irdl_attr_definition
-class PassPipelineAttr(Data[str]):
-    """``#iree_codegen.pass_pipeline<"builtin.module(...)">``: a textual pass pipeline."""
-
-    name = "iree_codegen.pass_pipeline"
+class _QuotedStringAttr(Data[str]):
+    """An attribute whose one parameter is a string literal: ``#name<"text">``."""
 
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> str:
@@ -85,6 +82,22 @@ class PassPipelineAttr(Data[str]):
         printer.print_string("<")
         printer.print_string_literal(self.data)
         printer.print_string(">")
+
+
+@irdl_attr_definition
+class PassPipelineAttr(_QuotedStringAttr):
+    """``#iree_codegen.pass_pipeline<"builtin.module(...)">``: a textual pass pipeline."""
+
+    name = "iree_codegen.pass_pipeline"
+
+
+@irdl_attr_definition
+class DenormalFpMathAttr(_QuotedStringAttr):
+    """``#iree_codegen.denormal_fp_math<"preserve-sign">`` (a translation_info's
+    ``denormal_fp_math_f32``): how the backend treats f32 denormals; kept and printed
+    back. The simulator computes with numpy's IEEE denormals whatever it says."""
+
+    name = "iree_codegen.denormal_fp_math"
 
 
 def _legacy_pipeline(name: str) -> Attribute | None:
@@ -374,6 +387,23 @@ class InnerTiledOp(IRDLOperation):
                                f"(modelled: {', '.join(INTRINSICS)})")
         return INTRINSICS[name]
 
+    def layout_permutation(self, index: int, intr, layout) -> tuple[int, ...] | None:
+        """Operand `index`'s inner-tile permutation as its nested `layout` says it: the
+        given ``permutations``, else, for an undistributed opaque operand (``opaque =
+        true``: only the element count is fixed) whose inner dims carry the intrinsic's
+        layout transposed, ``(1, 0)``. IREE's VectorDistribute matmul feeds B as N×K tiles
+        so, with no ``permutations``: each lane's registers are its MFMA fragment."""
+        given = self.permutation(index)
+        if given is not None or self.distributed or not self.opaque or layout is None or layout.rank < 2:
+            return given
+        inner = layout.project(list(range(layout.rank - 2)))
+        canon = intr.layout(ROLES[index])
+        if _same_tiles(inner, canon):
+            return None
+        if _same_tiles(inner, canon.permute((1, 0))):
+            return (1, 0)
+        return None
+
     def canonical_inner(self, index: int, intr) -> tuple[int, ...]:
         """The intrinsic's inner tile of operand `index` (unpermuted)."""
         if self.distributed:
@@ -425,12 +455,19 @@ class InnerTiledOp(IRDLOperation):
                                       f"{' (element count)' if self.opaque else ''}")
 
 
+def _same_tiles(a, b) -> bool:
+    """Whether two nested layouts agree in everything below the subgroup level."""
+    return (a.batch_tile, a.outer_tile, a.thread_tile, a.element_tile, a.thread_strides) == (
+        b.batch_tile, b.outer_tile, b.thread_tile, b.element_tile, b.thread_strides)
+
+
 from simtify.ir import iree_dispatch  # noqa: E402  (dispatch-level ops and the workgroup mapping)
 
 IREECodegen = Dialect(
     "iree_codegen",
     [InnerTiledOp, *iree_dispatch.IREE_CODEGEN_OPS],
     [TranslationInfoAttr, CodegenLoweringConfigAttr, NoPipelineAttr, TransformDialectCodegenAttr, PassPipelineAttr,
+     DenormalFpMathAttr,
      *iree_dispatch.IREE_CODEGEN_ATTRIBUTES],
 )
 

@@ -11,7 +11,8 @@
   the launch of ``@f`` once the translation_info is gone, with its workgroup count
   region (``iree_tensor_ext.dispatch.workgroup_count_from_slice``, ``iree_codegen.yield``);
 - ``amdgpu.fat_raw_buffer_cast %m resetOffset : T to T'``: a buffer-resource view of
-  the same memory (out-of-bounds reads give 0, writes are dropped).
+  the same memory (out-of-bounds reads give 0, writes are dropped);
+- ``amdgpu.sched_barrier allow = none``: kept and printed back, no effect on values.
 """
 
 from __future__ import annotations
@@ -360,4 +361,32 @@ __all__ = [
 IREE_CODEGEN_OPS = [WorkgroupCountHintOp, DispatchConfigOp, CodegenYieldOp]
 IREE_CODEGEN_ATTRIBUTES = [WorkgroupMappingAttr]
 IREE_GPU_ATTRIBUTES = [PipelineOptionsAttr]
-AMDGPU_OPS = [FatRawBufferCastOp]
+
+
+@irdl_op_definition
+class SchedBarrierOp(IRDLOperation):
+    """``amdgpu.sched_barrier allow = none`` (or ``valu|all_vmem``..): which instructions
+    the backend's scheduler may move across this point. No effect on values."""
+
+    name = "amdgpu.sched_barrier"
+
+    opts = prop_def(Attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SchedBarrierOp:
+        from xdsl.dialects.builtin import StringAttr
+
+        parser.parse_keyword("allow")
+        parser.parse_punctuation("=")
+        names = [parser.parse_identifier()]
+        while parser.parse_optional_punctuation("|") is not None:
+            names.append(parser.parse_identifier())
+        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ())
+        return cls.build(properties={"opts": StringAttr("|".join(names))} | extra, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" allow = {self.opts.data}")
+        print_sorted_attr_dict(printer, dict(self.attributes))
+
+
+AMDGPU_OPS = [FatRawBufferCastOp, SchedBarrierOp]

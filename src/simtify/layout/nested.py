@@ -140,7 +140,8 @@ class NestedLayout:
 
     @property
     def thread_span(self) -> int:
-        """Threads one subgroup's pattern spans: max of stride × tile (1 if none)."""
+        """Threads the thread tiles span (workgroup-linear ids): max of stride × tile (1 if
+        none); at most the workgroup size, and may exceed the subgroup size."""
         return max([s * n for s, n in zip(self.thread_strides, self.thread_tile) if n > 1], default=1)
 
     @property
@@ -163,24 +164,39 @@ class NestedLayout:
             )
 
     def check_launch(self, subgroup_size: int, num_threads: int | None) -> int:
-        """Validate the layout for a workgroup; returns the thread count to use."""
+        """Validate the layout for a workgroup; returns the thread count to use (default:
+        enough whole subgroups for the layout's subgroups and for its thread span).
+
+        Thread digits come from the workgroup-linear thread id, so a thread span may
+        exceed the subgroup (IREE's matmul copies spread one tile over all the
+        workgroup's threads); the bound is the workgroup size. Where such a span and the
+        subgroup digits read the same bits of the id, some elements have no owner: an
+        error."""
         if subgroup_size < 1:
             raise SimtifyError(f"subgroup size {subgroup_size} must be positive")
-        if self.thread_span > subgroup_size:
-            i = max(range(self.rank), key=lambda d: self.thread_strides[d] * self.thread_tile[d])
-            raise SimtifyError(
-                f"thread span {self.thread_span} (thread_strides[{i}] × thread_tile[{i}]) "
-                f"exceeds the subgroup size {subgroup_size}"
-            )
+        span = self.thread_span
         if num_threads is None:
-            num_threads = self.num_subgroups * subgroup_size
+            num_threads = max(self.num_subgroups, -(-span // subgroup_size)) * subgroup_size
         if num_threads < 1 or num_threads % subgroup_size:
             raise SimtifyError(f"{num_threads} threads is not a whole number of {subgroup_size}-lane subgroups")
+        if span > num_threads:
+            i = max(range(self.rank), key=lambda d: self.thread_strides[d] * self.thread_tile[d])
+            raise SimtifyError(
+                f"thread span {span} (thread_strides[{i}] × thread_tile[{i}]) exceeds the workgroup size "
+                f"{num_threads}"
+            )
         if num_threads // subgroup_size < self.subgroup_span:
             raise SimtifyError(
                 f"the layout spans {self.subgroup_span} subgroups but {num_threads} threads "
                 f"make only {num_threads // subgroup_size} subgroups of {subgroup_size}"
             )
+        if span > subgroup_size and self.subgroup_span > 1:
+            s, t = self.thread_digits(np.arange(num_threads), subgroup_size)
+            if len(np.unique(np.concatenate([s, t], axis=1), axis=0)) < prod(self.subgroup_tile) * prod(self.thread_tile):
+                raise SimtifyError(
+                    f"thread span {span} crosses subgroups that the subgroup tiles also tell apart (the same "
+                    f"thread id bits give both digits): some elements have no owner"
+                )
         return num_threads
 
     # --- ownership ----------------------------------------------------------------

@@ -46,15 +46,22 @@ def is_dispatch(func: Operation) -> bool:
 
 def dispatch_bindings(func: Operation) -> list[tuple[str, MemRefType]]:
     """(``bindingN``, memref type) of every binding the function uses, by N. A binding
-    must be viewed from offset 0 and with one static type (what the simulator supports)."""
+    must be viewed with one static type from one constant byte offset (what the simulator
+    supports). IREE packs several results into one buffer and gives each its own binding
+    at a byte offset (e.g. ``offset(%c128)``); the dispatch touches nothing of the buffer
+    but its view, so ``bindingN`` is the view itself, whatever the offset."""
     seen: dict[int, MemRefType] = {}
+    offsets: dict[int, int] = {}
     for op in subspans(func):
         n = op.binding.value.data
         t = op.result.type
         where = f"@{func.sym_name.data}: binding {n}"
-        if op.byte_offset is not None and _constant_index(op.byte_offset) != 0:
-            raise SimtifyError("a subspan at a non-zero or dynamic byte offset is not supported by the simulator",
-                               where)
+        offset = 0 if op.byte_offset is None else _constant_index(op.byte_offset)
+        if offset is None:
+            raise SimtifyError("a subspan at a dynamic byte offset is not supported by the simulator", where)
+        if offsets.setdefault(n, offset) != offset:
+            raise SimtifyError(f"viewed from byte offsets {offsets[n]} and {offset}; the simulator binds one view "
+                               "per binding", where)
         if any(d < 0 for d in t.get_shape()):
             raise SimtifyError(f"{t} has dynamic dims; the simulator binds static shapes only", where)
         if n in seen and seen[n] != t:

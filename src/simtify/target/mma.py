@@ -8,6 +8,9 @@ B: K, N; C: M, N). The layouts are IREE's (``getSingleSubgroupLayout`` in
 
 - MFMA_F32_16x16x16_F16 (CDNA3): A thread [16, 4] strides [1, 16] element [1, 4]; B thread
   [4, 16] strides [16, 1] element [4, 1]; C as B (4 rows of one column per lane).
+- MFMA_F32_16x16x4_F32 (CDNA3 ``v_mfma_f32_16x16x4_f32``): A thread [16, 4] strides [1, 16],
+  one element (a scalar per lane); B thread [4, 16] strides [16, 1], one element; C as
+  MFMA_F32_16x16x16_F16's.
 - MFMA_F32_32x32x8_F16: A thread [32, 2] strides [1, 32] element [1, 4]; B thread [2, 32]
   strides [32, 1] element [4, 1]; C outer [4, 1] thread [2, 32] strides [32, 1] element [4, 1].
 - NV_MMA_SYNC_F32_16x8x16_F16 (PTX ``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``,
@@ -98,6 +101,13 @@ INTRINSICS: dict[str, MMAIntrinsic] = {
             b=_single((1, 1), (4, 16), (16, 1), (4, 1)),
             c=_single((1, 1), (4, 16), (16, 1), (4, 1)),
             a_shape=(4,), b_shape=(4,), c_shape=(4,),
+        ),
+        MMAIntrinsic(
+            "MFMA_F32_16x16x4_F32", "amdgpu.mfma", 16, 16, 4, "f32", "f32", "f32", 64,
+            a=_single((1, 1), (16, 4), (1, 16), (1, 1)),
+            b=_single((1, 1), (4, 16), (16, 1), (1, 1)),
+            c=_single((1, 1), (4, 16), (16, 1), (4, 1)),
+            a_shape=(1,), b_shape=(1,), c_shape=(4,),
         ),
         MMAIntrinsic(
             "MFMA_F32_32x32x8_F16", "amdgpu.mfma", 32, 32, 8, "f16", "f16", "f32", 64,

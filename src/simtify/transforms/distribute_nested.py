@@ -250,7 +250,7 @@ class NestedDistribution:
 
     def distribute_block(self, old: Block, em: Emitter) -> list[SSAValue]:
         for op in old.ops:
-            if op.name in ("scf.yield", "func.return", "gpu.return", "gpu.yield"):
+            if op.name in ("scf.yield", "func.return", "gpu.return", "gpu.yield", "scf.forall.in_parallel"):
                 return [self.m(v) for v in op.operands]
             try:
                 self.distribute(op, em)
@@ -314,7 +314,9 @@ class NestedDistribution:
         attr = attr if attr is not None else op.attributes["value"]
         dt = dist_type(r.type, lay)
         vals = attr.get_values() if isinstance(attr, DenseIntOrFPElementsAttr) else None
-        if vals is not None and len(set(vals)) == 1:
+        # a splat (NaN splats too: IREE's neutral value of maxnumf / minnumf is a NaN, and
+        # NaN != NaN would make it look like a table)
+        if vals is not None and (len(set(vals)) == 1 or all(v != v for v in vals)):
             new = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(dt, [vals[0]] * prod(dt.get_shape())), dt)
             self.vmap[r] = em.value(new)
             return
@@ -422,6 +424,36 @@ class NestedDistribution:
         em.add(new)
         for old, v in zip(op.results, new.results):
             self.vmap[old] = v
+
+    def op_scf_forall(self, op: Operation, em: Emitter) -> None:
+        """A workgroup ``scf.forall`` (mapped to ``#iree_codegen.workgroup_mapping``, as
+        IREE's dispatches print it before vector distribution) is kept, with its bounds
+        and mapping; its body is distributed like the function's. Each iteration is one
+        workgroup's tile, so the body is not a loop for the threads of a workgroup."""
+        from simtify.ir.scf import ForallOp, InParallelOp
+        from simtify.sim.dispatch import forall_workgroup_dims
+
+        if op.outputs or op.loop_results:
+            raise SimtifyError("nested distribution needs a bufferized scf.forall (no shared_outs)")
+        if forall_workgroup_dims(op) is None:
+            raise SimtifyError("nested distribution keeps only scf.forall loops mapped to workgroups "
+                               "(#iree_codegen.workgroup_mapping); distribute other foralls first")
+        old_body = op.body.block
+        body = Block(arg_types=[a.type for a in old_body.args])
+        for old, new in zip(old_body.args, body.args):
+            new.name_hint = old.name_hint
+            self.vmap[old] = new
+        self.distribute_block(old_body, Emitter(body))
+        body.add_op(InParallelOp())
+        new = ForallOp.build(
+            operands=[[self.m(v) for v in op.dynamicLowerBound], [self.m(v) for v in op.dynamicUpperBound],
+                      [self.m(v) for v in op.dynamicStep], []],
+            result_types=[[]],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+            regions=[Region(body)],
+        )
+        em.add(new)
 
     def op_scf_if(self, op: Operation, em: Emitter) -> None:
         types = [dist_type(r.type, self.L(r)) if is_vector(r) else r.type for r in op.results]
@@ -588,7 +620,7 @@ class NestedDistribution:
             return True
         op = em.block.parent_op()
         while op is not None and op is not self.func:
-            if op.name in ("scf.for", "scf.while", "scf.forall"):
+            if op.name in ("scf.for", "scf.while") or (op.name == "scf.forall" and not _workgroup_forall(op)):
                 return True
             op = op.parent_op()
         return False
@@ -847,6 +879,15 @@ class NestedDistribution:
         for d in red:
             if lay.thread_tile[d] > 1 and d not in mem_thread_dims:
                 part = self.cluster_reduce(kind, part, lay.thread_tile[d], lay.thread_strides[d], em)
+            elif lanes_then_subgroups(lay, d, self.sg):
+                # a power-of-two thread dim wider than the subgroup: its lanes first, then
+                # one partial per subgroup it spans (the dim's digit above the lanes)
+                T, st = lay.thread_tile[d], lay.thread_strides[d]
+                part = self.cluster_reduce(kind, part, self.sg // st, st, em)
+                lay = NestedLayout(**{f: tuple((T * st // self.sg if f == "thread_tile" else self.sg)
+                                               if k == d and f in ("thread_tile", "thread_strides") else x
+                                               for k, x in enumerate(getattr(lay, f))) for f in _FIELDS})
+        mem_thread_dims = memory_thread_dims(lay, red, self.sg)
         mem_sub_dims = [d for d in red if lay.subgroup_tile[d] > 1]
         if mem_thread_dims or mem_sub_dims:
             part = self.reduce_through_memory(kind, part, lay, red, kept, mem_thread_dims, mem_sub_dims,
@@ -978,7 +1019,7 @@ class NestedDistribution:
         for i, v in enumerate(op.operands):
             lay = self.L(v)
             r = len(op.maps[i].results)
-            perm = op.permutation(i) or (0, 1)
+            perm = op.layout_permutation(i, intr, lay) or (0, 1)
             inv = [perm.index(j) for j in range(2)]
             n = r + 2
             full = [g * n + d for g in range(3) for d in list(range(r)) + [r + j for j in inv]]
@@ -993,7 +1034,7 @@ class NestedDistribution:
         res = op.results[0]
         lay = self.L(res)
         r = len(op.maps[2].results)
-        perm = op.permutation(2) or (0, 1)
+        perm = op.layout_permutation(2, intr, self.L(op.operands[2])) or (0, 1)
         n = r + 2
         canon_lay = lay.permute(list(range(r)) + [r + perm.index(j) for j in range(2)])
         back = em.shape_cast(new, VectorType(res.type.element_type, list(canon_lay.distributed_shape)))
@@ -1800,6 +1841,12 @@ _FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_
            "thread_strides")
 
 
+def _workgroup_forall(op: Operation) -> bool:
+    from simtify.sim.dispatch import forall_workgroup_dims
+
+    return forall_workgroup_dims(op) is not None
+
+
 def _only_zero_d(op: Operation) -> bool:
     """Whether the op's vector operands and results are all 0-d (and it has some)."""
     types = [v.type for v in list(op.operands) + list(op.results)]
@@ -1920,6 +1967,14 @@ def _zero_attr(elt):
 
 
 # --- the cross-subgroup step of reductions: which plan ----------------------------------
+
+
+def lanes_then_subgroups(lay: NestedLayout, d: int, subgroup_size: int) -> bool:
+    """Whether thread dim `d` spans several subgroups in a way lanes can reduce first: a
+    power-of-two tile at a power-of-two stride below the subgroup size, wider than it."""
+    T, st = lay.thread_tile[d], lay.thread_strides[d]
+    return (T > 1 and _is_pow2(T) and _is_pow2(st) and _is_pow2(subgroup_size) and st < subgroup_size
+            and T * st > subgroup_size)
 
 
 def memory_thread_dims(lay: NestedLayout, red, subgroup_size: int) -> list[int]:
@@ -2073,6 +2128,8 @@ def check_unroll_budget(func: Operation, analysis: LayoutAnalysis, target) -> No
     values together unroll into more than `MAX_UNROLLED_GROUPS` register groups."""
     total = 0
     for op in func.walk():
+        if op.name == "iree_vector_ext.arg_compare":
+            check_arg_compare_lines(op, analysis, target)
         values = list(op.results) + [a for r in op.regions for b in r.blocks for a in b.args]
         for v in values:
             lay = analysis.get(v) if is_vector(v) else None
@@ -2090,6 +2147,32 @@ def check_unroll_budget(func: Operation, analysis: LayoutAnalysis, target) -> No
                 raise SimtifyError(
                     f"distribution would unroll more than {MAX_UNROLLED_GROUPS} register groups (batch x outer tiles "
                     f"summed over the function's vector values; this {v.type} value alone has {groups})", _where(op))
+
+
+def check_arg_compare_lines(op: Operation, analysis: LayoutAnalysis, target) -> None:
+    """An arg_compare whose dim is not reduced inside a subgroup gives every thread whole
+    lines (of values, and of indices where they are given) and compares them one by one:
+    refuse it, before any work, when such a line value needs more registers per thread
+    than the target has, as for any value (a dim over 16 subgroups of 64 lanes × 4 f32 is
+    4096 values per thread)."""
+    lay = analysis.get(op.input_value)
+    if lay is None:
+        return
+    dim = op.dimension.value.data
+    T, st = lay.thread_tile[dim], lay.thread_strides[dim]
+    sg = analysis.launch.subgroup_size
+    if lay.subgroup_tile[dim] == 1 and (T == 1 or (_is_pow2(T) and _is_pow2(st) and sg % (T * st) == 0)):
+        return
+    line = NestedDistribution.line_layout(lay, dim)
+    regs = registers_of_value(op.input_value.type, line)
+    if op.input_index is not None:  # else the index is the position, computed per step
+        regs = max(regs, registers_of_value(op.input_index.type, line))
+    if regs > target.registers_per_lane:
+        raise SimtifyError(
+            f"arg_compare along dim {dim} ({lay.undistributed_shape[dim]} elements over {lay.subgroup_tile[dim]} "
+            f"subgroups and {T} threads) would give every thread whole lines: {regs} 32-bit registers per thread; "
+            f"{target.name} has {target.registers_per_lane} per lane (keep the dim inside "
+            f"one subgroup, or reduce it in two steps)", _where(op))
 
 
 def distribute_function(func: Operation, analysis: LayoutAnalysis, subgroup_size: int, threads: int,

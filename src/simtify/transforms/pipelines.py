@@ -25,17 +25,28 @@ def _functions(module: ModuleOp) -> list[Operation]:
     return [op for op in module.walk() if op.name == "func.func" and op.body.blocks]
 
 
-def _anchored_subgroups(func: Operation) -> int:
-    n = 1
+def _anchored_subgroups(func: Operation, sg: int) -> int:
+    """Subgroups the anchors need: their subgroup spans, and their thread spans (thread
+    ids are workgroup-linear, so a thread tile may spread over several subgroups)."""
+    return _widest_anchor(func, sg)[0]
+
+
+def _widest_anchor(func: Operation, sg: int) -> tuple[int, Operation | None]:
+    """(subgroups, the anchor that needs the most of them)."""
+    n, widest = 1, None
     for op in func.walk():
         if op.name == "iree_vector_ext.to_layout":
-            n = max(n, op.nested_layout.subgroup_span)
-    return n
+            lay = op.nested_layout
+            need = max(lay.subgroup_span, -(-lay.thread_span // sg))
+            if need > n:
+                n, widest = need, op
+    return n, widest
 
 
 def launch_for(func: Operation, opts: Options) -> tuple[int, int]:
     """(subgroup size, threads per workgroup): the options, else the function's
-    translation_info, else the target's subgroup size × the subgroups the layouts use."""
+    translation_info, else the target's subgroup size × the subgroups the layouts use
+    (for their subgroup tiles and for their thread spans)."""
     from simtify.target import get_target
 
     tgt = get_target(opts.target)
@@ -47,12 +58,16 @@ def launch_for(func: Operation, opts: Options) -> tuple[int, int]:
     elif info is not None and info.workgroup_size:
         threads = prod(info.workgroup_size)
     else:
-        threads = _anchored_subgroups(func) * sg
+        threads = _anchored_subgroups(func, sg) * sg
     if threads % sg:
         raise SimtifyError(f"workgroup size {threads} is not a whole number of {sg}-lane subgroups", "--workgroup-size")
     if threads > tgt.max_workgroup_size:
-        raise SimtifyError(f"workgroup size {threads} exceeds {tgt.name}'s limit of {tgt.max_workgroup_size}",
-                           "--workgroup-size")
+        where = "--workgroup-size"
+        if not opts.workgroup_size and not (info is not None and info.workgroup_size):
+            from simtify.sim.interpreter import location_of
+
+            where = location_of(_widest_anchor(func, sg)[1])  # the layout that asks for so many threads
+        raise SimtifyError(f"workgroup size {threads} exceeds {tgt.name}'s limit of {tgt.max_workgroup_size}", where)
     return sg, threads
 
 

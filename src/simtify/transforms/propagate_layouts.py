@@ -379,7 +379,7 @@ class Propagation:
         inner = []
         for i, role in enumerate(("a", "b", "c")):
             canon = op.canonical_inner(i, intr)
-            perm = op.permutation(i) or (0, 1)
+            perm = op.layout_permutation(i, intr, self.L(op.operands[i])) or (0, 1)
             if op.inner_shape(i) != tuple(canon[p] for p in perm):
                 raise SimtifyError(f"distributing inner_tiled needs operand #{i}'s inner tile to be {intr.name}'s "
                                    f"{'x'.join(str(canon[p]) for p in perm)}, not "

@@ -8,6 +8,10 @@ the intrinsic's layout (`simtify.target.mma`) and register order; every outer po
 one subgroup-cooperative intrinsic (`simtify.sim.ops.mma.run_intrinsic`), the outer
 points in row-major order of the iteration space. Inner tiles are read row-major into
 the (permuted) canonical shape, then un-permuted (``permutations``: ``S[i] == C[p[i]]``).
+Undistributed and opaque, an operand with no ``permutations`` whose `to_layout` anchor
+(through transposes and shape_casts) puts the intrinsic's tile transposed on its inner
+dims is read transposed: IREE's VectorDistribute matmuls feed B that way, and IREE's
+distribution takes each lane's registers as the fragment.
 """
 
 from __future__ import annotations
@@ -23,10 +27,34 @@ from simtify.sim.types import fit
 from simtify.sim.values import lead
 
 
+def anchored_layout(value):
+    """The nested layout a value carries from the nearest ``iree_vector_ext.to_layout``
+    above it, through transposes and shape_casts (None when there is none or a reshape
+    has no nested layout)."""
+    from simtify.errors import SimtifyError as _Error
+
+    owner = getattr(value, "owner", None)
+    name = getattr(owner, "name", None)
+    try:
+        if name == "iree_vector_ext.to_layout":
+            return owner.nested_layout
+        if name == "vector.transpose":
+            parent = anchored_layout(owner.operands[0])
+            return None if parent is None else parent.permute(list(owner.permutation.get_values()))
+        if name == "vector.shape_cast":
+            parent = anchored_layout(owner.operands[0])
+            return None if parent is None else parent.reshape(tuple(value.type.get_shape()))
+    except _Error:
+        return None
+    return None
+
+
 def _canonical(op, index: int, value: np.ndarray, intr) -> np.ndarray:
-    """`value` [W, T, *outer, *inner] with its inner tile in the canonical shape."""
+    """`value` [W, T, *outer, *inner] with its inner tile in the canonical shape. An
+    undistributed opaque operand is read through the layout it carries where that
+    layout transposes the intrinsic's (IREE's VectorDistribute B tiles)."""
     canon = op.canonical_inner(index, intr)
-    perm = op.permutation(index)
+    perm = op.layout_permutation(index, intr, anchored_layout(op.operands[index]))
     lead_shape = value.shape[: value.ndim - len(op.inner_shape(index))]
     if perm is None:
         return value.reshape(lead_shape + canon)
@@ -63,7 +91,7 @@ def _inner_tiled(sim, op):
     a, b, c = (_canonical(op, i, v, intr).astype(np.float64) for i, v in enumerate(vals))
     d = np.einsum(f"...{subs[0]},...{subs[1]}->...{subs[2]}", a, b) + c
     # back to the output's own (permuted, possibly opaque) inner shape
-    perm = op.permutation(2)
+    perm = op.layout_permutation(2, intr, anchored_layout(op.operands[2]))
     if perm is not None:
         base = d.ndim - 2
         d = d.transpose(list(range(base)) + [base + p for p in perm])

@@ -1,7 +1,8 @@
 """Semantics of what an IREE dispatch function is wrapped in (`simtify.sim.dispatch`):
 
 - ``hal.interface.binding.subspan``: the buffer bound as ``bindingN``, viewed with the
-  subspan's memref type (offset 0, see `dispatch_bindings`);
+  subspan's memref type (the view at the subspan's constant byte offset, see
+  `dispatch_bindings`);
 - ``hal.interface.workgroup.id/count/size[D]``: the workgroup's coordinate along D, the
   grid, the block (as ``gpu.block_id`` / ``grid_dim`` / ``block_dim``);
 - ``amdgpu.fat_raw_buffer_cast``: a view of the same memory. An AMD buffer access out of
@@ -9,7 +10,7 @@
   access outside the memref (it checks each dim, which is stricter than the hardware's
   range check on the whole buffer) and the sanitizer reports it as out-of-bounds;
 - ``memref.assume_alignment``: the same memref (handled with ``memref.dealloc``'s no-op);
-  an alignment the bound buffer does not have is not checked (binding offsets are 0);
+  an alignment the bound buffer does not have is not checked;
 - ``ub.poison``: an undefined value (`simtify.sim.types.undefined`: NaN for floats, the
   most negative integer for integers), so that a result that depends on it shows;
 - ``scf.forall`` mapped to ``#iree_codegen.workgroup_mapping``: one iteration per
@@ -81,6 +82,11 @@ def _poison(sim, op):
 @handles("iree_codegen.workgroup_count_hint")
 def _count_hint(sim, op):
     return []
+
+
+@handles("amdgpu.sched_barrier")
+def _sched_barrier(sim, op):
+    return []  # a scheduling hint for the backend: no effect on values
 
 
 @handles("scf.forall.in_parallel")
