@@ -123,6 +123,46 @@ def test_a_missing_barrier_is_a_finding_after_that_pass(tmp_path):
     assert findings[0]["kind"] == "race"
 
 
+LAYOUT = ("layout(<bindings = [#hal.pipeline.binding<storage_buffer>, #hal.pipeline.binding<storage_buffer>]>)")
+BINDINGS = f"""    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %in = hal.interface.binding.subspan {LAYOUT} binding(0) alignment(64) offset(%c0) : memref<2x8xf32>
+    %out = hal.interface.binding.subspan {LAYOUT} binding(1) alignment(64) offset(%c0) : memref<2x8xf32>
+"""
+FORALL_STAGE = """// -----// IR Dump After FirstPass: first //----- //
+func.func @copy() attributes {translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<VectorDistribute> workgroup_size = [1, 1, 1] subgroup_size = 64>} {
+""" + BINDINGS + """    scf.forall (%i, %j) = (0, 0) to (2, 8) step (1, 4) {
+      %v = vector.transfer_read %in[%i, %j], %pad {in_bounds = [true, true]} : memref<2x8xf32>, vector<1x4xf32>
+      vector.transfer_write %v, %out[%i, %j] {in_bounds = [true, true]} : vector<1x4xf32>, memref<2x8xf32>
+    } {mapping = [#iree_codegen.workgroup_mapping<y>, #iree_codegen.workgroup_mapping<x>]}
+    return
+}
+"""
+LINEAR_STAGE = """// -----// IR Dump After SecondPass: second //----- //
+func.func @copy() attributes {translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<VectorDistribute> workgroup_size = [1, 1, 1] subgroup_size = 64>} {
+""" + BINDINGS + """    %w = hal.interface.workgroup.id[0] : index
+    %d:2 = affine.delinearize_index %w into (2, 2) : index, index
+    %j = affine.apply affine_map<(d0) -> (d0 * 4)>(%d#1)
+    %v = vector.transfer_read %in[%d#0, %j], %pad {in_bounds = [true, true]} : memref<2x8xf32>, vector<1x4xf32>
+    vector.transfer_write %v, %out[%d#0, %j] {in_bounds = [true, true]} : vector<1x4xf32>, memref<2x8xf32>
+    iree_codegen.workgroup_count_hint(4)
+    return
+}
+"""
+
+
+def test_each_stage_launches_the_grid_it_implies(tmp_path):
+    """A 2x2 workgroup forall becomes 4 linear workgroup ids: the second stage is run on
+    the grid it records, not on the first stage's (which made attention's stages differ)."""
+    rc, report = _validate(tmp_path, FORALL_STAGE + LINEAR_STAGE)
+    assert rc == 0, report
+    assert report["dispatches"][0]["stages_checked"] == ["FirstPass", "SecondPass"]
+    # and a miscompile of the linear stage (rows swapped) is still seen
+    bad = LINEAR_STAGE.replace("%in[%d#0, %j]", "%in[%d#1, %j]")
+    rc, report = _validate(tmp_path, FORALL_STAGE + bad)
+    assert rc == 1 and report["dispatches"][0]["first_bad_pass"]["pass"] == "SecondPass"
+
+
 def test_two_dispatches_in_parallel_give_the_same_report(tmp_path):
     rc1, one = _validate(tmp_path, _dump("two_reductions"), "--jobs", "1")
     rc2, two = _validate(tmp_path, _dump("two_reductions"), "--jobs", "2")

@@ -112,10 +112,7 @@ def validate_dispatch(name: str, stages: list[Stage], options: Options) -> Dispa
             if sorted(signature) != sorted(inputs) or any(
                     _host_shape(t) != inputs[n].shape for n, t in signature.items()):
                 raise SimtifyError(f"binds {_describe(signature)}, not the first stage's {_describe_arrays(inputs)}")
-            kw = {} if launch is None else {"grid": launch.grid, "block": launch.block,
-                                            "subgroup_size": launch.subgroup_size}
-            result = run(module, name, {k: v.copy() for k, v in inputs.items()}, target=options.target,
-                         sanitize=options.sanitize, **kw)
+            result = _run_stage(run, module, name, inputs, launch, options)
         except SimtifyError as e:
             outcome.reason = _one_line(str(e))
             continue
@@ -136,6 +133,23 @@ def validate_dispatch(name: str, stages: list[Stage], options: Options) -> Dispa
     if inputs is None:
         how = "no stage of this dispatch could be simulated"
     return DispatchReport(name, exact, how, outcomes, first_bad_pass)
+
+
+def _run_stage(run, module, name: str, inputs: dict, launch, options: Options):
+    """Run one stage with the launch it records or implies; a stage that records none
+    (IREE's last structured stages lose the workgroup count and size) takes the launch of
+    the stages before it. The grid is not carried otherwise: stages express it
+    differently (a 2x2 workgroup forall becomes 4 linear workgroup ids)."""
+    def attempt(**kw):
+        return run(module, name, {k: v.copy() for k, v in inputs.items()}, target=options.target,
+                   sanitize=options.sanitize, **kw)
+
+    try:
+        return attempt()
+    except SimtifyError as e:
+        if launch is None or e.where not in ("--grid", "--block"):
+            raise
+    return attempt(grid=launch.grid, block=launch.block, subgroup_size=launch.subgroup_size)
 
 
 def _decide_exactness(func, options: Options) -> tuple[bool, str]:
