@@ -204,6 +204,41 @@ def test_bad_input_is_one_error_line(tmp_path, capsys, argv, message):
     assert message in err and err.count("\n") == 1
 
 
+def test_flags_after_a_double_dash_reach_iree_compile(tmp_path):
+    """`simtify validate IN.mlir -- FLAGS`: FLAGS are passed to iree-compile (here a
+    stand-in that records its arguments and prints a recorded dump)."""
+    fake = tmp_path / "fake-iree-compile"
+    argv_file = tmp_path / "argv.txt"
+    dump_file = tmp_path / "dump.txt"
+    dump_file.write_text(_dump("rsum"))
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {argv_file}\ncat {dump_file} >&2\n")
+    fake.chmod(0o755)
+    source = tmp_path / "in.mlir"
+    source.write_text("// compiled by the stand-in\n")
+    rc = main(["validate", str(source), "--iree-compile", str(fake), "--no-progress", "--json", str(tmp_path / "r.json"),
+               "--", "--iree-codegen-llvmgpu-enable-outer-reduction-tile-and-fuse=false"])
+    assert rc == 0
+    argv = argv_file.read_text().split()
+    assert argv[-1] == "--iree-codegen-llvmgpu-enable-outer-reduction-tile-and-fuse=false"
+    assert "--mlir-print-ir-after-all" in argv and str(source) in argv
+    assert "--iree-codegen-llvmgpu-enable-outer-reduction-tile-and-fuse=false" in \
+        json.loads((tmp_path / "r.json").read_text())["command"]
+
+
+def test_skipped_stages_are_grouped_by_what_the_simulator_met():
+    from simtify.validate.report import skip_kind
+
+    tensors = "tensor level (the simulator runs buffers)"
+    unstructured = "unstructured control flow or LLVM (after SCFToControlFlow)"
+    assert skip_kind("'stream.binding' is not registered") == tensors
+    assert skip_kind("unknown operation 'iree_codegen.load_from_buffer'") == tensors
+    assert skip_kind("the simulator does not support 'cf.br'") == unstructured
+    assert skip_kind("the simulator does not support 'llvm.mlir.poison'") == unstructured
+    # scf.forall is not a cf. op: a reason of its own
+    reason = "the simulator runs scf.forall only when it is mapped to workgroups"
+    assert skip_kind(reason) == reason
+
+
 @pytest.mark.iree
 def test_validate_compiles_with_iree_compile(tmp_path, capsys):
     assert main(["validate", str(FIXTURES / "inputs" / "rsum.mlir"), "--json", str(tmp_path / "r.json"),

@@ -70,8 +70,15 @@ def main(argv: list[str] | None = None) -> int:
         print(version())
         return 0
     try:
+        passthrough: list[str] = []
+        if argv[:1] == ["validate"]:  # `simtify validate IN.mlir -- FLAGS`: FLAGS go to iree-compile
+            from simtify.cli.validate_cmd import split_passthrough
+
+            argv, passthrough = split_passthrough(argv)
         parser, chosen = build_parser(argv)
         args = parser.parse_args(argv)
+        if passthrough:
+            args.extra = passthrough
         if chosen is None:
             parser.print_help()
             return 0 if not argv or argv[0] in ("-h", "--help") else 2

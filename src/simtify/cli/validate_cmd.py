@@ -13,7 +13,8 @@ import sys
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=__doc__.split("\n\n")[0])
     p.add_argument("input", nargs="?", help="linalg-level MLIR to compile with iree-compile")
-    p.add_argument("extra", nargs="*", help="after --: more iree-compile flags")
+    # `-- FLAGS...`: taken off the command line before parsing (`split_passthrough`)
+    p.set_defaults(extra=[])
     p.add_argument("--dump", metavar="FILE", help="a dump already made (stderr of iree-compile "
                    "--mlir-print-ir-after-all); '-' reads standard input")
     p.add_argument("--target", default="gfx942", help="gfx942 (default), gfx950 or sm_90")
@@ -32,6 +33,14 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--html", metavar="FILE", help="write the report as an HTML page")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
     p.set_defaults(run=run)
+
+
+def split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(simtify's arguments, the iree-compile flags after the first `--`)."""
+    if "--" not in argv:
+        return argv, []
+    at = argv.index("--")
+    return argv[:at], argv[at + 1:]
 
 
 def read_dump(path: str) -> str:

@@ -6,23 +6,25 @@ from __future__ import annotations
 
 import difflib
 import html
+import re
 
 from simtify.validate.dispatch import DispatchReport
 from simtify.validate.dump import dispatch_module
 from simtify.validate.run import Report
 
-# Why stages are skipped, grouped: a reason names what the simulator met.
+# Why stages are skipped, grouped: a reason names what the simulator met (a dialect
+# prefix, not a substring of another name: `scf.forall` is no `cf.` op).
 _KINDS = (
-    ("tensor level (the simulator runs buffers)", ("tensor", "stream.", "load_from_buffer", "store_to_buffer",
-                                                   "flow.", "iree_codegen.load", "bufferization.")),
-    ("unstructured control flow or LLVM (after SCFToControlFlow)", ("cf.", "llvm.", "one block per region",
-                                                                    "rocdl.", "nvvm.")),
+    ("tensor level (the simulator runs buffers)",
+     re.compile(r"tensor|(?<![\w.])(stream|flow|bufferization)\.|load_from_buffer|store_to_buffer")),
+    ("unstructured control flow or LLVM (after SCFToControlFlow)",
+     re.compile(r"(?<![\w.])(cf|llvm|rocdl|nvvm)\.|one block per region")),
 )
 
 
 def skip_kind(reason: str) -> str:
-    for kind, words in _KINDS:
-        if any(w in reason for w in words):
+    for kind, pattern in _KINDS:
+        if pattern.search(reason):
             return kind
     return reason
 
