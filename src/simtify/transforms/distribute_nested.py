@@ -370,6 +370,36 @@ class NestedDistribution:
         v = em.shape_cast(self.m(src), VectorType(dt.element_type, shape))
         self.vmap[op.results[0]] = em.broadcast(v, dt)
 
+    def op_vector_extract(self, op: Operation, em: Emitter) -> None:
+        """The source holds the indexed dims whole on every thread, as its leading batch
+        tiles (propagation converts it so): extract at the same positions there."""
+        from simtify.ir import vector as vector_ir
+
+        lay = self.L(op.vector)
+        pos = [p if isinstance(p, int) else self.m(p) for p in op.mixed_position()]
+        res = op.results[0]
+        if not is_vector(res):
+            self.vmap[res] = em.value(vector_ir.ExtractOp(self.m(op.vector), pos + [0] * (2 * lay.rank), res.type))
+            return
+        part = VectorType(res.type.element_type, list(lay.distributed_shape[len(pos):]))
+        part_v = em.value(vector_ir.ExtractOp(self.m(op.vector), pos, part))
+        self.vmap[res] = em.shape_cast(part_v, dist_type(res.type, self.L(res)))
+
+    def op_vector_insert(self, op: Operation, em: Emitter) -> None:
+        """The dest holds the indexed dims whole on every thread, as its leading batch
+        tiles: insert the value's registers at the same positions there."""
+        from simtify.ir import vector as vector_ir
+
+        lay = self.L(op.dest)
+        pos = [p if isinstance(p, int) else self.m(p) for p in op.mixed_position()]
+        val = op.value_to_store
+        if is_vector(val):
+            part = VectorType(val.type.element_type, list(lay.distributed_shape[len(pos):]))
+            new = vector_ir.InsertOp(em.shape_cast(self.m(val), part), self.m(op.dest), pos)
+        else:
+            new = vector_ir.InsertOp(self.m(val), self.m(op.dest), pos + [0] * (2 * lay.rank))
+        self.vmap[op.results[0]] = em.value(new)
+
     def op_vector_step(self, op: Operation, em: Emitter) -> None:
         self.vmap[op.results[0]] = self.coordinates(self.L(op.results[0]), 0, em)
 
