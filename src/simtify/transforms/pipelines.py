@@ -185,6 +185,7 @@ def _xegpu(stage: str):
 
         getattr(xegpu_pipeline, stage)(module, opts)
 
+    step.__name__ = stage
     return step
 
 
@@ -199,11 +200,24 @@ PIPELINES.update({
                          "all XeGPU stages: propagate, wg-to-sg, blocking, sg-to-lane (target xe, subgroup 16)"),
 })
 
+class InvalidIntermediate(RuntimeError):
+    """A pipeline stage produced IR that does not verify: a simtify bug, never the
+    user's; the CLI reports it as an internal error and prints no output."""
+
+
 def run_pipeline(module: ModuleOp, name: str, opts: Options) -> None:
+    """Run the pipeline's stages in order, verifying the IR after each one."""
+    from simtify.ir import verify
+
     if name not in PIPELINES:
         raise SimtifyError(f"unknown pipeline '{name}' (pipelines: {', '.join(PIPELINES)})", "--pipeline")
     for step in PIPELINES[name][0]:
         step(module, opts)
+        try:
+            verify(module)
+        except SimtifyError as e:
+            raise InvalidIntermediate(f"pipeline '{name}': the IR after stage '{step.__name__}' does not verify: "
+                                      f"{e}") from None
 
 
 def run_pass(module: ModuleOp, name: str, opts: Options) -> None:

@@ -182,6 +182,13 @@ class Propagation:
                 self.assign(op.acc, acc)
         elif name == "vector.transfer_write" and op.mask is not None and self.L(op.vector):
             self.assign(op.mask, mask_layout(op, self.L(op.vector)))
+        elif name == "vector.broadcast" and is_vector(op.source) and self.L(op.source):
+            # the dims a broadcast adds or stretches are held whole by every thread
+            shape = tuple(op.results[0].type.get_shape())
+            lead = len(shape) - self.L(op.source).rank
+            src_shape = tuple(op.source.type.get_shape())
+            stretched = list(range(lead)) + [lead + i for i, n in enumerate(src_shape) if n == 1 and shape[lead + i] != 1]
+            self.assign(op.results[0], self.held_whole(self.widened(self.L(op.source), lead), stretched, shape))
         elif name == "vector.extract" and is_vector(op.results[0]) and self.L(op.vector):
             self.assign(op.results[0], self.L(op.vector).project(list(range(self.positions(op)))))
         elif name == "vector.insert":
@@ -896,6 +903,7 @@ def propagate(func: Operation, launch: Launch) -> LayoutAnalysis:
                     raise SimtifyError(f"the layout {lay} of this result does not fit the launch: {e.what}",
                                        _where(op)) from None
             if is_vector(r) and r not in analysis.layouts:
+                _no_reshape(op, analysis)
                 raise SimtifyError(f"no layout reaches the result of '{op.name}' ({r.type}); "
                                    "anchor it with iree_vector_ext.to_layout", _where(op))
         for region in op.regions:
@@ -904,6 +912,20 @@ def propagate(func: Operation, launch: Launch) -> LayoutAnalysis:
                     if is_vector(a) and a not in analysis.layouts:
                         raise SimtifyError(f"no layout reaches a {a.type} block argument of '{op.name}'", _where(op))
     return analysis
+
+
+def _no_reshape(op: Operation, analysis: LayoutAnalysis) -> None:
+    """A shape_cast whose source layout has no reshape to the result's shape (and no
+    user says what the result should be) is an error that says so."""
+    if op.name != "vector.shape_cast" or analysis.get(op.operands[0]) is None:
+        return
+    src = analysis.get(op.operands[0])
+    try:
+        src.reshape(tuple(op.results[0].type.get_shape()))
+    except SimtifyError as e:
+        raise SimtifyError(f"the source's layout {src} has no reshape to {op.results[0].type}: no nested layout "
+                           f"keeps each element's owner and register ({e.what}); anchor the result with "
+                           "iree_vector_ext.to_layout to convert it", _where(op)) from None
 
 
 def annotate(func: Operation, analysis: LayoutAnalysis) -> None:
