@@ -182,13 +182,6 @@ class Propagation:
                 self.assign(op.acc, acc)
         elif name == "vector.transfer_write" and op.mask is not None and self.L(op.vector):
             self.assign(op.mask, mask_layout(op, self.L(op.vector)))
-        elif name == "vector.broadcast" and is_vector(op.source) and self.L(op.source):
-            # the dims a broadcast adds or stretches are held whole by every thread
-            shape = tuple(op.results[0].type.get_shape())
-            lead = len(shape) - self.L(op.source).rank
-            src_shape = tuple(op.source.type.get_shape())
-            stretched = list(range(lead)) + [lead + i for i, n in enumerate(src_shape) if n == 1 and shape[lead + i] != 1]
-            self.assign(op.results[0], self.held_whole(self.widened(self.L(op.source), lead), stretched, shape))
         elif name == "vector.extract" and is_vector(op.results[0]) and self.L(op.vector):
             self.assign(op.results[0], self.L(op.vector).project(list(range(self.positions(op)))))
         elif name == "vector.insert":
@@ -257,6 +250,15 @@ class Propagation:
                 if region.blocks:
                     for y, res in zip(region.blocks.first.ops.last.operands, op.results):
                         self.assign(y, self.L(res))
+
+    def broadcast_result_layout(self, op: Operation) -> NestedLayout:
+        """A broadcast's result from its source alone: the dims it adds or stretches held
+        whole by every thread (a last resort: users usually say more)."""
+        shape = tuple(op.results[0].type.get_shape())
+        lead = len(shape) - self.L(op.source).rank
+        src_shape = tuple(op.source.type.get_shape())
+        stretched = list(range(lead)) + [lead + i for i, n in enumerate(src_shape) if n == 1 and shape[lead + i] != 1]
+        return self.held_whole(self.widened(self.L(op.source), lead), stretched, shape)
 
     @staticmethod
     def broadcast_source_layout(op: Operation, res: NestedLayout) -> NestedLayout:
@@ -742,12 +744,15 @@ class Propagation:
                     self.backward(op)
                 if not self.changed:
                     break
-            # an operand nothing else reached takes what its user needs; then flow again
+            # an operand nothing else reached takes what its user needs, a broadcast's
+            # result nothing else reached holds the added dims whole; then flow again
             self.changed = False
             for op in ops:
                 for i, need in self.required(op).items():
                     if self.L(op.operands[i]) is None:
                         self.assign(op.operands[i], need)
+                if op.name == "vector.broadcast" and is_vector(op.source) and self.L(op.source):
+                    self.assign(op.results[0], self.broadcast_result_layout(op))
             if not self.changed:
                 break
         self.resolve(ops)
