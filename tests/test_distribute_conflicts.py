@@ -128,6 +128,20 @@ func.func @f(%in: memref<2x2xf32>, %out: memref<4xf32>) {{
 }}
 """
 
+# neither layout reshapes to the other's shape: the source is held whole, then reshaped
+RESHAPE_NEITHER_WAY = """
+func.func @f(%in: memref<2x3xf32>, %out: memref<6xf32>) {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant 0.0 : f32
+  %v = vector.transfer_read %in[%c0, %c0], %z {in_bounds = [true, true]} : memref<2x3xf32>, vector<2x3xf32>
+  %l = iree_vector_ext.to_layout %v to layout(#iree_vector_ext.nested_layout<subgroup_tile = [1, 1], batch_tile = [1, 3], outer_tile = [1, 1], thread_tile = [1, 1], element_tile = [2, 1], subgroup_strides = [0, 0], thread_strides = [0, 0]>) : vector<2x3xf32>
+  %s = vector.shape_cast %l : vector<2x3xf32> to vector<6xf32>
+  %o = iree_vector_ext.to_layout %s to layout(#iree_vector_ext.nested_layout<subgroup_tile = [1], batch_tile = [1], outer_tile = [1], thread_tile = [3], element_tile = [2], subgroup_strides = [0], thread_strides = [1]>) : vector<6xf32>
+  vector.transfer_write %o, %out[%c0] {in_bounds = [true]} : vector<6xf32>, memref<6xf32>
+  return
+}
+"""
+
 NO_RESHAPE = f"""
 func.func @f(%in: memref<2x2xf32>, %out: memref<4xf32>) {{
   %c0 = arith.constant 0 : index
@@ -182,9 +196,11 @@ func.func @f(%in: memref<1x4x6xf32>, %out0: memref<1x4xf32>, %out1: memref<1x6xf
     (EXTRACT_INSERT, dict(target="sm_90")),
     (EXTRACT_INSERT, dict(target="gfx942")),
     (RESHAPE_CONVERT, dict(target="sm_90")),
+    (RESHAPE_NEITHER_WAY, dict(target="sm_90")),
     (GENERATED, dict(target="sm_90")),
 ], ids=["reduce-pre-anchor", "matvec-pre-anchor", "loop-sm_90", "loop-gfx942", "contract-mixed-threads",
-        "extract-insert-sm_90", "extract-insert-gfx942", "reshape-after-conversion", "generated-accumulator"])
+        "extract-insert-sm_90", "extract-insert-gfx942", "reshape-after-conversion", "reshape-neither-way",
+        "generated-accumulator"])
 def test_conflicts_are_converted_on_their_edge(text, opts):
     check_distribution(text, "f", **opts)
 
