@@ -73,6 +73,34 @@ func.func @f(%in: memref<8x8xi32>, %out: memref<8x8xi32>) {{
 }}
 """
 
+# an scf.while whose forwarded value is anchored in the before region, its result elsewhere
+WHILE = """
+#ROWS = #iree_vector_ext.nested_layout<subgroup_tile = [2, 1], batch_tile = [1, 1], outer_tile = [1, 1], thread_tile = [4, 8], element_tile = [1, 1], subgroup_strides = [1, 0], thread_strides = [8, 1]>
+#COLS = #iree_vector_ext.nested_layout<subgroup_tile = [1, 2], batch_tile = [1, 1], outer_tile = [1, 1], thread_tile = [8, 4], element_tile = [1, 1], subgroup_strides = [0, 1], thread_strides = [1, 8]>
+func.func @f(%in: memref<8x8xi32>, %out: memref<8x8xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %z = arith.constant 0 : i32
+  %v = vector.transfer_read %in[%c0, %c0], %z {in_bounds = [true, true]} : memref<8x8xi32>, vector<8x8xi32>
+  %a = iree_vector_ext.to_layout %v to layout(#ROWS) : vector<8x8xi32>
+  %r:2 = scf.while (%i = %c0, %x = %v) : (index, vector<8x8xi32>) -> (index, vector<8x8xi32>) {
+    %lt = arith.cmpi slt, %i, %c3 : index
+    %b = iree_vector_ext.to_layout %x to layout(#COLS) : vector<8x8xi32>
+    scf.condition(%lt) %i, %b : index, vector<8x8xi32>
+  } do {
+  ^bb0(%j: index, %y: vector<8x8xi32>):
+    %n = arith.addi %y, %a : vector<8x8xi32>
+    %j1 = arith.addi %j, %c1 : index
+    scf.yield %j1, %n : index, vector<8x8xi32>
+  }
+  %o = iree_vector_ext.to_layout %r#1 to layout(#ROWS) : vector<8x8xi32>
+  %s = arith.muli %o, %r#1 : vector<8x8xi32>
+  vector.transfer_write %s, %out[%c0, %c0] {in_bounds = [true, true]} : vector<8x8xi32>, memref<8x8xi32>
+  return
+}
+"""
+
 # A and B of a 4x4x4 matmul with different thread layouts (their mix overlaps)
 CONTRACT_MIXED = f"""
 func.func @f(%a: memref<4x4xf32>, %b: memref<4x4xf32>, %out: memref<4x4xf32>) {{
@@ -192,13 +220,16 @@ func.func @f(%in: memref<1x4x6xf32>, %out0: memref<1x4xf32>, %out1: memref<1x6xf
     (MATVEC_PRE_ANCHOR, dict(target="sm_90")),
     (LOOP, dict(target="sm_90", workgroup_size=64)),
     (LOOP, dict(target="gfx942", workgroup_size=128)),
+    (WHILE, dict(target="sm_90", workgroup_size=64)),
+    (WHILE, dict(target="gfx942", workgroup_size=128)),
     (CONTRACT_MIXED, dict(target="sm_90")),
     (EXTRACT_INSERT, dict(target="sm_90")),
     (EXTRACT_INSERT, dict(target="gfx942")),
     (RESHAPE_CONVERT, dict(target="sm_90")),
     (RESHAPE_NEITHER_WAY, dict(target="sm_90")),
     (GENERATED, dict(target="sm_90")),
-], ids=["reduce-pre-anchor", "matvec-pre-anchor", "loop-sm_90", "loop-gfx942", "contract-mixed-threads",
+], ids=["reduce-pre-anchor", "matvec-pre-anchor", "loop-sm_90", "loop-gfx942", "while-sm_90", "while-gfx942",
+        "contract-mixed-threads",
         "extract-insert-sm_90", "extract-insert-gfx942", "reshape-after-conversion", "reshape-neither-way",
         "generated-accumulator"])
 def test_conflicts_are_converted_on_their_edge(text, opts):

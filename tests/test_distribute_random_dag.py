@@ -3,7 +3,7 @@
 Unlike the chains of `test_distribute_random.py`, values here have several users; a user
 reads the value from before its `to_layout` or the anchored one at random; results are
 re-anchored to other random layouts (other subgroup tiles and strides too); values are
-carried through `scf.for` and `scf.if`; reductions, contractions, transposes, broadcasts,
+carried through `scf.for`, `scf.while` and `scf.if`; reductions, contractions, transposes, broadcasts,
 extracts, inserts and shape casts mix with elementwise ops; several workgroups run (each
 reads and writes its own slice); float and integer (exact) programs, on sm_90 (32 lanes)
 and gfx942 (64 lanes). Every program must distribute, verify and compute what the input
@@ -107,8 +107,8 @@ class Program:
         return name
 
 
-STEPS = ["binary", "binary", "anchor", "anchor", "reduce", "contract", "transpose", "broadcast", "for", "if",
-         "extract", "insert", "shape_cast"]
+STEPS = ["binary", "binary", "anchor", "anchor", "reduce", "contract", "transpose", "broadcast", "for", "while",
+         "if", "extract", "insert", "shape_cast"]
 
 
 def step(draw, p: Program) -> None:
@@ -181,6 +181,25 @@ def step(draw, p: Program) -> None:
         body.append(f"    scf.yield {n} : {p.vt(shape)}")
         p.add(r, shape, f"  {r} = scf.for %i{p.count} = %c0 to %c2 step %c1 iter_args({c} = {x}) -> ({p.vt(shape)}) {{\n"
                         + "\n".join(body) + "\n  }")
+    elif kind == "while":
+        x, shape = p.pick(draw)
+        y, _ = p.pick(draw, shape=shape)
+        r, c, i, j = p.fresh(), p.fresh("c"), p.fresh("i"), p.fresh("j")
+        before = []
+        fwd = p.maybe_anchor(draw, c, shape, before)
+        after = []
+        d = p.fresh("d")
+        n = p.fresh()
+        after.append(f"    {n} = {p.binary(draw)} {d}, {p.maybe_anchor(draw, y, shape, after)} : {p.vt(shape)}")
+        n = p.maybe_anchor(draw, n, shape, after)
+        t = p.vt(shape)
+        p.lines.append(
+            f"  {r}:2 = scf.while ({i} = %c0, {c} = {x}) : (index, {t}) -> (index, {t}) {{\n"
+            f"    {i}lt = arith.cmpi slt, {i}, %c2 : index\n" + "".join(line + "\n" for line in before)
+            + f"    scf.condition({i}lt) {i}, {fwd} : index, {t}\n  }} do {{\n  ^bb0({j}: index, {d}: {t}):\n"
+            + "".join(line + "\n" for line in after)
+            + f"    {j}n = arith.addi {j}, %c1 : index\n    scf.yield {j}n, {n} : index, {t}\n  }}")
+        p.pool.append((f"{r}#1", shape))
     elif kind == "if":
         x, shape = p.pick(draw)
         y, _ = p.pick(draw, shape=shape)

@@ -250,7 +250,7 @@ class NestedDistribution:
 
     def distribute_block(self, old: Block, em: Emitter) -> list[SSAValue]:
         for op in old.ops:
-            if op.name in ("scf.yield", "func.return", "gpu.return", "gpu.yield"):
+            if op.name in ("scf.yield", "scf.condition", "func.return", "gpu.return", "gpu.yield"):
                 return [self.m(v) for v in op.operands]
             try:
                 self.distribute(op, em)
@@ -449,6 +449,31 @@ class NestedDistribution:
             self.loop_depth -= 1
         body.add_op(scf.YieldOp(*results))
         new = scf.ForOp(self.m(op.operands[0]), self.m(op.operands[1]), self.m(op.operands[2]), inits, Region(body))
+        em.add(new)
+        for old, v in zip(op.results, new.results):
+            self.vmap[old] = v
+
+    def op_scf_while(self, op: Operation, em: Emitter) -> None:
+        """Both regions distributed; the before region's arguments take the inits'
+        layouts, the after region's arguments and the results the forwarded values'."""
+        old_before, old_after = (r.blocks.first for r in op.regions)
+        inits = [self.m(v) for v in op.operands]
+        blocks = []
+        self.loop_depth += 1
+        try:
+            for old in (old_before, old_after):
+                new = Block(arg_types=[dist_type(a.type, self.L(a)) if is_vector(a) else a.type for a in old.args])
+                for a, b in zip(old.args, new.args):
+                    b.name_hint = a.name_hint
+                    self.vmap[a] = b
+                results = self.distribute_block(old, Emitter(new))
+                terminator = scf.ConditionOp(*results) if old is old_before else scf.YieldOp(*results)
+                new.add_op(terminator)
+                blocks.append(new)
+        finally:
+            self.loop_depth -= 1
+        types = [dist_type(r.type, self.L(r)) if is_vector(r) else r.type for r in op.results]
+        new = scf.WhileOp(inits, types, Region(blocks[0]), Region(blocks[1]))
         em.add(new)
         for old, v in zip(op.results, new.results):
             self.vmap[old] = v

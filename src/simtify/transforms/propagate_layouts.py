@@ -201,6 +201,11 @@ class Propagation:
                 if region.blocks:
                     for y, res in zip(region.blocks.first.ops.last.operands, op.results):
                         self.assign(res, self.L(y))
+        elif name == "scf.while":
+            for group in self.while_groups(op):
+                lay = next((self.L(v) for v in group if self.L(v) is not None), None)
+                for v in group:
+                    self.assign(v, lay)
 
     def backward(self, op: Operation) -> None:
         name = op.name
@@ -250,6 +255,18 @@ class Propagation:
                 if region.blocks:
                     for y, res in zip(region.blocks.first.ops.last.operands, op.results):
                         self.assign(y, self.L(res))
+        elif name == "scf.while":
+            self.forward(op)
+
+    @staticmethod
+    def while_groups(op: Operation) -> list[list[SSAValue]]:
+        """The values of an scf.while that carry one layout: an init, the before region's
+        argument and the after region's yielded value; a condition's forwarded value, the
+        after region's argument and the result."""
+        before, after = (r.blocks.first for r in op.regions)
+        groups = [list(g) for g in zip(op.operands, before.args, after.ops.last.operands)]
+        groups += [list(g) for g in zip(list(before.ops.last.operands)[1:], after.args, op.results)]
+        return groups
 
     def broadcast_result_layout(self, op: Operation) -> NestedLayout:
         """A broadcast's result from its source alone: the dims it adds or stretches held
@@ -654,12 +671,22 @@ class Propagation:
             for i, arg in enumerate(list(block.args)[1:]):
                 if self.L(arg):
                     out[3 + i] = self.L(arg)
+        elif name == "scf.while":
+            for i, arg in enumerate(op.regions[0].blocks.first.args):
+                if self.L(arg):
+                    out[i] = self.L(arg)
+        elif name == "scf.condition":
+            for i, arg in enumerate(op.parent_op().regions[1].blocks.first.args):
+                if self.L(arg) and is_vector(op.operands[1 + i]):
+                    out[1 + i] = self.L(arg)
         elif name == "scf.yield":
             parent = op.parent_op()
             if parent is not None and parent.name == "scf.for":
                 targets = list(parent.regions[0].blocks.first.args)[1:]
             elif parent is not None and parent.name == "scf.if":
                 targets = list(parent.results)
+            elif parent is not None and parent.name == "scf.while":
+                targets = list(parent.regions[0].blocks.first.args)
             else:
                 targets = []
             for i, t in enumerate(targets):
@@ -713,6 +740,9 @@ class Propagation:
             add(op.results[0], self.L(op.dest))
         elif name == "scf.for":
             for arg, r in zip(list(op.regions[0].blocks.first.args)[1:], op.results):
+                add(r, self.L(arg))
+        elif name == "scf.while":
+            for arg, r in zip(op.regions[1].blocks.first.args, op.results):
                 add(r, self.L(arg))
         elif name == "vector.mask":
             for y, r in zip(op.mask_region.block.last_op.operands, op.results):
