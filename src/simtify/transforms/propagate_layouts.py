@@ -5,12 +5,19 @@ operand comes from a `to_layout {mma_kind = #iree_gpu.mma_layout<NAME>}` takes t
 intrinsic's A, B and C layouts (tiled by the subgroup and batch tiles the anchors give,
 `MMAIntrinsic.tiled`), so that its accumulator needs no anchor. Layouts flow forward (an op's result
 from its operands) and backward (operands from results) through elementwise ops,
-transpose, broadcast, shape_cast, multi_reduction, contract, transfer masks, constants,
-`step`, masks and `scf.for` / `scf.if` carried values, until nothing changes. Then every
-use whose operand layout differs from what the op needs — compared by ownership maps,
-not by attribute text — is resolved: a cheap producer (a splat constant, a broadcast of
-a scalar, a step or mask) is cloned with the needed layout; anything else gets a
-`to_layout` conversion in front of the use.
+transpose, broadcast, shape_cast, multi_reduction, contract, extract / insert, transfer
+masks, constants, `step`, masks and `scf.for` / `scf.while` / `scf.if` carried values,
+until nothing changes. A value takes the first layout that reaches it, so an op's
+operands and results may disagree (an op reads the value from before its `to_layout`
+while its result is re-anchored downstream). Then every op is resolved in program order,
+on its edges, compared by ownership maps (not by attribute text):
+- an operand whose layout differs from what the op needs (`required`) is converted in
+  front of the use: a cheap producer (a splat constant, a broadcast of a scalar, a step
+  or mask) is cloned with the needed layout, anything else gets a `to_layout`;
+- a result whose layout differs from what the op produces from those operands
+  (`produced`: a reduction's projected source, a contraction's iteration layout, a
+  loop's carried value, ...) takes the produced layout, and its users read a
+  `to_layout` to the layout they were given, inserted after the op.
 
     %a = iree_vector_ext.to_layout %v to layout(#L) : vector<4x64xf32>
     %b = arith.negf %a : vector<4x64xf32>              // #L, forward
