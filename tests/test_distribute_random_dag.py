@@ -144,7 +144,18 @@ def step(draw, p: Program) -> None:
         vec = p.pick(draw, shape=(k,)) if draw(st.booleans()) else None
         r = p.fresh()
         acc = p.fresh("acc")
-        if vec is not None:  # matvec
+        if not draw(st.integers(0, 4)):  # a dot product of two matrices: a scalar, broadcast and anchored
+            b, _ = p.pick(draw, shape=(m, k))
+            p.lines.append(f"  {acc} = arith.constant {p.zero()} : {p.elt}")
+            p.lines.append(f"  {r} = vector.contract {{indexing_maps = [affine_map<(m, k) -> (m, k)>, "
+                           f"affine_map<(m, k) -> (m, k)>, affine_map<(m, k) -> ()>], iterator_types = "
+                           f"[\"reduction\", \"reduction\"], kind = #vector.kind<add>}} {a}, {b}, {acc} : "
+                           f"{p.vt((m, k))}, {p.vt((m, k))} into {p.elt}")
+            splat = p.fresh()
+            p.lines.append(f"  {splat} = vector.broadcast {r} : {p.elt} to {p.vt((k,))}")
+            name, line = p.anchor(draw, splat, (k,))
+            p.add(name, (k,), line)
+        elif vec is not None:  # matvec
             p.lines.append(f"  {acc} = arith.constant dense<{p.zero()}> : {p.vt((m,))}")
             p.add(r, (m,), f"  {r} = vector.contract {{indexing_maps = [affine_map<(m, k) -> (m, k)>, "
                            f"affine_map<(m, k) -> (k)>, affine_map<(m, k) -> (m)>], iterator_types = "

@@ -729,7 +729,7 @@ class Propagation:
             add(op.results[0], self.mma_layouts(op)[2])
         elif name == "vector.contract":
             it = self.contract_choice(op)
-            if it is not None:
+            if it is not None and is_vector(op.results[0]):
                 add(op.results[0], it.apply(result_dims(op.indexing_maps.data[2].data)))
         elif name == "iree_codegen.inner_tiled" and not op.distributed:
             for r in op.results:
