@@ -73,6 +73,27 @@ func.func @f(%in: memref<8x8xi32>, %out: memref<8x8xi32>) {{
 }}
 """
 
+# the loop's init is the value from before its anchor, the value it meets is anchored
+# across two subgroups, the result re-anchored (wrong on both workgroups before)
+LOOP_PRE_ANCHOR = """
+func.func @f(%in: memref<2x2x8xf32>, %out: memref<2x2x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %pad = arith.constant 0.0 : f32
+  %wg = gpu.block_id x
+  %v = vector.transfer_read %in[%wg, %c0, %c0], %pad {in_bounds = [true, true]} : memref<2x2x8xf32>, vector<2x8xf32>
+  %l = iree_vector_ext.to_layout %v to layout(#iree_vector_ext.nested_layout<subgroup_tile = [2, 1], batch_tile = [1, 1], outer_tile = [1, 1], thread_tile = [1, 1], element_tile = [1, 8], subgroup_strides = [1, 0], thread_strides = [0, 0]>) : vector<2x8xf32>
+  %r = scf.for %i = %c0 to %c2 step %c1 iter_args(%x = %v) -> (vector<2x8xf32>) {
+    %y = arith.addf %x, %l : vector<2x8xf32>
+    scf.yield %y : vector<2x8xf32>
+  }
+  %o = iree_vector_ext.to_layout %r to layout(#iree_vector_ext.nested_layout<subgroup_tile = [1, 1], batch_tile = [1, 1], outer_tile = [1, 1], thread_tile = [1, 2], element_tile = [2, 4], subgroup_strides = [0, 0], thread_strides = [0, 1]>) : vector<2x8xf32>
+  vector.transfer_write %o, %out[%wg, %c0, %c0] {in_bounds = [true, true]} : vector<2x8xf32>, memref<2x2x8xf32>
+  return
+}
+"""
+
 # an scf.while whose forwarded value is anchored in the before region, its result elsewhere
 WHILE = """
 #ROWS = #iree_vector_ext.nested_layout<subgroup_tile = [2, 1], batch_tile = [1, 1], outer_tile = [1, 1], thread_tile = [4, 8], element_tile = [1, 1], subgroup_strides = [1, 0], thread_strides = [8, 1]>
@@ -220,6 +241,7 @@ func.func @f(%in: memref<1x4x6xf32>, %out0: memref<1x4xf32>, %out1: memref<1x6xf
     (MATVEC_PRE_ANCHOR, dict(target="sm_90")),
     (LOOP, dict(target="sm_90", workgroup_size=64)),
     (LOOP, dict(target="gfx942", workgroup_size=128)),
+    (LOOP_PRE_ANCHOR, dict(target="sm_90", workgroup_size=64, grid=(2,))),
     (WHILE, dict(target="sm_90", workgroup_size=64)),
     (WHILE, dict(target="gfx942", workgroup_size=128)),
     (CONTRACT_MIXED, dict(target="sm_90")),
@@ -228,7 +250,7 @@ func.func @f(%in: memref<1x4x6xf32>, %out0: memref<1x4xf32>, %out1: memref<1x6xf
     (RESHAPE_CONVERT, dict(target="sm_90")),
     (RESHAPE_NEITHER_WAY, dict(target="sm_90")),
     (GENERATED, dict(target="sm_90")),
-], ids=["reduce-pre-anchor", "matvec-pre-anchor", "loop-sm_90", "loop-gfx942", "while-sm_90", "while-gfx942",
+], ids=["reduce-pre-anchor", "matvec-pre-anchor", "loop-sm_90", "loop-gfx942", "loop-pre-anchor", "while-sm_90", "while-gfx942",
         "contract-mixed-threads",
         "extract-insert-sm_90", "extract-insert-gfx942", "reshape-after-conversion", "reshape-neither-way",
         "generated-accumulator"])
