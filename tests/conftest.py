@@ -3,10 +3,12 @@ the reason, where iree-opt or iree-compile is not on PATH, and only they may run
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack
 
 import iree_oracle
 import pytest
+from hypothesis import settings
 
 pytest_plugins = ["pytester"]
 
@@ -32,3 +34,8 @@ def pytest_runtest_protocol(item, nextitem):
     with iree_oracle.running(item):
         return (yield)
 
+
+# Hypothesis profiles: `HYPOTHESIS_PROFILE=thorough pytest ...` runs the random-program
+# generators with thousands of cases (the default run keeps them to hundreds).
+settings.register_profile("thorough", max_examples=3000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

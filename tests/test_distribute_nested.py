@@ -257,10 +257,10 @@ def test_reductions_with_shuffle_butterflies(case):
 BAD = {
     "unsupported_op": ("  %v = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
                        f"  %a = iree_vector_ext.to_layout %v to layout({L64}) : vector<32x32xf32>\n"
-                       "  %g = vector.extract %a[0] : vector<32xf32> from vector<32x32xf32>\n"
-                       f"  %h = iree_vector_ext.to_layout %g to layout({nested([1], [1], [1], [32], [1], [0], [1])}) : vector<32xf32>\n"
-                       "  vector.transfer_write %h, %dst[%c0, %c0] {in_bounds = [true]} : vector<32xf32>, memref<32x32xf32>\n",
-                       "does not support 'vector.extract'"),
+                       "  %g = vector.extract_strided_slice %a offsets = [0, 0], sizes = [1, 32], strides = [1, 1] : vector<32x32xf32> to vector<1x32xf32>\n"
+                       f"  %h = iree_vector_ext.to_layout %g to layout({nested([1, 1], [1, 1], [1, 1], [1, 32], [1, 1], [0, 0], [0, 1])}) : vector<1x32xf32>\n"
+                       "  vector.transfer_write %h, %dst[%c0, %c0] {in_bounds = [true, true]} : vector<1x32xf32>, memref<32x32xf32>\n",
+                       "does not support 'vector.extract_strided_slice'"),
     "no_layout": ("  %v = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x32xf32>, vector<32x32xf32>\n"
                   "  vector.transfer_write %v, %dst[%c0, %c0] {in_bounds = [true, true]} : vector<32x32xf32>, memref<32x32xf32>\n",
                   "no layout reaches"),

@@ -250,7 +250,8 @@ class NestedDistribution:
 
     def distribute_block(self, old: Block, em: Emitter) -> list[SSAValue]:
         for op in old.ops:
-            if op.name in ("scf.yield", "func.return", "gpu.return", "gpu.yield", "scf.forall.in_parallel"):
+            if op.name in ("scf.yield", "scf.condition", "func.return", "gpu.return", "gpu.yield",
+                           "scf.forall.in_parallel"):
                 return [self.m(v) for v in op.operands]
             try:
                 self.distribute(op, em)
@@ -372,6 +373,36 @@ class NestedDistribution:
         v = em.shape_cast(self.m(src), VectorType(dt.element_type, shape))
         self.vmap[op.results[0]] = em.broadcast(v, dt)
 
+    def op_vector_extract(self, op: Operation, em: Emitter) -> None:
+        """The source holds the indexed dims whole on every thread, as its leading batch
+        tiles (propagation converts it so): extract at the same positions there."""
+        from simtify.ir import vector as vector_ir
+
+        lay = self.L(op.vector)
+        pos = [p if isinstance(p, int) else self.m(p) for p in op.mixed_position()]
+        res = op.results[0]
+        if not is_vector(res):
+            self.vmap[res] = em.value(vector_ir.ExtractOp(self.m(op.vector), pos + [0] * (2 * lay.rank), res.type))
+            return
+        part = VectorType(res.type.element_type, list(lay.distributed_shape[len(pos):]))
+        part_v = em.value(vector_ir.ExtractOp(self.m(op.vector), pos, part))
+        self.vmap[res] = em.shape_cast(part_v, dist_type(res.type, self.L(res)))
+
+    def op_vector_insert(self, op: Operation, em: Emitter) -> None:
+        """The dest holds the indexed dims whole on every thread, as its leading batch
+        tiles: insert the value's registers at the same positions there."""
+        from simtify.ir import vector as vector_ir
+
+        lay = self.L(op.dest)
+        pos = [p if isinstance(p, int) else self.m(p) for p in op.mixed_position()]
+        val = op.value_to_store
+        if is_vector(val):
+            part = VectorType(val.type.element_type, list(lay.distributed_shape[len(pos):]))
+            new = vector_ir.InsertOp(em.shape_cast(self.m(val), part), self.m(op.dest), pos)
+        else:
+            new = vector_ir.InsertOp(self.m(val), self.m(op.dest), pos + [0] * (2 * lay.rank))
+        self.vmap[op.results[0]] = em.value(new)
+
     def op_vector_step(self, op: Operation, em: Emitter) -> None:
         self.vmap[op.results[0]] = self.coordinates(self.L(op.results[0]), 0, em)
 
@@ -454,6 +485,31 @@ class NestedDistribution:
             regions=[Region(body)],
         )
         em.add(new)
+
+    def op_scf_while(self, op: Operation, em: Emitter) -> None:
+        """Both regions distributed; the before region's arguments take the inits'
+        layouts, the after region's arguments and the results the forwarded values'."""
+        old_before, old_after = (r.blocks.first for r in op.regions)
+        inits = [self.m(v) for v in op.operands]
+        blocks = []
+        self.loop_depth += 1
+        try:
+            for old in (old_before, old_after):
+                new = Block(arg_types=[dist_type(a.type, self.L(a)) if is_vector(a) else a.type for a in old.args])
+                for a, b in zip(old.args, new.args):
+                    b.name_hint = a.name_hint
+                    self.vmap[a] = b
+                results = self.distribute_block(old, Emitter(new))
+                terminator = scf.ConditionOp(*results) if old is old_before else scf.YieldOp(*results)
+                new.add_op(terminator)
+                blocks.append(new)
+        finally:
+            self.loop_depth -= 1
+        types = [dist_type(r.type, self.L(r)) if is_vector(r) else r.type for r in op.results]
+        new = scf.WhileOp(inits, types, Region(blocks[0]), Region(blocks[1]))
+        em.add(new)
+        for old, v in zip(op.results, new.results):
+            self.vmap[old] = v
 
     def op_scf_if(self, op: Operation, em: Emitter) -> None:
         types = [dist_type(r.type, self.L(r)) if is_vector(r) else r.type for r in op.results]

@@ -26,6 +26,7 @@ from simtify.errors import SimtifyError, remember_source
 from simtify.transforms.pipelines import (
     PASSES,
     PIPELINES,
+    InvalidIntermediate,
     Options,
     options_of,
     pipeline_steps,
@@ -283,7 +284,11 @@ def run_items(op: Operation, items: list, flags: Options, given: dict[str, str],
         check_options(item, opts, given)
         for step, run in pipeline_steps(item.name):
             run(op, opts)
-            verify(op)
+            try:
+                verify(op)
+            except SimtifyError as e:
+                raise InvalidIntermediate(f"pipeline '{item.name}': the IR after stage '{run.__name__}' ({step}) "
+                                          f"does not verify: {e}") from None
             if after is not None:
                 after(step, opts, op)
 

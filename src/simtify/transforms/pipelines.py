@@ -240,7 +240,7 @@ def pipeline_steps(name: str) -> list[tuple[str, object]]:
         return [(name, PASSES[name][0])]
     named = {id(fn): n for n, (fn, _) in PASSES.items()}
     named.update({id(steps[0]): n for n, (steps, _) in PIPELINES.items() if len(steps) == 1})
-    return [(named[id(step)], step) for step in PIPELINES[name][0]]
+    return [(named.get(id(step), step.__name__.replace("_", "-")), step) for step in PIPELINES[name][0]]
 
 
 def options_of(name: str) -> tuple[str, ...]:
@@ -249,11 +249,24 @@ def options_of(name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(taken))
 
 
+class InvalidIntermediate(RuntimeError):
+    """A pipeline stage produced IR that does not verify: a simtify bug, never the
+    user's; the CLI reports it as an internal error and prints no output."""
+
+
 def run_pipeline(module: ModuleOp, name: str, opts: Options) -> None:
+    """Run the pipeline's stages in order, verifying the IR after each one."""
+    from simtify.ir import verify
+
     if name not in PIPELINES:
         raise SimtifyError(f"unknown pipeline '{name}' (pipelines: {', '.join(PIPELINES)})", "--pipeline")
     for step in PIPELINES[name][0]:
         step(module, opts)
+        try:
+            verify(module)
+        except SimtifyError as e:
+            raise InvalidIntermediate(f"pipeline '{name}': the IR after stage '{step.__name__}' does not verify: "
+                                      f"{e}") from None
 
 
 def run_pass(module: ModuleOp, name: str, opts: Options) -> None:

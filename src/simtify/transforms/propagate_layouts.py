@@ -5,12 +5,19 @@ operand comes from a `to_layout {mma_kind = #iree_gpu.mma_layout<NAME>}` takes t
 intrinsic's A, B and C layouts (tiled by the subgroup and batch tiles the anchors give,
 `MMAIntrinsic.tiled`), so that its accumulator needs no anchor. Layouts flow forward (an op's result
 from its operands) and backward (operands from results) through elementwise ops,
-transpose, broadcast, shape_cast, multi_reduction, contract, transfer masks, constants,
-`step`, masks and `scf.for` / `scf.if` carried values, until nothing changes. Then every
-use whose operand layout differs from what the op needs — compared by ownership maps,
-not by attribute text — is resolved: a cheap producer (a splat constant, a broadcast of
-a scalar, a step or mask) is cloned with the needed layout; anything else gets a
-`to_layout` conversion in front of the use.
+transpose, broadcast, shape_cast, multi_reduction, contract, extract / insert, transfer
+masks, constants, `step`, masks and `scf.for` / `scf.while` / `scf.if` carried values,
+until nothing changes. A value takes the first layout that reaches it, so an op's
+operands and results may disagree (an op reads the value from before its `to_layout`
+while its result is re-anchored downstream). Then every op is resolved in program order,
+on its edges, compared by ownership maps (not by attribute text):
+- an operand whose layout differs from what the op needs (`required`) is converted in
+  front of the use: a cheap producer (a splat constant, a broadcast of a scalar, a step
+  or mask) is cloned with the needed layout, anything else gets a `to_layout`;
+- a result whose layout differs from what the op produces from those operands
+  (`produced`: a reduction's projected source, a contraction's iteration layout, a
+  loop's carried value, ...) takes the produced layout, and its users read a
+  `to_layout` to the layout they were given, inserted after the op.
 
     %a = iree_vector_ext.to_layout %v to layout(#L) : vector<4x64xf32>
     %b = arith.negf %a : vector<4x64xf32>              // #L, forward
@@ -20,6 +27,8 @@ a scalar, a step or mask) is cloned with the needed layout; anything else gets a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import permutations
+from math import prod
 
 from xdsl.dialects.builtin import ArrayAttr, VectorType
 from xdsl.ir import Block, Operation, SSAValue
@@ -104,6 +113,11 @@ class LayoutAnalysis:
         except SimtifyError:
             return False
 
+    def interchangeable(self, a: NestedLayout, b: NestedLayout) -> bool:
+        """The same registers on every thread: equal ownership maps and the same
+        distributed shape, so that a value of one serves as a value of the other."""
+        return a == b or (a.distributed_shape == b.distributed_shape and self.same(a, b))
+
 
 def _where(op: Operation) -> str:
     from simtify.sim.interpreter import location_of
@@ -114,6 +128,7 @@ def _where(op: Operation) -> str:
 class Propagation:
     def __init__(self, func: Operation, launch: Launch):
         self.mma_cache: dict = {}
+        self.chosen: dict[Operation, NestedLayout | None] = {}  # contraction -> iteration layout
         self.func = func
         self.analysis = LayoutAnalysis(launch)
         self.changed = False
@@ -165,14 +180,19 @@ class Propagation:
             lays = self.inner_tiled_layouts(op)
             for v, lay in zip(list(op.operands) + list(op.results), lays + (lays[2],)):
                 self.assign(v, lay)
-        elif name == "vector.contract":
-            it = self.iteration_layout(op)
-            if it is not None and is_vector(op.results[0]):
+        elif name == "vector.contract" and is_vector(op.results[0]) and not (
+                self.L(op.results[0]) and (not is_vector(op.acc) or self.L(op.acc))):
+            it = self.iteration_layout(op, fill=bool(self.L(op.lhs) and self.L(op.rhs)))
+            if it is not None:
                 acc = it.apply(result_dims(op.indexing_maps.data[2].data))
                 self.assign(op.results[0], acc)
                 self.assign(op.acc, acc)
         elif name == "vector.transfer_write" and op.mask is not None and self.L(op.vector):
             self.assign(op.mask, mask_layout(op, self.L(op.vector)))
+        elif name == "vector.extract" and is_vector(op.results[0]) and self.L(op.vector):
+            self.assign(op.results[0], self.L(op.vector).project(list(range(self.positions(op)))))
+        elif name == "vector.insert":
+            self.assign(op.results[0], self.insert_layout(op))
         elif name in ("vector.mask", "vector.yield", "vector.scan", "iree_vector_ext.arg_compare"):
             self.forward_masked_or_scan(op)
         elif name == "scf.for":
@@ -188,6 +208,11 @@ class Propagation:
                 if region.blocks:
                     for y, res in zip(region.blocks.first.ops.last.operands, op.results):
                         self.assign(res, self.L(y))
+        elif name == "scf.while":
+            for group in self.while_groups(op):
+                lay = next((self.L(v) for v in group if self.L(v) is not None), None)
+                for v in group:
+                    self.assign(v, lay)
 
     def backward(self, op: Operation) -> None:
         name = op.name
@@ -214,6 +239,13 @@ class Propagation:
             self.assign(op.acc, self.L(op.results[0]))
         elif name == "vector.transfer_read" and op.mask is not None and self.L(op.results[0]):
             self.assign(op.mask, mask_layout(op, self.L(op.results[0])))
+        elif name == "vector.extract" and is_vector(op.vector) and self.L(op.results[0]):
+            self.assign(op.vector, self.extract_source(op))
+        elif name == "vector.insert" and self.L(op.results[0]):
+            need = self.insert_layout(op)
+            self.assign(op.dest, need)
+            if is_vector(op.value_to_store):
+                self.assign(op.value_to_store, need.project(list(range(self.positions(op)))))
         elif name == "iree_vector_ext.transfer_gather" and self.L(op.results[0]):
             for i, lay in self.gather_requirements(op).items():
                 self.assign(op.operands[i], lay)
@@ -230,6 +262,27 @@ class Propagation:
                 if region.blocks:
                     for y, res in zip(region.blocks.first.ops.last.operands, op.results):
                         self.assign(y, self.L(res))
+        elif name == "scf.while":
+            self.forward(op)
+
+    @staticmethod
+    def while_groups(op: Operation) -> list[list[SSAValue]]:
+        """The values of an scf.while that carry one layout: an init, the before region's
+        argument and the after region's yielded value; a condition's forwarded value, the
+        after region's argument and the result."""
+        before, after = (r.blocks.first for r in op.regions)
+        groups = [list(g) for g in zip(op.operands, before.args, after.ops.last.operands)]
+        groups += [list(g) for g in zip(list(before.ops.last.operands)[1:], after.args, op.results)]
+        return groups
+
+    def broadcast_result_layout(self, op: Operation) -> NestedLayout:
+        """A broadcast's result from its source alone: the dims it adds or stretches held
+        whole by every thread (a last resort: users usually say more)."""
+        shape = tuple(op.results[0].type.get_shape())
+        lead = len(shape) - self.L(op.source).rank
+        src_shape = tuple(op.source.type.get_shape())
+        stretched = list(range(lead)) + [lead + i for i, n in enumerate(src_shape) if n == 1 and shape[lead + i] != 1]
+        return self.held_whole(self.widened(self.L(op.source), lead), stretched, shape)
 
     @staticmethod
     def broadcast_source_layout(op: Operation, res: NestedLayout) -> NestedLayout:
@@ -254,21 +307,128 @@ class Propagation:
             out[len(op.operands) - 1] = lay.apply(result_dims(op.indexing_maps.data[-1].data))
         return out
 
-    def iteration_layout(self, op: Operation) -> NestedLayout | None:
-        """The layout of a contraction's iteration space, read off its lhs and rhs."""
+    # --- extract, insert, shape_cast ---------------------------------------------------
+
+    @staticmethod
+    def positions(op: Operation) -> int:
+        """How many leading dims a vector.extract / vector.insert indexes."""
+        return len(op.static_position.get_values())
+
+    @staticmethod
+    def held_whole(layout: NestedLayout | None, dims, shape) -> NestedLayout:
+        """`layout` (rank len(shape); None: every dim) with the dims in `dims` held whole
+        by every thread, as batch tiles, so that a position in them, static or dynamic,
+        indexes the registers' leading dims."""
+        layout = layout or unit_layout(len(shape))
+        f = {k: list(getattr(layout, k)) for k in _FIELDS}
+        for d in dims:
+            for k in f:
+                f[k][d] = 0 if k.endswith("strides") else 1
+            f["batch_tile"][d] = shape[d]
+        return NestedLayout(**{k: tuple(v) for k, v in f.items()})
+
+    @staticmethod
+    def widened(layout: NestedLayout, lead: int) -> NestedLayout:
+        """`layout` with `lead` undistributed size-1 dims in front."""
+        return NestedLayout(**{f: (0 if f.endswith("strides") else 1,) * lead + getattr(layout, f) for f in _FIELDS})
+
+    def extract_source(self, op: Operation) -> NestedLayout | None:
+        """The layout a vector.extract needs of its source: the indexed dims held whole
+        by every thread, the others as the result's (else as the source's)."""
+        k = self.positions(op)
+        shape = tuple(op.vector.type.get_shape())
+        if is_vector(op.results[0]) and self.L(op.results[0]) is not None:
+            base = self.widened(self.L(op.results[0]), k)
+        elif self.L(op.vector) is not None:
+            base = self.L(op.vector)
+        elif not is_vector(op.results[0]):
+            base = None
+        else:
+            return None
+        return self.held_whole(base, range(k), shape)
+
+    def insert_layout(self, op: Operation) -> NestedLayout | None:
+        """The layout of a vector.insert's dest and result: the indexed dims held whole
+        by every thread, the others as the result's, the dest's or the inserted value's."""
+        k = self.positions(op)
+        shape = tuple(op.dest.type.get_shape())
+        base = self.L(op.results[0]) or self.L(op.dest)
+        if base is None and is_vector(op.value_to_store):
+            if self.L(op.value_to_store) is None:
+                return None
+            base = self.widened(self.L(op.value_to_store), k)
+        return self.held_whole(base, range(k), shape)
+
+    def shape_cast_source(self, op: Operation) -> NestedLayout | None:
+        """What a vector.shape_cast needs of its source: the result's layout reshaped;
+        where no layout of the source's shape reshapes to it, the source's own layout
+        if that reshapes (the result is converted after the cast), else the source held
+        whole by every thread (converted, reshaped, converted again)."""
+        src_shape = tuple(op.operands[0].type.get_shape())
+        try:
+            return self.L(op.results[0]).reshape(src_shape)
+        except SimtifyError:
+            pass
+        have = self.L(op.operands[0])
+        if have is not None:
+            try:
+                have.reshape(tuple(op.results[0].type.get_shape()))
+                return have
+            except SimtifyError:
+                pass
+        return self.held_whole(None, range(len(src_shape)), src_shape)
+
+    def iteration_layout(self, op: Operation, fill: bool = False) -> NestedLayout | None:
+        """The layout of a contraction's iteration space, read off its operands' and
+        result's layouts: of the valid layouts that take each dim from one of them
+        (lhs, rhs, acc, result, in every order of preference), the one that needs the
+        fewest elements converted (lhs first, then rhs, on a tie). Operands with
+        different thread layouts would otherwise mix into an invalid layout (overlapping
+        strides); the operands are converted to the choice instead. With `fill`, dims no
+        layout reaches are held whole by every thread."""
         maps = [result_dims(m.data) for m in op.indexing_maps.data]
         n = op.indexing_maps.data[0].data.num_dims
-        per_dim: dict[int, tuple] = {}
+        sources = [(v, m) for v, m in ((op.lhs, maps[0]), (op.rhs, maps[1]), (op.acc, maps[2]),
+                                      (op.results[0], maps[2])) if is_vector(v) and self.L(v) is not None]
+        sizes: dict[int, int] = {}
         for v, m in ((op.lhs, maps[0]), (op.rhs, maps[1]), (op.acc, maps[2])):
-            lay = self.L(v)
-            if lay is None:
+            if is_vector(v):
+                for d, size in zip(m, v.type.get_shape()):
+                    if d is not None:
+                        sizes[d] = size
+        best, best_cost = None, None
+        orders = list(permutations(range(len(sources)))) if sources else [()]
+        if fill:  # one source alone, the other dims held whole: always valid
+            orders += [(j,) for j in range(len(sources))]
+        seen = set()
+        for order in orders:
+            per_dim: dict[int, tuple] = {}
+            for j in order:
+                v, m = sources[j]
+                lay = self.L(v)
+                for k, d in enumerate(m):
+                    if d is not None:
+                        per_dim.setdefault(d, tuple(getattr(lay, f)[k] for f in _FIELDS))
+            if len(per_dim) != n and not fill:
                 continue
-            for k, d in enumerate(m):
-                if d is not None:
-                    per_dim.setdefault(d, tuple(getattr(lay, f)[k] for f in _FIELDS))
-        if len(per_dim) != n:
-            return None
-        return NestedLayout(**{f: tuple(per_dim[d][i] for d in range(n)) for i, f in enumerate(_FIELDS)})
+            for d in range(n):
+                per_dim.setdefault(d, (1, 1, 1, 1, sizes.get(d, 1), 0, 0))
+            try:
+                it = NestedLayout(**{f: tuple(per_dim[d][i] for d in range(n)) for i, f in enumerate(_FIELDS)})
+                it.check_launch(self.analysis.launch.subgroup_size, self.analysis.launch.threads)
+            except SimtifyError:
+                continue
+            if it in seen:
+                continue
+            seen.add(it)
+            cost = 0
+            for v, m in ((op.lhs, maps[0]), (op.rhs, maps[1]), (op.acc, maps[2]), (op.results[0], maps[2])):
+                have = self.L(v) if is_vector(v) else None
+                if have is not None and not self.analysis.interchangeable(have, it.apply(m)):
+                    cost += prod(v.type.get_shape())
+            if best_cost is None or cost < best_cost:
+                best, best_cost = it, cost
+        return best
 
     # --- vector.mask and vector.scan -----------------------------------------------
 
@@ -477,13 +637,10 @@ class Propagation:
             out[0] = self.L(op.results[0]).permute([perm.index(i) for i in range(len(perm))])
         elif name == "vector.broadcast" and self.L(op.results[0]) and is_vector(op.source):
             out[0] = self.broadcast_source_layout(op, self.L(op.results[0]))
-        elif name == "vector.shape_cast" and self.L(op.results[0]):
-            try:
-                out[0] = self.L(op.results[0]).reshape(tuple(op.operands[0].type.get_shape()))
-            except SimtifyError as e:
-                raise SimtifyError(
-                    f"no nested layout of {op.operands[0].type} reshapes to the result's layout "
-                    f"{self.L(op.results[0])} ({e.what})", _where(op)) from None
+        elif name == "vector.shape_cast" and self.L(op.results[0]) and is_vector(op.operands[0]):
+            need = self.shape_cast_source(op)
+            if need is not None:
+                out[0] = need
         elif name == "vector.multi_reduction" and self.L(op.source) and is_vector(op.results[0]):
             out[1] = self.L(op.source).project(list(op.reduction_dims.get_values()))
         elif name == "vector.contract" and self.mma(op) is not None:
@@ -491,13 +648,23 @@ class Propagation:
         elif name == "iree_codegen.inner_tiled" and not op.distributed:
             out.update(enumerate(self.inner_tiled_layouts(op)))
         elif name == "vector.contract":
-            it = self.iteration_layout(op)
+            it = self.contract_choice(op)
             if it is not None:
                 maps = [result_dims(m.data) for m in op.indexing_maps.data]
                 out[0] = it.apply(maps[0])
                 out[1] = it.apply(maps[1])
                 if is_vector(op.acc):
                     out[2] = it.apply(maps[2])
+        elif name == "vector.extract" and is_vector(op.vector):
+            need = self.extract_source(op)
+            if need is not None:
+                out[0] = need
+        elif name == "vector.insert":
+            need = self.insert_layout(op)
+            if need is not None:
+                out[1] = need
+                if is_vector(op.value_to_store):
+                    out[0] = need.project(list(range(self.positions(op))))
         elif name == "iree_vector_ext.transfer_gather":
             out.update(self.gather_requirements(op))
         elif name in ("vector.mask", "vector.scan", "iree_vector_ext.arg_compare"):
@@ -511,12 +678,22 @@ class Propagation:
             for i, arg in enumerate(list(block.args)[1:]):
                 if self.L(arg):
                     out[3 + i] = self.L(arg)
+        elif name == "scf.while":
+            for i, arg in enumerate(op.regions[0].blocks.first.args):
+                if self.L(arg):
+                    out[i] = self.L(arg)
+        elif name == "scf.condition":
+            for i, arg in enumerate(op.parent_op().regions[1].blocks.first.args):
+                if self.L(arg) and is_vector(op.operands[1 + i]):
+                    out[1 + i] = self.L(arg)
         elif name == "scf.yield":
             parent = op.parent_op()
             if parent is not None and parent.name == "scf.for":
                 targets = list(parent.regions[0].blocks.first.args)[1:]
             elif parent is not None and parent.name == "scf.if":
                 targets = list(parent.results)
+            elif parent is not None and parent.name == "scf.while":
+                targets = list(parent.regions[0].blocks.first.args)
             else:
                 targets = []
             for i, t in enumerate(targets):
@@ -524,10 +701,77 @@ class Propagation:
                     out[i] = self.L(t)
         return out
 
+    def contract_choice(self, op: Operation) -> NestedLayout | None:
+        """The iteration layout a (non-intrinsic) contraction runs in: chosen once when
+        the contraction's conflicts are resolved, else the best one now."""
+        if op in self.chosen:
+            return self.chosen[op]
+        return self.iteration_layout(op, fill=True)
+
+    def produced(self, op: Operation) -> list[tuple[SSAValue, NestedLayout]]:
+        """(result, layout) for the results whose layout the op's distribution derives
+        from its operands' (as `required` gives them): a reduction's projected source,
+        a contraction's iteration layout, a loop's carried values, a reshaped or
+        transposed source, ... Where a result's chosen layout differs, the result is
+        converted after the op, on its way to its users."""
+        name = op.name
+        out: list[tuple[SSAValue, NestedLayout]] = []
+
+        def add(v: SSAValue, lay: NestedLayout | None) -> None:
+            if lay is not None and is_vector(v):
+                out.append((v, lay))
+
+        if name == "iree_vector_ext.to_layout":
+            add(op.results[0], op.nested_layout)
+        elif name == "vector.multi_reduction" and self.L(op.source) and is_vector(op.results[0]):
+            add(op.results[0], self.L(op.source).project(list(op.reduction_dims.get_values())))
+        elif name == "vector.contract" and self.mma(op) is not None:
+            add(op.results[0], self.mma_layouts(op)[2])
+        elif name == "vector.contract":
+            it = self.contract_choice(op)
+            if it is not None and is_vector(op.results[0]):
+                add(op.results[0], it.apply(result_dims(op.indexing_maps.data[2].data)))
+        elif name == "iree_codegen.inner_tiled" and not op.distributed:
+            for r in op.results:
+                add(r, self.inner_tiled_layouts(op)[2])
+        elif name == "vector.transpose" and self.L(op.operands[0]):
+            add(op.results[0], self.L(op.operands[0]).permute(list(op.permutation.get_values())))
+        elif name == "vector.shape_cast" and self.L(op.operands[0]) and is_vector(op.results[0]):
+            try:
+                add(op.results[0], self.L(op.operands[0]).reshape(tuple(op.results[0].type.get_shape())))
+            except SimtifyError:
+                pass
+        elif name == "vector.extract" and self.L(op.vector) and is_vector(op.results[0]):
+            add(op.results[0], self.L(op.vector).project(list(range(self.positions(op)))))
+        elif name == "vector.insert":
+            add(op.results[0], self.L(op.dest))
+        elif name == "scf.for":
+            for arg, r in zip(list(op.regions[0].blocks.first.args)[1:], op.results):
+                add(r, self.L(arg))
+        elif name == "scf.while":
+            for arg, r in zip(op.regions[1].blocks.first.args, op.results):
+                add(r, self.L(arg))
+        elif name == "vector.mask":
+            for y, r in zip(op.mask_region.block.last_op.operands, op.results):
+                add(r, self.L(y))
+        elif name == "vector.scan" and self.L(op.source):
+            add(op.dest, self.L(op.source))
+            if self.L(op.source).rank > 1:
+                add(op.accumulated_value, self.L(op.source).project([op.reduction_dim.value.data]))
+        elif name == "iree_vector_ext.arg_compare" and self.L(op.input_value) and self.L(op.input_value).rank > 1:
+            reduced = self.L(op.input_value).project([op.dimension.value.data])
+            add(op.result_value, reduced)
+            add(op.result_index, reduced)
+        return out
+
     # --- driver ------------------------------------------------------------------
 
-    def run(self) -> tuple[LayoutAnalysis, list[Conversion]]:
+    def run(self) -> LayoutAnalysis:
+        """Layouts for every vector value, then every conflict resolved on its edge."""
         ops = self.ops()
+        for op in ops:  # the anchors first: nothing else may claim their results
+            if op.name == "iree_vector_ext.to_layout":
+                self.assign(op.results[0], op.nested_layout)
         while True:
             for _ in range(4 * len(ops) + 4):
                 self.changed = False
@@ -537,21 +781,54 @@ class Propagation:
                     self.backward(op)
                 if not self.changed:
                     break
-            # an operand nothing else reached takes what its user needs; then flow again
+            # an operand nothing else reached takes what its user needs, a broadcast's
+            # result nothing else reached holds the added dims whole; then flow again
             self.changed = False
             for op in ops:
                 for i, need in self.required(op).items():
                     if self.L(op.operands[i]) is None:
                         self.assign(op.operands[i], need)
+                if op.name == "vector.broadcast" and is_vector(op.source) and self.L(op.source):
+                    self.assign(op.results[0], self.broadcast_result_layout(op))
             if not self.changed:
                 break
-        conversions = []
+        self.resolve(ops)
+        return self.analysis
+
+    def resolve(self, ops: list[Operation]) -> None:
+        """Make every op agree with its operands and results, in program order: where an
+        operand's layout is not what the op needs, a conversion goes in front of the use
+        (`materialize`); where a result's layout is not what the op produces, the result
+        is converted after the op and its users read the conversion. Ops inside a
+        ``vector.mask`` are resolved with their mask (conversions go around the mask)."""
         for op in ops:
-            for i, need in self.required(op).items():
-                have = self.L(op.operands[i])
-                if have is not None and not self.analysis.same(have, need):
-                    conversions.append(Conversion(op, i, need))
-        return self.analysis, conversions
+            parent = op.parent_op()
+            if parent is not None and parent.name == "vector.mask":
+                continue
+            if op.name == "vector.mask" and op.masked_op is not None:
+                self.resolve_op(op.masked_op, inside_mask=True)
+            self.resolve_op(op)
+
+    def resolve_op(self, op: Operation, inside_mask: bool = False) -> None:
+        if op.name == "vector.contract" and self.mma(op) is None:
+            self.chosen[op] = self.iteration_layout(op, fill=True)
+        for i, need in self.required(op).items():
+            have = self.L(op.operands[i])
+            if have is None or have == need:
+                continue
+            # a contraction reads its iteration layout off its operands' fields: exactly
+            exact = op.name == "vector.contract" and i < 2
+            if exact or not self.analysis.interchangeable(have, need):
+                materialize(self.analysis, [Conversion(op, i, need)])
+        for r, lay in self.produced(op):
+            have = self.L(r)
+            if have is None:
+                self.analysis.layouts[r] = lay
+            elif not self.analysis.interchangeable(have, lay):
+                if inside_mask:  # the mask's own result is converted
+                    self.analysis.layouts[r] = lay
+                else:
+                    convert_result(self.analysis, op, r, lay)
 
 
 _FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile", "subgroup_strides",
@@ -623,6 +900,19 @@ def materialize(analysis: LayoutAnalysis, conversions: list[Conversion]) -> None
         analysis.layouts[new_value] = c.layout
 
 
+def convert_result(analysis: LayoutAnalysis, op: Operation, result: SSAValue, produced: NestedLayout) -> None:
+    """`result` takes the layout `op` produces; its users read a `to_layout` to the
+    layout they were given."""
+    from simtify.ir.iree_vector_ext import ToLayoutOp
+
+    wanted = analysis.layouts[result]
+    conv = ToLayoutOp(result, wanted)
+    op.parent_block().insert_op_after(conv, op)
+    result.replace_uses_with_if(conv.results[0], lambda use: use.operation is not conv)
+    analysis.layouts[result] = produced
+    analysis.layouts[conv.results[0]] = wanted
+
+
 def _insert_before(op: Operation, new: Operation) -> None:
     parent = op.parent_op()
     if parent is not None and parent.name == "vector.mask":  # its region holds one op: go before the mask
@@ -640,8 +930,7 @@ def propagate(func: Operation, launch: Launch) -> LayoutAnalysis:
                 op.nested_layout.check_launch(launch.subgroup_size, launch.threads)
             except SimtifyError as e:
                 raise SimtifyError(f"the layout does not fit the launch: {e.what}", _where(op)) from None
-    analysis, conversions = Propagation(func, launch).run()
-    materialize(analysis, conversions)
+    analysis = Propagation(func, launch).run()
     checked = set()
     for op in func.walk():
         if op is func:
@@ -656,6 +945,7 @@ def propagate(func: Operation, launch: Launch) -> LayoutAnalysis:
                     raise SimtifyError(f"the layout {lay} of this result does not fit the launch: {e.what}",
                                        _where(op)) from None
             if is_vector(r) and r not in analysis.layouts:
+                _no_reshape(op, analysis)
                 raise SimtifyError(f"no layout reaches the result of '{op.name}' ({r.type}); "
                                    "anchor it with iree_vector_ext.to_layout", _where(op))
         for region in op.regions:
@@ -664,6 +954,20 @@ def propagate(func: Operation, launch: Launch) -> LayoutAnalysis:
                     if is_vector(a) and a not in analysis.layouts:
                         raise SimtifyError(f"no layout reaches a {a.type} block argument of '{op.name}'", _where(op))
     return analysis
+
+
+def _no_reshape(op: Operation, analysis: LayoutAnalysis) -> None:
+    """A shape_cast whose source layout has no reshape to the result's shape (and no
+    user says what the result should be) is an error that says so."""
+    if op.name != "vector.shape_cast" or analysis.get(op.operands[0]) is None:
+        return
+    src = analysis.get(op.operands[0])
+    try:
+        src.reshape(tuple(op.results[0].type.get_shape()))
+    except SimtifyError as e:
+        raise SimtifyError(f"the source's layout {src} has no reshape to {op.results[0].type}: no nested layout "
+                           f"keeps each element's owner and register ({e.what}); anchor the result with "
+                           "iree_vector_ext.to_layout to convert it", _where(op)) from None
 
 
 def annotate(func: Operation, analysis: LayoutAnalysis) -> None:
