@@ -251,7 +251,7 @@ def option_text(step: str, opts: Options) -> str:
     as MLIR prints a pass with its options."""
     from simtify.transforms.pipelines import PASS_OPTIONS
 
-    shown = [f"{key}={getattr(opts, OPTION_FIELDS[key][0])}" for key in PASS_OPTIONS[step]
+    shown = [f"{key}={getattr(opts, OPTION_FIELDS[key][0])}" for key in PASS_OPTIONS.get(step, ())
              if getattr(opts, OPTION_FIELDS[key][0]) is not None]
     return "{" + " ".join(shown) + "}" if shown else ""
 

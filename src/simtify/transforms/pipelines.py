@@ -245,7 +245,7 @@ def pipeline_steps(name: str) -> list[tuple[str, object]]:
 
 def options_of(name: str) -> tuple[str, ...]:
     """The options a pass or pipeline name takes."""
-    taken = [o for step, _ in pipeline_steps(name) for o in PASS_OPTIONS[step]]
+    taken = [o for step, _ in pipeline_steps(name) for o in PASS_OPTIONS.get(step, ())]
     return tuple(dict.fromkeys(taken))
 
 
