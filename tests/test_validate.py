@@ -107,6 +107,16 @@ def test_a_miscompile_in_a_later_pass_is_named(tmp_path):
     assert report["dispatches"][0]["first_bad_pass"]["pass"] == "LLVMGPUVectorLoweringPass"
 
 
+def test_iree_minsi_neutral_value_bug_is_named(tmp_path):
+    """A bug of IREE 3.12 itself, reached from a linalg input (row minima of i32): its
+    vector distribution starts the per-thread minima from -1 instead of INT32_MAX, so rows
+    of positive values come out as -1. validate names the pass that does it."""
+    rc, report = _validate(tmp_path, _dump("rowmin_i32"))
+    assert rc == 1
+    bad = report["dispatches"][0]["first_bad_pass"]
+    assert bad["pass"] == "LLVMGPUVectorDistributePass" and bad["got"] == -1 and bad["expected"] > 0
+
+
 def test_a_missing_barrier_is_a_finding_after_that_pass(tmp_path):
     dump = _dump("rsum")
     header = "// -----// IR Dump After LLVMGPUVectorDistributePass"
