@@ -101,18 +101,32 @@ class Blocking(Unroller):
         hl, wl = self.piece_layout(have), self.piece_layout(want)
         hp = self.pieces(src)
         elt = src.type.element_type
+        # a side with no lane fields left is a whole-block value: nothing to convert
+        # here, the lane stage converts what it needs
+        lanes_differ = hl is not None and wl is not None
+        if lanes_differ and not _fits(hl, wsize):
+            # the lanes of `have` cannot hold a block of `want` (16 lanes along rows, 8-row
+            # blocks): convert the whole tile, then cut it into `want`'s blocks
+            tile = [p.D for p in self._plans(have, vshape)]
+            whole = self._recut(hp, hgrid, hsize, hl, [0] * len(tile), tile, elt, em)
+            whole = self._convert(whole, hl, wl, tile, em)
+            self.vmap[r] = [self._recut([whole], [1] * len(tile), tile, wl, [x * s for x, s in zip(q, wsize)],
+                                        wsize, elt, em) for q in product(*[range(n) for n in wgrid])]
+            return
         out = []
         for q in product(*[range(n) for n in wgrid]):
             lo = [x * s for x, s in zip(q, wsize)]
             piece = self._recut(hp, hgrid, hsize, hl, lo, wsize, elt, em)
-            # a side with no lane fields left is a whole-block value: nothing to convert
-            # here, the lane stage converts what it needs
-            if hl is not None and wl is not None and not self.A.same(hl, wl, wsize):
-                props = {"input_layout": notes.to_attr(hl), "target_layout": notes.to_attr(wl)}
-                piece = em.value(xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type],
-                                                                properties=props))
+            if lanes_differ:
+                piece = self._convert(piece, hl, wl, wsize, em)
             out.append(piece)
         self.vmap[r] = out
+
+    def _convert(self, piece: SSAValue, have, want, size, em: Emitter) -> SSAValue:
+        if self.A.same(have, want, size):
+            return piece
+        props = {"input_layout": notes.to_attr(have), "target_layout": notes.to_attr(want)}
+        return em.value(xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type], properties=props))
 
     def _recut(self, pieces, grid, size, layout, lo, want, elt, em: Emitter) -> SSAValue:
         """The block at `lo` of shape `want`, cut from blocks of `size`."""
@@ -143,6 +157,14 @@ class Blocking(Unroller):
             notes.set_result_layout(new, 0, layout)
             acc = em.value(new)
         return acc
+
+
+def _fits(layout, size) -> bool:
+    try:
+        layout.check_shape(tuple(size))
+    except SimtifyError:
+        return False
+    return True
 
 
 def block(func: Operation, analysis: XeGPULayouts, opts=None) -> None:

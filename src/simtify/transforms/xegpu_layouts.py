@@ -230,3 +230,15 @@ def same(a: Layout | None, b: Layout | None, shape: Sequence[int], subgroup_size
     except SimtifyError:
         return False
     return fa.shape == fb.shape and bool(np.array_equal(fa, fb))
+
+
+def same_blocks(a: Layout | None, b: Layout | None, shape: Sequence[int]) -> bool:
+    """Do `a` and `b` cut each subgroup's tile into the same instruction blocks? (Equal
+    ownership is not equal blocking: ``inst_data = [8, 16]`` and ``[4, 16]`` give every
+    lane the same registers, in pieces that an op cannot pair.)"""
+    if a == b:
+        return True
+    try:
+        return [p.I for p in plan(a, shape)] == [p.I for p in plan(b, shape)]
+    except SimtifyError:
+        return False

@@ -58,6 +58,7 @@ from simtify.transforms.xegpu_layouts import (
     reduce_dims,
     remove_dims,
     same,
+    same_blocks,
     subgroup_part,
     unit_view,
 )
@@ -109,6 +110,11 @@ class XeGPULayouts:
 
     def same(self, a: Layout | None, b: Layout | None, shape_) -> bool:
         return same(a, b, shape_, self.subgroup_size, self.threads)
+
+    def alike(self, a: Layout | None, b: Layout | None, shape_) -> bool:
+        """The same owners and the same instruction blocks: a value in `a` can stand
+        where `b` is needed without a conversion."""
+        return self.same(a, b, shape_) and same_blocks(a, b, shape_)
 
     @property
     def workgroup_level(self) -> bool:
@@ -246,18 +252,33 @@ class Propagation:
                                    target=self.target)
         self.L = self.result.layouts
         self.ops = [op for op in func.walk() if op is not func]
+        self.tied = carried_ties(self.ops)
+        # dpas results whose layout comes from their users: they take only what the DPAS
+        # runs, and the users convert
+        self.dpas_results = {op.result: op for op in self.ops if op.name == "xegpu.dpas"
+                             and notes.dpas_layouts(op)[2] is None}
 
     # --- assignment ---------------------------------------------------------------
+
+    def _set(self, v: SSAValue, layout: Layout) -> None:
+        """Give `v` a layout, and the values it is carried as the same (one loop slot's
+        block argument and result) the same one."""
+        for t in self.tied.get(v, (v,)):
+            self.L[t] = layout
 
     def offer(self, v: SSAValue, layout: Layout | None) -> bool:
         if layout is None or not is_vector(v):
             return False
+        if v in self.dpas_results:
+            layout = self.runnable_c(layout, self.dpas_results[v])
+            if layout is None:
+                return False
         cur = self.L.get(v)
         if cur is None:
-            self.L[v] = layout
+            self._set(v, layout)
             return True
         if cur != layout and (_refines(layout, cur) or self._completes(layout, cur, shape(v))):
-            self.L[v] = layout
+            self._set(v, layout)
             return True
         return False
 
@@ -398,15 +419,38 @@ class Propagation:
                 out.insert(0, (r, given))
         return [(v, lay) for v, lay in out if lay is not None]
 
+    def runnable_c(self, layout: Layout, op: Operation) -> Layout | None:
+        """What of `layout` a dpas can compute its result in: without instruction blocks
+        the target has no DPAS for, or lanes other than the DPAS's (completion then gives
+        the DPAS's own). A user that wants the rest converts."""
+        if isinstance(layout, XeGPUSlice):
+            return None
+        f = fields(layout)
+        t = op.lhs.type.element_type
+        if f["inst_data"] is not None:
+            try:
+                mi = dpas_instruction(self.target, t)
+                if not (1 <= f["inst_data"][0] <= mi.m and f["inst_data"][1] == mi.n):
+                    f["inst_data"] = None
+            except SimtifyError:
+                pass
+        if f["lane_layout"] is not None:
+            lc = dpas_lane_layouts(t, self.sg)[2]
+            if f["lane_layout"] != list(lc.lane_layout) or (f["lane_data"] or [1, 1]) != list(lc.lane_data):
+                f["lane_layout"] = f["lane_data"] = None
+        return build(f)
+
     def dpas_layouts(self, op: Operation) -> tuple[Layout | None, Layout | None, Layout | None]:
         a, b, c = notes.dpas_layouts(op)
         if c is None:
             c = self.L.get(op.result)
-        if c is not None and (a is None or b is None):
+        if c is not None:
             da, db = dpas_operand_layouts(c, shape(op.lhs), self._b_shape(op), shape(op.result),
                                           op.lhs.type.element_type, self.sg, self.target)
-            a = a if a is not None else da
-            b = b if b is not None else db
+            # an A or B the anchor states that does not give each subgroup its C tiles'
+            # rows or columns with the whole K (split K) is the operand's to convert
+            a = a if a is not None and self._gives_whole_k(a, da, op.lhs) else da
+            b = b if b is not None and self._gives_whole_k(b, db, op.rhs) else db
         if self.inst or self.lanes:
             t = op.lhs.type.element_type
             kw = dict(inst=self.inst, lanes=self.lanes, target=self.target, a_type=t)
@@ -417,6 +461,11 @@ class Propagation:
             if b is not None and len(shape(op.rhs)) == 2:
                 b = complete(b, shape(op.rhs), self.sg, role="b", **kw)
         return a, b, c
+
+    def _gives_whole_k(self, stated: Layout, derived: Layout | None, v: SSAValue) -> bool:
+        if derived is None or not has(derived, "sg_layout") or len(shape(v)) != 2:
+            return True
+        return self.result.same(subgroup_part(stated), subgroup_part(derived), shape(v))
 
     @staticmethod
     def _b_shape(op):
@@ -442,7 +491,10 @@ class Propagation:
         return changed
 
     def neighbours(self, v: SSAValue) -> list[Operation]:
-        """Ops whose rules read `v`'s layout."""
+        """Ops whose rules read `v`'s layout (or that of a value tied to it)."""
+        return [n for t in self.tied.get(v, (v,)) for n in self._neighbours(t)]
+
+    def _neighbours(self, v: SSAValue) -> list[Operation]:
         owner = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
         out = [owner] if owner is not None and owner is not self.func else []
         for use in v.uses:
@@ -509,7 +561,7 @@ class Propagation:
                 op = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
                 try:
                     fill = complete_gather if v in gathered else complete
-                    self.L[v] = fill(cur, shape(v), self.sg, inst=self.inst, lanes=self.lanes)
+                    self._set(v, fill(cur, shape(v), self.sg, inst=self.inst, lanes=self.lanes))
                 except SimtifyError as e:
                     raise e.at(where(op))
                 self._completed = v
@@ -542,9 +594,9 @@ class Propagation:
             for v, need in self.located(self.needs, op):
                 have = self.L.get(v)
                 if have is None:
-                    self.L[v] = need
+                    self._set(v, need)
                     continue
-                if self.result.same(have, need, shape(v)):
+                if self.result.alike(have, need, shape(v)):
                     continue
                 self._convert_use(op, v, have, need)
 
@@ -566,6 +618,25 @@ class Propagation:
         for i, o in enumerate(op.operands):
             if o is v:
                 op.operands[i] = replacement
+
+
+def carried_ties(ops: list[Operation]) -> dict[SSAValue, tuple[SSAValue, ...]]:
+    """Values that are one region-carried value and so have one layout: an ``scf.for``
+    slot's block argument and result, an ``scf.while``'s after-region argument and
+    result. What flows into them (inits, yields, condition operands) meets that layout
+    on its own edge, converted where it differs."""
+    tied: dict[SSAValue, tuple[SSAValue, ...]] = {}
+    for op in ops:
+        if op.name == "scf.for":
+            pairs = zip(list(op.regions[0].blocks.first.args)[1:], op.results)
+        elif op.name == "scf.while":
+            pairs = zip(op.regions[1].blocks.first.args, op.results)
+        else:
+            continue
+        for a, r in pairs:
+            if is_vector(r):
+                tied[a] = tied[r] = (a, r)
+    return tied
 
 
 def _refines(new: Layout, old: Layout) -> bool:

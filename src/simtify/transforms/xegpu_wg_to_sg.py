@@ -204,7 +204,7 @@ class SubgroupDistribution(Unroller):
             pieces = []
             for piece in self.pieces(src):
                 ph, pw = self.piece_layout(have), self.piece_layout(want)
-                if self.A.same(ph, pw, self.piece_shape(have, shape(src))):
+                if self.A.alike(ph, pw, self.piece_shape(have, shape(src))):
                     pieces.append(piece)
                     continue
                 new = xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type], properties={
