@@ -29,7 +29,7 @@ from simtify.target import get_target
 from simtify.target.xe import check_dpas_shape
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
-from simtify.transforms.xegpu_layouts import has, plan, strip
+from simtify.transforms.xegpu_layouts import explicit_lane_data, has, plan, strip
 from simtify.transforms.xegpu_propagate import XeGPULayouts, shape
 from simtify.transforms.xegpu_unroll import Unroller, linear_index
 
@@ -54,7 +54,7 @@ class Blocking(Unroller):
         return tuple(p.I for p in self._plans(layout, shape_))
 
     def piece_layout(self, layout):
-        return strip(layout, ("inst_data",))
+        return strip(explicit_lane_data(layout), ("inst_data",))
 
     def piece_offsets(self, layout, shape_, q, em):
         return [b * p.I for b, p in zip(q, self._plans(layout, shape_))]
@@ -109,7 +109,7 @@ class Blocking(Unroller):
             # blocks): convert the whole tile, then cut it into `want`'s blocks
             tile = [p.D for p in self._plans(have, vshape)]
             whole = self._recut(hp, hgrid, hsize, hl, [0] * len(tile), tile, elt, em)
-            whole = self._convert(whole, hl, wl, tile, em)
+            whole = self._convert(whole, hl, wl, tile, em, whole=True)
             self.vmap[r] = [self._recut([whole], [1] * len(tile), tile, wl, [x * s for x, s in zip(q, wsize)],
                                         wsize, elt, em) for q in product(*[range(n) for n in wgrid])]
             return
@@ -122,8 +122,10 @@ class Blocking(Unroller):
             out.append(piece)
         self.vmap[r] = out
 
-    def _convert(self, piece: SSAValue, have, want, size, em: Emitter) -> SSAValue:
-        if self.A.same(have, want, size):
+    def _convert(self, piece: SSAValue, have, want, size, em: Emitter, *, whole: bool = False) -> SSAValue:
+        """`piece` from `have` to `want`; a whole tile is relabelled even where the owners
+        agree, since the slices cut from it follow `want`'s lane rounds."""
+        if have == want or (not whole and self.A.same(have, want, size)):
             return piece
         props = {"input_layout": notes.to_attr(have), "target_layout": notes.to_attr(want)}
         return em.value(xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type], properties=props))

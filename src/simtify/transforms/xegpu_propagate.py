@@ -591,16 +591,19 @@ class Propagation:
         """Put a convert_layout (or a clone of a splat constant) in front of every use
         whose layout differs from what its op needs."""
         for op in list(self.ops):
+            taken: set[int] = set()  # a value in two operand slots may be needed in two layouts
             for v, need in self.located(self.needs, op):
+                index = next(i for i, o in enumerate(op.operands) if o is v and i not in taken)
+                taken.add(index)
                 have = self.L.get(v)
                 if have is None:
                     self._set(v, need)
                     continue
                 if self.result.alike(have, need, shape(v)):
                     continue
-                self._convert_use(op, v, have, need)
+                self._convert_use(op, index, v, have, need)
 
-    def _convert_use(self, op: Operation, v: SSAValue, have: Layout, need: Layout) -> None:
+    def _convert_use(self, op: Operation, index: int, v: SSAValue, have: Layout, need: Layout) -> None:
         from simtify.ir.xegpu import ConvertLayoutOp
 
         producer = v.owner
@@ -615,9 +618,7 @@ class Propagation:
             op.parent_block().insert_op_before(new, op)
             replacement = new.results[0]
         self.L[replacement] = need
-        for i, o in enumerate(op.operands):
-            if o is v:
-                op.operands[i] = replacement
+        op.operands[index] = replacement
 
 
 def carried_ties(ops: list[Operation]) -> dict[SSAValue, tuple[SSAValue, ...]]:
