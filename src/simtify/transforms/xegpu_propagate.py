@@ -193,6 +193,19 @@ def broadcast_source(result: Layout | None, src_shape, res_shape) -> Layout | No
     return unit_view(lay, units)
 
 
+def broadcast_result(source: Layout | None, src_shape, res_shape) -> Layout | None:
+    """The layout a broadcast gives its result from its source's: the source's owners,
+    every id holding the whole of each new leading dim and of each stretched unit dim."""
+    if source is None:
+        return None
+    lead = len(res_shape) - len(src_shape)
+    units = [d for d, (s, r) in enumerate(zip(src_shape, res_shape[lead:])) if s == 1 and r != 1]
+    lay = remove_dims(source, units)
+    if units:
+        lay = insert_dims(lay, units, [res_shape[lead + d] for d in units])
+    return insert_dims(lay, list(range(lead)), list(res_shape[:lead])) if lead else lay
+
+
 def unit_dims_map(src_shape, res_shape) -> tuple[list[int], list[int]] | None:
     """For a shape_cast that only adds or drops unit dims: (source unit dims that go,
     result unit dims that come); None for any other reshape."""
@@ -267,8 +280,8 @@ class Propagation:
             self.L[t] = layout
 
     def offer(self, v: SSAValue, layout: Layout | None) -> bool:
-        if layout is None or not is_vector(v):
-            return False
+        if layout is None or not is_vector(v) or flatten(layout)[0].rank is None:
+            return False  # `#xegpu.layout<>` distributes nothing: no layout
         if v in self.dpas_results:
             layout = self.runnable_c(layout, self.dpas_results[v])
             if layout is None:
@@ -568,10 +581,24 @@ class Propagation:
                 return True
         return False
 
+    def broadcast_defaults(self) -> list[Operation]:
+        """A broadcast result that nothing else gives a layout takes its source's owners
+        (whole along the new dims), rather than none: every subgroup holding the whole
+        value would not match the source's tiles. Last, since it is the costliest."""
+        changed = []
+        for op in self.ops:
+            if op.name == "vector.broadcast" and is_vector(op.source) and self.L.get(op.results[0]) is None:
+                lay = broadcast_result(self.L.get(op.source), shape(op.source), shape(op.results[0]))
+                if self.offer(op.results[0], lay):
+                    changed += self.neighbours(op.results[0])
+        return changed
+
     def run(self) -> XeGPULayouts:
         self.fixpoint()
         self.defaults_for_unanchored()
         self.fixpoint()
+        while changed := self.broadcast_defaults():
+            self.fixpoint(changed)
         if self.inst or self.lanes:
             while self.complete_one():
                 self.fixpoint(self.neighbours(self._completed))
