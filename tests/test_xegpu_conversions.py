@@ -118,6 +118,24 @@ BROADCAST = f"""func.func @f(%A: memref<4xf32>, %C: memref<4x64xf32>) {{
 }}
 """
 
+# found by tests/test_xegpu_random_dag.py (refused before: the transpose's row lanes were
+# cut into the 8-row blocks of the load)
+VALUE_AND_TRANSPOSE = """func.func @f(%in0: memref<32x16xi32>, %out0: memref<32x16xi32>, %out1: memref<32x16xi32>) {
+  %cn = arith.constant 16 : index
+  %bid = gpu.block_id x
+  %row = arith.muli %bid, %cn : index
+  %ti0 = xegpu.create_nd_tdesc %in0 : memref<32x16xi32> -> !xegpu.tensor_desc<16x16xi32>
+  %a0 = xegpu.load_nd %ti0[%row, 0] : !xegpu.tensor_desc<16x16xi32> -> vector<16x16xi32>
+  %t2 = vector.transpose %a0, [1, 0] : vector<16x16xi32> to vector<16x16xi32>
+  %v3 = arith.addi %a0, %t2 : vector<16x16xi32>
+  %to0 = xegpu.create_nd_tdesc %out0 : memref<32x16xi32> -> !xegpu.tensor_desc<16x16xi32>
+  xegpu.store_nd %v3, %to0[%row, 0] : vector<16x16xi32>, !xegpu.tensor_desc<16x16xi32>
+  %to1 = xegpu.create_nd_tdesc %out1 : memref<32x16xi32> -> !xegpu.tensor_desc<16x16xi32>
+  xegpu.store_nd %a0, %to1[%row, 0] : vector<16x16xi32>, !xegpu.tensor_desc<16x16xi32>
+  return
+}
+"""
+
 DPAS = """func.func @f(%a: memref<32x32xf16>, %b: memref<32x32xf16>, %c: memref<32x32xf32>) {{
   %ta = xegpu.create_nd_tdesc %a : memref<32x32xf16> -> !xegpu.tensor_desc<32x32xf16>
   %tb = xegpu.create_nd_tdesc %b : memref<32x32xf16> -> !xegpu.tensor_desc<32x32xf16>
@@ -153,6 +171,10 @@ CASES = {
 def test_converted_on_the_edge(name):
     text, tol = CASES[name]
     check_xegpu(text, "f", rtol=tol, atol=tol)
+
+
+def test_a_value_and_its_transpose_in_two_workgroups():
+    check_xegpu(VALUE_AND_TRANSPOSE, "f", rtol=0, atol=0, grid=(2,))
 
 
 @pytest.mark.parametrize("name", ["scf.for carries one layout", "scf.while carries one layout"])
