@@ -20,9 +20,14 @@ The seed's rules, from an op's result to its operands and back:
   ``load_matrix`` / ``store_matrix`` are anchors like block loads and stores.
 
 The first layout a value gets stays (a layout missing inst or lane fields may be
-refined by one that only adds them). Then every use whose operand layout differs from
-what the op needs gets an ``xegpu.convert_layout`` — only when the two ownership maps
-really differ, not when the attributes merely read differently. With completion on
+refined by one that only adds them). A loop-carried value (an ``scf.for`` block argument
+and its result, an ``scf.while`` after-argument and its result) is one value with one
+layout. Then every use whose operand layout differs from what the op needs gets an
+``xegpu.convert_layout`` on that edge (operand slot by slot; inits, yields and condition
+operands included) — when the two ownership maps really differ, or when they cut the
+value into different subgroup rounds or instruction blocks, not when the attributes
+merely read differently. A dpas result whose layout comes from its users keeps only what
+the DPAS runs, and an A or B layout that splits K is converted to the whole-K one. With completion on
 (upstream's inst/lane layout kinds), missing ``inst_data`` and lane fields come from
 the xe target (`xegpu_completion`), DPAS operands first.
 

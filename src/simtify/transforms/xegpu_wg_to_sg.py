@@ -17,8 +17,9 @@ shared local memory: a reduction over a dim split among subgroups writes each
 subgroup's partial (one copy of each, from the first subgroup holding it), waits at a
 barrier and reads back every partial; a ``convert_layout`` whose subgroup tiles differ
 writes the value once, waits, and reads the new tiles. A dpas needs, in each subgroup,
-the A rows and B columns of its C tiles with the whole K; layouts that give it less are
-an error (upstream distributes them anyway and computes partial sums it never adds).
+the A rows and B columns of its C tiles with the whole K; propagation converts operands
+whose layouts give it less (upstream distributes them anyway and computes partial sums it
+never adds), and what still gives it less here is an error.
 """
 
 from __future__ import annotations
