@@ -136,6 +136,24 @@ VALUE_AND_TRANSPOSE = """func.func @f(%in0: memref<32x16xi32>, %out0: memref<32x
 }
 """
 
+# blocks too small for the lanes (every lane holds a 4x4 block whole) meet 8x16 blocks
+# whose lanes run along the rows, both ways
+WHOLE_BLOCKS = f"""func.func @f(%A: memref<16x16xf32>, %B: memref<16x16xf32>, %C: memref<16x16xf32>, %D: memref<16x16xf32>) {{
+  %ta = xegpu.create_nd_tdesc %A : memref<16x16xf32> -> !xegpu.tensor_desc<16x16xf32>
+  %tb = xegpu.create_nd_tdesc %B : memref<16x16xf32> -> !xegpu.tensor_desc<16x16xf32>
+  %tc = xegpu.create_nd_tdesc %C : memref<16x16xf32> -> !xegpu.tensor_desc<16x16xf32>
+  %td = xegpu.create_nd_tdesc %D : memref<16x16xf32> -> !xegpu.tensor_desc<16x16xf32>
+  %a = xegpu.load_nd %ta[0, 0] {layout("inst_data = [4, 4]")} : !xegpu.tensor_desc<16x16xf32> -> vector<16x16xf32>
+  %b = xegpu.load_nd %tb[0, 0] {layout(LANES)} : !xegpu.tensor_desc<16x16xf32> -> vector<16x16xf32>
+  %t = vector.transpose %a, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
+  %m = arith.addf %t, %b : vector<16x16xf32>
+  %n = arith.mulf %b, %t : vector<16x16xf32>
+  xegpu.store_nd %m, %tc[0, 0] : vector<16x16xf32>, !xegpu.tensor_desc<16x16xf32>
+  xegpu.store_nd %n, %td[0, 0] : vector<16x16xf32>, !xegpu.tensor_desc<16x16xf32>
+  return
+}}
+"""
+
 DPAS = """func.func @f(%a: memref<32x32xf16>, %b: memref<32x32xf16>, %c: memref<32x32xf32>) {{
   %ta = xegpu.create_nd_tdesc %a : memref<32x32xf16> -> !xegpu.tensor_desc<32x32xf16>
   %tb = xegpu.create_nd_tdesc %b : memref<32x32xf16> -> !xegpu.tensor_desc<32x32xf16>
@@ -154,6 +172,7 @@ CASES = {
     "scf.while carries one layout": (WHILE_CARRIED, 1e-4),
     "scf.if results meet their users": (IF_CARRIED, 0),
     "operands blocked differently": (INST_ONLY, 1e-4),
+    "whole blocks meet lanes": (WHOLE_BLOCKS, 1e-4),
     "transpose to a store with row lanes": (TRANSPOSE, 0),
     "unit-dim broadcast blocked unlike its source": (BROADCAST, 0),
     "dpas C blocks from the store (M = 16)": (DPAS.format(la="", anchors="", lc=layout(

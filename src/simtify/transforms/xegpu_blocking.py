@@ -25,6 +25,7 @@ from xdsl.ir import Operation, SSAValue
 from simtify.errors import SimtifyError
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
+from simtify.layout.xegpu import XeGPULayout
 from simtify.target import get_target
 from simtify.target.xe import check_dpas_shape
 from simtify.transforms import xegpu_annotations as notes
@@ -113,12 +114,22 @@ class Blocking(Unroller):
             self.vmap[r] = [self._recut([whole], [1] * len(tile), tile, wl, [x * s for x, s in zip(q, wsize)],
                                         wsize, elt, em) for q in product(*[range(n) for n in wgrid])]
             return
+        layout = hl
+        if hl is not None and wl is None and not _fits(hl, wsize):
+            # `want` gives every lane whole blocks that `have`'s lanes cannot hold: make
+            # `have`'s blocks whole in every lane first
+            hp = [self._convert(p, hl, whole_blocks(hsize), hsize, em) for p in hp]
+            layout = REPLICATED
+        elif hl is None and wl is not None:
+            layout = REPLICATED  # whole blocks in every lane, re-cut, then to `want`'s lanes
         out = []
         for q in product(*[range(n) for n in wgrid]):
             lo = [x * s for x, s in zip(q, wsize)]
-            piece = self._recut(hp, hgrid, hsize, hl, lo, wsize, elt, em)
+            piece = self._recut(hp, hgrid, hsize, layout, lo, wsize, elt, em)
             if lanes_differ:
                 piece = self._convert(piece, hl, wl, wsize, em)
+            elif layout is REPLICATED and wl is not None and piece not in hp:
+                piece = self._convert(piece, whole_blocks(wsize), wl, wsize, em)
             out.append(piece)
         self.vmap[r] = out
 
@@ -131,7 +142,14 @@ class Blocking(Unroller):
         return em.value(xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type], properties=props))
 
     def _recut(self, pieces, grid, size, layout, lo, want, elt, em: Emitter) -> SSAValue:
-        """The block at `lo` of shape `want`, cut from blocks of `size`."""
+        """The block at `lo` of shape `want`, cut from blocks of `size` (in `layout`, or
+        whole in every lane: `REPLICATED`)."""
+        if layout is REPLICATED:
+            made: list[Operation] = []
+            out = self._recut(pieces, grid, size, None, lo, want, elt, _Recording(em, made))
+            for op in made:  # each op says so for its own shape
+                notes.set_result_layout(op, 0, whole_blocks(op.results[0].type.get_shape()))
+            return out
         first = [x // s for x, s in zip(lo, size)]
         last = [(x + w - 1) // s for x, w, s in zip(lo, want, size)]
         vt = VectorType(elt, list(want))
@@ -159,6 +177,29 @@ class Blocking(Unroller):
             notes.set_result_layout(new, 0, layout)
             acc = em.value(new)
         return acc
+
+
+REPLICATED = object()  # blocks every lane holds whole
+
+
+def whole_blocks(size) -> XeGPULayout:
+    """The lane-level layout of a block every lane holds whole: an instruction block of
+    its own size, no lanes (what completion gives a block too small for the lanes)."""
+    return XeGPULayout(inst_data=tuple(size))
+
+
+class _Recording:
+    """An emitter that remembers the ops it adds."""
+
+    def __init__(self, em: Emitter, made: list):
+        self._em, self._made = em, made
+
+    def value(self, op):
+        self._made.append(op)
+        return self._em.value(op)
+
+    def __getattr__(self, name):
+        return getattr(self._em, name)
 
 
 def _fits(layout, size) -> bool:
