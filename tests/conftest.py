@@ -1,5 +1,7 @@
 """Tests marked `iree` use the IREE oracle (tests/iree_oracle.py): they are skipped, with
-the reason, where iree-opt or iree-compile is not on PATH, and only they may run it."""
+the reason, where iree-opt or iree-compile is not on PATH, and only they may run it.
+Hypothesis profiles: `HYPOTHESIS_PROFILE=thorough` runs the random-program generators
+with thousands of cases instead of hundreds."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from contextlib import ExitStack
 
 import iree_oracle
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 pytest_plugins = ["pytester"]
 
@@ -37,5 +39,5 @@ def pytest_runtest_protocol(item, nextitem):
 
 # Hypothesis profiles: `HYPOTHESIS_PROFILE=thorough pytest ...` runs the random-program
 # generators with thousands of cases (the default run keeps them to hundreds).
-settings.register_profile("thorough", max_examples=3000, deadline=None)
+settings.register_profile("thorough", max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

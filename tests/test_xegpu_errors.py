@@ -50,12 +50,6 @@ CASES = {
         "8:3: xe's DPAS_8x16x16_F16 runs M x 16 x 16 tiles with 1 <= M <= 8; this dpas block is 16 x 16 x 16"),
     "dpas of f32": (
         DPAS.format(c=C.format(extra=""), t="f32", r="f32"), [], "8:3: xe has no DPAS for f32 operands"),
-    "dpas K split among subgroups": (
-        DPAS.format(c=C.format(extra=""), t="f16", r="f32").replace(
-            "{layout_cd = #c}",
-            "{layout_a = #xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16]>, "
-            "layout_b = #xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16]>, layout_cd = #c}"), [],
-        "each subgroup needs the whole K of its C tiles"),
     "subgroups of 32": (
         LOAD_STORE.format(layout="#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16]>"),
         ["--subgroup-size", "32"], "--subgroup-size: XeGPU distribution runs 16-lane subgroups"),

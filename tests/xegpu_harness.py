@@ -19,17 +19,18 @@ def distribute(text: str, pipeline: str = "xegpu-distribute") -> str:
 
 
 def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, seed: int = 0, rtol=1e-4,
-                atol=1e-4, inputs: dict | None = None) -> str:
+                atol=1e-4, inputs: dict | None = None, grid=None) -> str:
     """Every memref argument must agree and no sanitizer may fire; returns the output.
-    `inputs` (default: random) where the program needs particular values (in-range offsets)."""
+    `inputs` (default: random) where the program needs particular values (in-range offsets);
+    `grid` (default: one workgroup) for programs that index by ``gpu.block_id``."""
     ref_module = parse(text, "input.mlir")
     if inputs is None:
         inputs = random_inputs(find_function(ref_module, func), seed)
-    ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup")
+    ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup", grid=grid)
     out = distribute(text, pipeline)
     # propagation only annotates: its output is still the workgroup's program (even with a barrier in it)
     new = run(parse(out, "distributed.mlir"), func, {k: v.copy() for k, v in inputs.items()}, target="xe",
-              sanitize=True, level="workgroup" if pipeline == "xegpu-propagate" else None)
+              sanitize=True, level="workgroup" if pipeline == "xegpu-propagate" else None, grid=grid)
     if pipeline == "xegpu-propagate":
         # the simulator ignores layouts: the run above only shows the ops are intact; the
         # layouts themselves are checked against their ownership maps

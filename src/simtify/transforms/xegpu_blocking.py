@@ -25,11 +25,12 @@ from xdsl.ir import Operation, SSAValue
 from simtify.errors import SimtifyError
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
+from simtify.layout.xegpu import XeGPULayout
 from simtify.target import get_target
 from simtify.target.xe import check_dpas_shape
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
-from simtify.transforms.xegpu_layouts import has, plan, strip
+from simtify.transforms.xegpu_layouts import explicit_lane_data, has, plan, strip
 from simtify.transforms.xegpu_propagate import XeGPULayouts, shape
 from simtify.transforms.xegpu_unroll import Unroller, linear_index
 
@@ -54,7 +55,7 @@ class Blocking(Unroller):
         return tuple(p.I for p in self._plans(layout, shape_))
 
     def piece_layout(self, layout):
-        return strip(layout, ("inst_data",))
+        return strip(explicit_lane_data(layout), ("inst_data",))
 
     def piece_offsets(self, layout, shape_, q, em):
         return [b * p.I for b, p in zip(q, self._plans(layout, shape_))]
@@ -101,21 +102,54 @@ class Blocking(Unroller):
         hl, wl = self.piece_layout(have), self.piece_layout(want)
         hp = self.pieces(src)
         elt = src.type.element_type
+        # a side with no lane fields left is a whole-block value: nothing to convert
+        # here, the lane stage converts what it needs
+        lanes_differ = hl is not None and wl is not None
+        if lanes_differ and not _fits(hl, wsize):
+            # the lanes of `have` cannot hold a block of `want` (16 lanes along rows, 8-row
+            # blocks): convert the whole tile, then cut it into `want`'s blocks
+            tile = [p.D for p in self._plans(have, vshape)]
+            whole = self._recut(hp, hgrid, hsize, hl, [0] * len(tile), tile, elt, em)
+            whole = self._convert(whole, hl, wl, tile, em, whole=True)
+            self.vmap[r] = [self._recut([whole], [1] * len(tile), tile, wl, [x * s for x, s in zip(q, wsize)],
+                                        wsize, elt, em) for q in product(*[range(n) for n in wgrid])]
+            return
+        layout = hl
+        if hl is not None and wl is None and not _fits(hl, wsize):
+            # `want` gives every lane whole blocks that `have`'s lanes cannot hold: make
+            # `have`'s blocks whole in every lane first
+            hp = [self._convert(p, hl, whole_blocks(hsize), hsize, em) for p in hp]
+            layout = REPLICATED
+        elif hl is None and wl is not None:
+            layout = REPLICATED  # whole blocks in every lane, re-cut, then to `want`'s lanes
         out = []
         for q in product(*[range(n) for n in wgrid]):
             lo = [x * s for x, s in zip(q, wsize)]
-            piece = self._recut(hp, hgrid, hsize, hl, lo, wsize, elt, em)
-            # a side with no lane fields left is a whole-block value: nothing to convert
-            # here, the lane stage converts what it needs
-            if hl is not None and wl is not None and not self.A.same(hl, wl, wsize):
-                props = {"input_layout": notes.to_attr(hl), "target_layout": notes.to_attr(wl)}
-                piece = em.value(xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type],
-                                                                properties=props))
+            piece = self._recut(hp, hgrid, hsize, layout, lo, wsize, elt, em)
+            if lanes_differ:
+                piece = self._convert(piece, hl, wl, wsize, em)
+            elif layout is REPLICATED and wl is not None and piece not in hp:
+                piece = self._convert(piece, whole_blocks(wsize), wl, wsize, em)
             out.append(piece)
         self.vmap[r] = out
 
+    def _convert(self, piece: SSAValue, have, want, size, em: Emitter, *, whole: bool = False) -> SSAValue:
+        """`piece` from `have` to `want`; a whole tile is relabelled even where the owners
+        agree, since the slices cut from it follow `want`'s lane rounds."""
+        if have == want or (not whole and self.A.same(have, want, size)):
+            return piece
+        props = {"input_layout": notes.to_attr(have), "target_layout": notes.to_attr(want)}
+        return em.value(xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type], properties=props))
+
     def _recut(self, pieces, grid, size, layout, lo, want, elt, em: Emitter) -> SSAValue:
-        """The block at `lo` of shape `want`, cut from blocks of `size`."""
+        """The block at `lo` of shape `want`, cut from blocks of `size` (in `layout`, or
+        whole in every lane: `REPLICATED`)."""
+        if layout is REPLICATED:
+            made: list[Operation] = []
+            out = self._recut(pieces, grid, size, None, lo, want, elt, _Recording(em, made))
+            for op in made:  # each op says so for its own shape
+                notes.set_result_layout(op, 0, whole_blocks(op.results[0].type.get_shape()))
+            return out
         first = [x // s for x, s in zip(lo, size)]
         last = [(x + w - 1) // s for x, w, s in zip(lo, want, size)]
         vt = VectorType(elt, list(want))
@@ -143,6 +177,37 @@ class Blocking(Unroller):
             notes.set_result_layout(new, 0, layout)
             acc = em.value(new)
         return acc
+
+
+REPLICATED = object()  # blocks every lane holds whole
+
+
+def whole_blocks(size) -> XeGPULayout:
+    """The lane-level layout of a block every lane holds whole: an instruction block of
+    its own size, no lanes (what completion gives a block too small for the lanes)."""
+    return XeGPULayout(inst_data=tuple(size))
+
+
+class _Recording:
+    """An emitter that remembers the ops it adds."""
+
+    def __init__(self, em: Emitter, made: list):
+        self._em, self._made = em, made
+
+    def value(self, op):
+        self._made.append(op)
+        return self._em.value(op)
+
+    def __getattr__(self, name):
+        return getattr(self._em, name)
+
+
+def _fits(layout, size) -> bool:
+    try:
+        layout.check_shape(tuple(size))
+    except SimtifyError:
+        return False
+    return True
 
 
 def block(func: Operation, analysis: XeGPULayouts, opts=None) -> None:

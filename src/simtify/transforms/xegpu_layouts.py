@@ -175,6 +175,21 @@ def strip(layout: Layout | None, names: Sequence[str]) -> Layout | None:
     return build(f, removed)
 
 
+def explicit_lane_data(layout: Layout | None) -> Layout | None:
+    """`layout` with its default ``lane_data`` (the instruction block over the lanes)
+    written out, so that it keeps its meaning once ``inst_data`` is consumed: on a
+    ``2x32`` value, ``inst_data = [2, 16], lane_layout = [1, 16]`` gives each lane
+    ``[2, 1]`` per block, while ``lane_layout = [1, 16]`` alone would give ``[2, 2]``."""
+    if layout is None:
+        return None
+    base, removed = flatten(layout)
+    f = fields(base)
+    if f["lane_layout"] is None or f["lane_data"] is not None or f["inst_data"] is None:
+        return layout
+    f["lane_data"] = [i // ll for i, ll in zip(f["inst_data"], f["lane_layout"])]
+    return build(f, removed)
+
+
 def subgroup_part(layout: Layout | None) -> Layout | None:
     """Only what distributes among subgroups."""
     return strip(layout, ("inst_data", "lane_layout", "lane_data"))
@@ -230,3 +245,16 @@ def same(a: Layout | None, b: Layout | None, shape: Sequence[int], subgroup_size
     except SimtifyError:
         return False
     return fa.shape == fb.shape and bool(np.array_equal(fa, fb))
+
+
+def same_blocks(a: Layout | None, b: Layout | None, shape: Sequence[int]) -> bool:
+    """Do `a` and `b` cut the value into the same pieces: subgroup tiles and rounds, then
+    instruction blocks? (Equal ownership is not equal blocking: ``inst_data = [8, 16]``
+    and ``[4, 16]`` give every lane the same registers, in pieces that an op cannot
+    pair; so do ``sg_data = [1, 32]`` in 8 rounds and one 8x32 tile.)"""
+    if a == b:
+        return True
+    try:
+        return [(p.D, p.R, p.I) for p in plan(a, shape)] == [(p.D, p.R, p.I) for p in plan(b, shape)]
+    except SimtifyError:
+        return False

@@ -40,6 +40,7 @@ def _subgroup_size(opts) -> int:
 def _analyze(func: Operation, opts, *, inst: bool, lanes: bool) -> XeGPULayouts:
     analysis = propagate(func, subgroup_size=_subgroup_size(opts), target=TARGET, inst=inst, lanes=lanes)
     annotate(analysis)
+    verified("xegpu-propagate", func)  # the conversions it put on edges
     return analysis
 
 
@@ -75,46 +76,66 @@ def recorded_threads(func: Operation) -> int | None:
     return None
 
 
+def verified(stage: str, func: Operation) -> None:
+    """The IR a stage leaves must verify before anything reads it: an invalid
+    intermediate is a bug of that stage, reported as one (the stage and the op), never
+    handed to the next stage or printed."""
+    from simtify.ir import verify
+
+    try:
+        verify(func)
+    except SimtifyError as e:
+        raise SimtifyError(f"internal error: {stage} left IR that does not verify: {e.what}", e.where) from None
+
+
 def xegpu_propagate(module: ModuleOp, opts) -> None:
     for func in functions(module):
         _analyze(func, opts, inst=True, lanes=True)
 
 
 def xegpu_wg_to_sg(module: ModuleOp, opts) -> None:
+    for func in functions(module):
+        _wg_to_sg(func, opts)
+
+
+def _wg_to_sg(func: Operation, opts, *, inst: bool = False, lanes: bool = False) -> None:
     from simtify.transforms.xegpu_wg_to_sg import distribute
 
-    for func in functions(module):
-        _wg_to_sg(func, _analyze(func, opts, inst=False, lanes=False), distribute)
-
-
-def _wg_to_sg(func: Operation, analysis: XeGPULayouts, distribute) -> None:
+    analysis = _analyze(func, opts, inst=inst, lanes=lanes)
     distribute(func, analysis)
     if analysis.workgroup_level:
         record_launch(func, analysis.threads)
     elif recorded_threads(func) is None:
         record_launch(func, SUBGROUP_SIZE)  # one subgroup's program
+    verified("xegpu-wg-to-sg", func)
 
 
 def xegpu_blocking(module: ModuleOp, opts) -> None:
+    for func in functions(module):
+        _blocking(func, opts, lanes=False)
+
+
+def _blocking(func: Operation, opts, *, lanes: bool) -> None:
     from simtify.transforms.xegpu_blocking import block
 
-    for func in functions(module):
-        block(func, _analyze(func, opts, inst=True, lanes=False), opts)
+    block(func, _analyze(func, opts, inst=True, lanes=lanes), opts)
+    verified("xegpu-blocking", func)
 
 
 def xegpu_sg_to_lane(module: ModuleOp, opts) -> None:
+    for func in functions(module):
+        _sg_to_lane(func, opts)
+
+
+def _sg_to_lane(func: Operation, opts) -> None:
     from simtify.transforms.xegpu_sg_to_lane import distribute_to_lanes
 
-    for func in functions(module):
-        distribute_to_lanes(func, _analyze(func, opts, inst=False, lanes=True))
+    distribute_to_lanes(func, _analyze(func, opts, inst=False, lanes=True))
+    verified("xegpu-sg-to-lane", func)
 
 
 def xegpu_distribute(module: ModuleOp, opts) -> None:
-    from simtify.transforms.xegpu_blocking import block
-    from simtify.transforms.xegpu_sg_to_lane import distribute_to_lanes
-    from simtify.transforms.xegpu_wg_to_sg import distribute
-
     for func in functions(module):
-        _wg_to_sg(func, _analyze(func, opts, inst=True, lanes=True), distribute)
-        block(func, _analyze(func, opts, inst=True, lanes=True), opts)
-        distribute_to_lanes(func, _analyze(func, opts, inst=False, lanes=True))
+        _wg_to_sg(func, opts, inst=True, lanes=True)
+        _blocking(func, opts, lanes=True)
+        _sg_to_lane(func, opts)

@@ -20,9 +20,14 @@ The seed's rules, from an op's result to its operands and back:
   ``load_matrix`` / ``store_matrix`` are anchors like block loads and stores.
 
 The first layout a value gets stays (a layout missing inst or lane fields may be
-refined by one that only adds them). Then every use whose operand layout differs from
-what the op needs gets an ``xegpu.convert_layout`` — only when the two ownership maps
-really differ, not when the attributes merely read differently. With completion on
+refined by one that only adds them). A loop-carried value (an ``scf.for`` block argument
+and its result, an ``scf.while`` after-argument and its result) is one value with one
+layout. Then every use whose operand layout differs from what the op needs gets an
+``xegpu.convert_layout`` on that edge (operand slot by slot; inits, yields and condition
+operands included) — when the two ownership maps really differ, or when they cut the
+value into different subgroup rounds or instruction blocks, not when the attributes
+merely read differently. A dpas result whose layout comes from its users keeps only what
+the DPAS runs, and an A or B layout that splits K is converted to the whole-K one. With completion on
 (upstream's inst/lane layout kinds), missing ``inst_data`` and lane fields come from
 the xe target (`xegpu_completion`), DPAS operands first.
 
@@ -58,6 +63,7 @@ from simtify.transforms.xegpu_layouts import (
     reduce_dims,
     remove_dims,
     same,
+    same_blocks,
     subgroup_part,
     unit_view,
 )
@@ -109,6 +115,11 @@ class XeGPULayouts:
 
     def same(self, a: Layout | None, b: Layout | None, shape_) -> bool:
         return same(a, b, shape_, self.subgroup_size, self.threads)
+
+    def alike(self, a: Layout | None, b: Layout | None, shape_) -> bool:
+        """The same owners and the same instruction blocks: a value in `a` can stand
+        where `b` is needed without a conversion."""
+        return self.same(a, b, shape_) and same_blocks(a, b, shape_)
 
     @property
     def workgroup_level(self) -> bool:
@@ -187,6 +198,19 @@ def broadcast_source(result: Layout | None, src_shape, res_shape) -> Layout | No
     return unit_view(lay, units)
 
 
+def broadcast_result(source: Layout | None, src_shape, res_shape) -> Layout | None:
+    """The layout a broadcast gives its result from its source's: the source's owners,
+    every id holding the whole of each new leading dim and of each stretched unit dim."""
+    if source is None:
+        return None
+    lead = len(res_shape) - len(src_shape)
+    units = [d for d, (s, r) in enumerate(zip(src_shape, res_shape[lead:])) if s == 1 and r != 1]
+    lay = remove_dims(source, units)
+    if units:
+        lay = insert_dims(lay, units, [res_shape[lead + d] for d in units])
+    return insert_dims(lay, list(range(lead)), list(res_shape[:lead])) if lead else lay
+
+
 def unit_dims_map(src_shape, res_shape) -> tuple[list[int], list[int]] | None:
     """For a shape_cast that only adds or drops unit dims: (source unit dims that go,
     result unit dims that come); None for any other reshape."""
@@ -246,18 +270,33 @@ class Propagation:
                                    target=self.target)
         self.L = self.result.layouts
         self.ops = [op for op in func.walk() if op is not func]
+        self.tied = carried_ties(self.ops)
+        # dpas results whose layout comes from their users: they take only what the DPAS
+        # runs, and the users convert
+        self.dpas_results = {op.result: op for op in self.ops if op.name == "xegpu.dpas"
+                             and notes.dpas_layouts(op)[2] is None}
 
     # --- assignment ---------------------------------------------------------------
 
+    def _set(self, v: SSAValue, layout: Layout) -> None:
+        """Give `v` a layout, and the values it is carried as the same (one loop slot's
+        block argument and result) the same one."""
+        for t in self.tied.get(v, (v,)):
+            self.L[t] = layout
+
     def offer(self, v: SSAValue, layout: Layout | None) -> bool:
-        if layout is None or not is_vector(v):
-            return False
+        if layout is None or not is_vector(v) or flatten(layout)[0].rank is None:
+            return False  # `#xegpu.layout<>` distributes nothing: no layout
+        if v in self.dpas_results:
+            layout = self.runnable_c(layout, self.dpas_results[v])
+            if layout is None:
+                return False
         cur = self.L.get(v)
         if cur is None:
-            self.L[v] = layout
+            self._set(v, layout)
             return True
         if cur != layout and (_refines(layout, cur) or self._completes(layout, cur, shape(v))):
-            self.L[v] = layout
+            self._set(v, layout)
             return True
         return False
 
@@ -398,15 +437,38 @@ class Propagation:
                 out.insert(0, (r, given))
         return [(v, lay) for v, lay in out if lay is not None]
 
+    def runnable_c(self, layout: Layout, op: Operation) -> Layout | None:
+        """What of `layout` a dpas can compute its result in: without instruction blocks
+        the target has no DPAS for, or lanes other than the DPAS's (completion then gives
+        the DPAS's own). A user that wants the rest converts."""
+        if isinstance(layout, XeGPUSlice):
+            return None
+        f = fields(layout)
+        t = op.lhs.type.element_type
+        if f["inst_data"] is not None:
+            try:
+                mi = dpas_instruction(self.target, t)
+                if not (1 <= f["inst_data"][0] <= mi.m and f["inst_data"][1] == mi.n):
+                    f["inst_data"] = None
+            except SimtifyError:
+                pass
+        if f["lane_layout"] is not None:
+            lc = dpas_lane_layouts(t, self.sg)[2]
+            if f["lane_layout"] != list(lc.lane_layout) or (f["lane_data"] or [1, 1]) != list(lc.lane_data):
+                f["lane_layout"] = f["lane_data"] = None
+        return build(f)
+
     def dpas_layouts(self, op: Operation) -> tuple[Layout | None, Layout | None, Layout | None]:
         a, b, c = notes.dpas_layouts(op)
         if c is None:
             c = self.L.get(op.result)
-        if c is not None and (a is None or b is None):
+        if c is not None:
             da, db = dpas_operand_layouts(c, shape(op.lhs), self._b_shape(op), shape(op.result),
                                           op.lhs.type.element_type, self.sg, self.target)
-            a = a if a is not None else da
-            b = b if b is not None else db
+            # an A or B the anchor states that does not give each subgroup its C tiles'
+            # rows or columns with the whole K (split K) is the operand's to convert
+            a = a if a is not None and self._gives_whole_k(a, da, op.lhs) else da
+            b = b if b is not None and self._gives_whole_k(b, db, op.rhs) else db
         if self.inst or self.lanes:
             t = op.lhs.type.element_type
             kw = dict(inst=self.inst, lanes=self.lanes, target=self.target, a_type=t)
@@ -417,6 +479,11 @@ class Propagation:
             if b is not None and len(shape(op.rhs)) == 2:
                 b = complete(b, shape(op.rhs), self.sg, role="b", **kw)
         return a, b, c
+
+    def _gives_whole_k(self, stated: Layout, derived: Layout | None, v: SSAValue) -> bool:
+        if derived is None or not has(derived, "sg_layout") or len(shape(v)) != 2:
+            return True
+        return self.result.same(subgroup_part(stated), subgroup_part(derived), shape(v))
 
     @staticmethod
     def _b_shape(op):
@@ -442,7 +509,10 @@ class Propagation:
         return changed
 
     def neighbours(self, v: SSAValue) -> list[Operation]:
-        """Ops whose rules read `v`'s layout."""
+        """Ops whose rules read `v`'s layout (or that of a value tied to it)."""
+        return [n for t in self.tied.get(v, (v,)) for n in self._neighbours(t)]
+
+    def _neighbours(self, v: SSAValue) -> list[Operation]:
         owner = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
         out = [owner] if owner is not None and owner is not self.func else []
         for use in v.uses:
@@ -509,17 +579,31 @@ class Propagation:
                 op = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
                 try:
                     fill = complete_gather if v in gathered else complete
-                    self.L[v] = fill(cur, shape(v), self.sg, inst=self.inst, lanes=self.lanes)
+                    self._set(v, fill(cur, shape(v), self.sg, inst=self.inst, lanes=self.lanes))
                 except SimtifyError as e:
                     raise e.at(where(op))
                 self._completed = v
                 return True
         return False
 
+    def broadcast_defaults(self) -> list[Operation]:
+        """A broadcast result that nothing else gives a layout takes its source's owners
+        (whole along the new dims), rather than none: every subgroup holding the whole
+        value would not match the source's tiles. Last, since it is the costliest."""
+        changed = []
+        for op in self.ops:
+            if op.name == "vector.broadcast" and is_vector(op.source) and self.L.get(op.results[0]) is None:
+                lay = broadcast_result(self.L.get(op.source), shape(op.source), shape(op.results[0]))
+                if self.offer(op.results[0], lay):
+                    changed += self.neighbours(op.results[0])
+        return changed
+
     def run(self) -> XeGPULayouts:
         self.fixpoint()
         self.defaults_for_unanchored()
         self.fixpoint()
+        while changed := self.broadcast_defaults():
+            self.fixpoint(changed)
         if self.inst or self.lanes:
             while self.complete_one():
                 self.fixpoint(self.neighbours(self._completed))
@@ -539,16 +623,19 @@ class Propagation:
         """Put a convert_layout (or a clone of a splat constant) in front of every use
         whose layout differs from what its op needs."""
         for op in list(self.ops):
+            taken: set[int] = set()  # a value in two operand slots may be needed in two layouts
             for v, need in self.located(self.needs, op):
+                index = next(i for i, o in enumerate(op.operands) if o is v and i not in taken)
+                taken.add(index)
                 have = self.L.get(v)
                 if have is None:
-                    self.L[v] = need
+                    self._set(v, need)
                     continue
-                if self.result.same(have, need, shape(v)):
+                if self.result.alike(have, need, shape(v)):
                     continue
-                self._convert_use(op, v, have, need)
+                self._convert_use(op, index, v, have, need)
 
-    def _convert_use(self, op: Operation, v: SSAValue, have: Layout, need: Layout) -> None:
+    def _convert_use(self, op: Operation, index: int, v: SSAValue, have: Layout, need: Layout) -> None:
         from simtify.ir.xegpu import ConvertLayoutOp
 
         producer = v.owner
@@ -563,9 +650,26 @@ class Propagation:
             op.parent_block().insert_op_before(new, op)
             replacement = new.results[0]
         self.L[replacement] = need
-        for i, o in enumerate(op.operands):
-            if o is v:
-                op.operands[i] = replacement
+        op.operands[index] = replacement
+
+
+def carried_ties(ops: list[Operation]) -> dict[SSAValue, tuple[SSAValue, ...]]:
+    """Values that are one region-carried value and so have one layout: an ``scf.for``
+    slot's block argument and result, an ``scf.while``'s after-region argument and
+    result. What flows into them (inits, yields, condition operands) meets that layout
+    on its own edge, converted where it differs."""
+    tied: dict[SSAValue, tuple[SSAValue, ...]] = {}
+    for op in ops:
+        if op.name == "scf.for":
+            pairs = zip(list(op.regions[0].blocks.first.args)[1:], op.results)
+        elif op.name == "scf.while":
+            pairs = zip(op.regions[1].blocks.first.args, op.results)
+        else:
+            continue
+        for a, r in pairs:
+            if is_vector(r):
+                tied[a] = tied[r] = (a, r)
+    return tied
 
 
 def _refines(new: Layout, old: Layout) -> bool:

@@ -302,6 +302,8 @@ class LaneDistribution(Unroller):
     # --- re-cut blocks from blocking --------------------------------------------------------
 
     def _lane_slice(self, layout, vshape, offsets, sizes) -> tuple[list[int], list[int]]:
+        if not has(layout, "lane_layout"):
+            return list(offsets), list(sizes)  # every lane holds the whole block
         out_o, out_s = [], []
         for p, o, s in zip(self._plans(layout, vshape), offsets, sizes):
             step = p.LL * p.LD

@@ -403,6 +403,10 @@ class Unroller:
         lead = len(rshape) - len(sshape)
         sgrid = self.grid_of(src)
         spieces = self.pieces(src)
+        if any(s != rgrid[lead + j] for j, s in enumerate(sgrid) if not (sshape[j] == 1 and rshape[lead + j] != 1)):
+            raise SimtifyError(f"internal: a broadcast source in {'x'.join(map(str, sgrid))} pieces ({self.L(src)}) "
+                               f"does not line up with its result in {'x'.join(map(str, rgrid))} ({self.L(r)})",
+                               where(op))
         out = []
         made: dict[int, SSAValue] = {}
         for q in product(*[range(n) for n in rgrid]):

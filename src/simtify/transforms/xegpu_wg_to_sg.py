@@ -17,8 +17,9 @@ shared local memory: a reduction over a dim split among subgroups writes each
 subgroup's partial (one copy of each, from the first subgroup holding it), waits at a
 barrier and reads back every partial; a ``convert_layout`` whose subgroup tiles differ
 writes the value once, waits, and reads the new tiles. A dpas needs, in each subgroup,
-the A rows and B columns of its C tiles with the whole K; layouts that give it less are
-an error (upstream distributes them anyway and computes partial sums it never adds).
+the A rows and B columns of its C tiles with the whole K; propagation converts operands
+whose layouts give it less (upstream distributes them anyway and computes partial sums it
+never adds), and what still gives it less here is an error.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ class SubgroupDistribution(Unroller):
             pieces = []
             for piece in self.pieces(src):
                 ph, pw = self.piece_layout(have), self.piece_layout(want)
-                if self.A.same(ph, pw, self.piece_shape(have, shape(src))):
+                if self.A.alike(ph, pw, self.piece_shape(have, shape(src))):
                     pieces.append(piece)
                     continue
                 new = xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type], properties={
