@@ -192,6 +192,9 @@ def programs(draw):
 # test_whole_blocks_re_cut_into_other_whole_blocks). A mismatch, a traceback, an internal
 # error or any other refusal fails.
 OPEN = ("32-bit registers per lane", "does not fall on whole lane rounds")
+# Open bugs the pipeline refuses by its check between stages (an internal error, never
+# output), each kept as a strict xfail in tests/test_xegpu_conversions.py.
+OPEN_INTERNAL = ("xegpu-sg-to-lane left IR that does not verify: 'vector.extract_strided_slice'",)
 
 
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
@@ -202,6 +205,8 @@ def test_random_xegpu_dags_distribute_to_lanes_correctly(case):
     try:
         check_xegpu(text, "f", rtol=tol, atol=tol, grid=(workgroups,))
     except SimtifyError as e:
-        if e.what.startswith("internal") or not any(m in e.what for m in OPEN):
+        known = [m for m in OPEN_INTERNAL if m in e.what] if e.what.startswith("internal") else \
+            [m for m in OPEN if m in e.what]
+        if not known:
             raise
-        event(f"refused: {next(m for m in OPEN if m in e.what)}")
+        event(f"refused: {known[0]}")
