@@ -257,8 +257,9 @@ def test_validate_compiles_with_iree_compile(tmp_path, capsys):
     assert "iree-compile" in report["command"] and report["summary"]["clean"]
 
 
+@pytest.mark.ray
 def test_ray_gives_the_same_report(tmp_path):
-    pytest.importorskip("ray", reason="Ray is not installed (pip install 'simtify[ray]')")
+    pytest.importorskip("ray", reason="Ray is not installed (pip install '.[ray]')")
     rc1, one = _validate(tmp_path, _dump("two_reductions"))
     rc2, two = _validate(tmp_path, _dump("two_reductions"), "--ray", "local")
     assert rc1 == rc2 and one == two
