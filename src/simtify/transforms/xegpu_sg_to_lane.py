@@ -322,8 +322,15 @@ class LaneDistribution(Unroller):
     def op_vector_insert_strided_slice(self, op: Operation, em: Emitter) -> None:
         dest, r = op.dest, op.results[0]
         sizes = list(shape(op.value_to_store))
-        offs, _ = self._lane_slice(self.L(dest), shape(dest), _ints(op.offsets), sizes)
-        self.vmap[r] = [em.insert_strided(self.one(op.value_to_store), self.one(dest), offs)]
+        offs, lane_sizes = self._lane_slice(self.L(dest), shape(dest), _ints(op.offsets), sizes)
+        value = self.one(op.value_to_store)
+        if list(value.type.get_shape()) != list(lane_sizes):
+            # the piece was distributed over other lanes than the block it lands in: inserting
+            # it would put one lane's elements where another lane's belong
+            raise SimtifyError(f"a {'x'.join(map(str, sizes))} piece held per lane as {value.type} does not fit the "
+                               f"{'x'.join(map(str, lane_sizes))} slot its block's lanes give it (open: blocks "
+                               "without lanes meeting distributed values)")
+        self.vmap[r] = [em.insert_strided(value, self.one(dest), offs)]
 
 
 def _ints(attr) -> list[int]:
