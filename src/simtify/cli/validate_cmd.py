@@ -85,8 +85,11 @@ def run(args) -> int:
         where = args.input
         text, command = compile_dump(args.input, args.target, args.iree_compile, args.extra)
     options = Options(target=args.target, seed=args.seed, exact=args.exact, rtol=args.rtol, atol=args.atol)
-    report = validate_dump(text, options, jobs=args.jobs, ray_address=args.ray, progress=not args.no_progress,
-                           where=where, command=command)
+    from simtify.cli.progress import Progress
+
+    with Progress(enabled=not args.no_progress, labels={"validate": "dispatches"}, unit="dispatch") as progress:
+        report = validate_dump(text, options, jobs=args.jobs, ray_address=args.ray, progress=progress,
+                               where=where, command=command)
     if args.json == "-":
         print(json.dumps(report.to_json(), indent=1))
     else:

@@ -26,10 +26,10 @@ from simtify.errors import SimtifyError, remember_source
 from simtify.transforms.pipelines import (
     PASSES,
     PIPELINES,
-    InvalidIntermediate,
     Options,
     options_of,
     pipeline_steps,
+    run_stage,
 )
 
 # option name as written -> (field of `Options`, type)
@@ -271,8 +271,6 @@ def run_items(op: Operation, items: list, flags: Options, given: dict[str, str],
               after: AfterPass | None = None) -> None:
     """Run `items` on `op` in the order written; `after(step, options, op)` follows
     every pass (the op is the anchor it ran on). Each pass's output is verified."""
-    from simtify.ir import verify
-
     for item in items:
         if isinstance(item, Nest):
             children = [child for region in op.regions for block in region.blocks for child in block.ops
@@ -283,12 +281,7 @@ def run_items(op: Operation, items: list, flags: Options, given: dict[str, str],
         opts = options_for(item, flags, given)
         check_options(item, opts, given)
         for step, run in pipeline_steps(item.name):
-            run(op, opts)
-            try:
-                verify(op)
-            except SimtifyError as e:
-                raise InvalidIntermediate(f"pipeline '{item.name}': the IR after stage '{run.__name__}' ({step}) "
-                                          f"does not verify: {e}") from None
+            run_stage(op, item.name, run, opts, step)
             if after is not None:
                 after(step, opts, op)
 

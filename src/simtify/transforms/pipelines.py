@@ -254,19 +254,25 @@ class InvalidIntermediate(RuntimeError):
     user's; the CLI reports it as an internal error and prints no output."""
 
 
-def run_pipeline(module: ModuleOp, name: str, opts: Options) -> None:
-    """Run the pipeline's stages in order, verifying the IR after each one."""
+def run_stage(op, pipeline: str, stage, opts: Options, label: str = "") -> None:
+    """Run one stage of `pipeline` on `op` and verify what it leaves (`label`: the
+    stage's registered name, shown beside its function's)."""
     from simtify.ir import verify
 
+    stage(op, opts)
+    try:
+        verify(op)
+    except SimtifyError as e:
+        named = f"'{stage.__name__}'" + (f" ({label})" if label else "")
+        raise InvalidIntermediate(f"pipeline '{pipeline}': the IR after stage {named} does not verify: {e}") from None
+
+
+def run_pipeline(module: ModuleOp, name: str, opts: Options) -> None:
+    """Run the pipeline's stages in order, verifying the IR after each one."""
     if name not in PIPELINES:
         raise SimtifyError(f"unknown pipeline '{name}' (pipelines: {', '.join(PIPELINES)})", "--pipeline")
     for step in PIPELINES[name][0]:
-        step(module, opts)
-        try:
-            verify(module)
-        except SimtifyError as e:
-            raise InvalidIntermediate(f"pipeline '{name}': the IR after stage '{step.__name__}' does not verify: "
-                                      f"{e}") from None
+        run_stage(module, name, step, opts)
 
 
 def run_pass(module: ModuleOp, name: str, opts: Options) -> None:

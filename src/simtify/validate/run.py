@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 
 from simtify.errors import SimtifyError
@@ -72,40 +71,46 @@ def compile_dump(input_path: str, target: str, iree_compile: str | None, extra: 
 
 
 def validate_dump(text: str, options: Options, *, jobs: int = 1, ray_address: str | None = None,
-                  progress: bool = False, where: str = "dump", command: str = "") -> Report:
+                  progress=None, where: str = "dump", command: str = "") -> Report:
+    """`progress(stage, done, total)`, if given, hears of every dispatch validated (the
+    CLI's `simtify.cli.progress.Progress`)."""
     stages = split_stages(text, where)
     names = dispatch_names(stages)
     if not names:
         raise SimtifyError("the dump holds no dispatch (no hal.executable.export, no function reading HAL "
                            "bindings)", where)
     tasks = [(n, [s for s in stages if dispatch_module(s.text, n) is not None]) for n in names]
-    bar = _progress(len(tasks), progress)
-    try:
-        if ray_address:
-            reports = _with_ray(tasks, options, ray_address, bar)
-        elif jobs > 1 and len(tasks) > 1:
-            reports = _with_processes(tasks, options, jobs, bar)
-        else:
-            reports = []
-            for n, ss in tasks:
-                reports.append(validate_dispatch(n, ss, options))
-                bar.update(1)
-    finally:
-        bar.close()
+    done = 0
+
+    def one_done(*_) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress("validate", done, len(tasks))
+
+    if ray_address:
+        reports = _with_ray(tasks, options, ray_address, one_done)
+    elif jobs > 1 and len(tasks) > 1:
+        reports = _with_processes(tasks, options, jobs, one_done)
+    else:
+        reports = []
+        for n, ss in tasks:
+            reports.append(validate_dispatch(n, ss, options))
+            one_done()
     return Report(reports, stages, command)
 
 
-def _with_processes(tasks, options, jobs, bar) -> list[DispatchReport]:
+def _with_processes(tasks, options, jobs, one_done) -> list[DispatchReport]:
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(validate_dispatch, n, ss, options) for n, ss in tasks]
         for f in futures:
-            f.add_done_callback(lambda _: bar.update(1))
+            f.add_done_callback(one_done)
         return [f.result() for f in futures]
 
 
-def _with_ray(tasks, options, address, bar) -> list[DispatchReport]:
+def _with_ray(tasks, options, address, one_done) -> list[DispatchReport]:
     try:
         import ray
     except ImportError:
@@ -122,23 +127,5 @@ def _with_ray(tasks, options, address, bar) -> list[DispatchReport]:
         done, pending = ray.wait(pending, num_returns=1)
         for r in done:
             out[order[r]] = ray.get(r)
-            bar.update(1)
+            one_done()
     return out
-
-
-class _NoBar:
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass
-
-
-def _progress(total: int, wanted: bool):
-    if not wanted or not sys.stderr.isatty():
-        return _NoBar()
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return _NoBar()
-    return tqdm(total=total, unit="dispatch", file=sys.stderr, leave=False)
