@@ -189,7 +189,7 @@ def test_the_html_page_has_the_grid_and_each_stage(planted_in_distribution):
     assert "<span class=add>+      %35 = gpu.subgroup_reduce add %34 cluster(size = 2)" in text
 
 
-def test_inexact_kernels_say_why_and_exact_is_refused(tmp_path):
+def test_inexact_kernels_say_why_and_exact_is_refused(tmp_path, capsys):
     from simtify.ir import parse
     from simtify.validate.inputs import inexact_reason
 
@@ -197,6 +197,16 @@ def test_inexact_kernels_say_why_and_exact_is_refused(tmp_path):
     assert inexact_reason(module.body.block.first_op) == "the kernel uses math.exp"
     report = validate_dump(_dump("rsum"), Options(exact=False))
     assert report.dispatches[0].exact is False and report.clean
+    # a kernel with math.exp: floats by default, the reason said; --exact is an error
+    exp_dump = FORALL_STAGE.replace(
+        "      vector.transfer_write %v,",
+        "      %e = math.exp %v : vector<1x4xf32>\n      vector.transfer_write %e,")
+    rc, report = _validate(tmp_path, exp_dump)
+    assert rc == 0 and report["dispatches"][0]["exact"] is False
+    assert "not exact: the kernel uses math.exp" in report["dispatches"][0]["inputs"]
+    capsys.readouterr()
+    assert main(["validate", "--dump", str(tmp_path / "dump.txt"), "--exact", "--no-progress"]) == 2
+    assert "--exact: the kernel uses math.exp" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -114,6 +114,8 @@ def validate_dispatch(name: str, stages: list[Stage], options: Options) -> Dispa
                 raise SimtifyError(f"binds {_describe(signature)}, not the first stage's {_describe_arrays(inputs)}")
             result = _run_stage(run, module, name, inputs, launch, options)
         except SimtifyError as e:
+            if e.where == "--exact":  # the user's request, not this stage's: refuse the whole run
+                raise
             outcome.reason = _one_line(str(e))
             continue
         except Exception as e:  # a simtify bug on this stage: reported as such, the others still run
