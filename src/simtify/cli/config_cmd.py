@@ -355,7 +355,7 @@ def _explain_file(args) -> int:
         for op in func.walk():
             if op.name != "linalg.generic" or "lowering_config" not in op.attributes:
                 continue
-            from simtify.sim.interpreter import location_of
+            from simtify.ir import location_of
 
             try:
                 red = read_reduction(op, fsg, wg, tgt.max_workgroup_size, tensors=True)

@@ -93,13 +93,20 @@ def forall_workgroup_dims(op: Operation) -> list[int] | None:
     return ids
 
 
+def forall_trip_counts(op) -> list[int]:
+    """Trip counts of a forall with static bounds."""
+    bounds = (op.lower_bounds(), op.upper_bounds(), op.steps())
+    if not all(isinstance(v, int) for vs in bounds for v in vs):
+        raise SimtifyError("a workgroup scf.forall with dynamic bounds is not supported by the simulator; give "
+                           "static bounds")
+    return [max(0, -(-(u - lo) // s)) for lo, u, s in zip(*bounds)]
+
+
 def dispatch_grid(func: Operation) -> tuple[int, ...] | None:
     """The workgroup count the function implies: its workgroup forall's trip counts, or
     its ``iree_codegen.workgroup_count_hint``; None when it implies none."""
     loops = workgroup_foralls(func)
     if loops:
-        from simtify.sim.ops.iree_dispatch import forall_trip_counts
-
         grid = [1, 1, 1]
         for loop in loops:
             for axis, n in zip(forall_workgroup_dims(loop), forall_trip_counts(loop)):

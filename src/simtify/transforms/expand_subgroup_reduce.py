@@ -23,6 +23,7 @@ from xdsl.dialects import arith as arith_ir
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.transforms.emit import Emitter
+from simtify.ir import location_of
 
 
 def expand(op: Operation, subgroup_size: int) -> None:
@@ -66,6 +67,4 @@ def expand_all(func: Operation, subgroup_size: int) -> None:
         try:
             expand(op, subgroup_size)
         except SimtifyError as e:
-            from simtify.sim.interpreter import location_of
-
             raise e.at(location_of(op))

@@ -66,18 +66,14 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from simtify.errors import SimtifyError
 from simtify.ir import affine as affine_ir
 from simtify.ir import gpu as gpu_ir
+from simtify.ir import location_of
 from simtify.ir.attribute_syntax import memory_space_name
 from simtify.transforms.emit import Emitter
+from simtify.transforms.launch import functions, launch_for, record_launch
 
 # Transfers the AMD lowering may pick: those that land packed in LDS.
 PACKED_LDS_BYTES = (4, 16)
 REGISTER_VECTOR_BYTES = 16  # the widest per-thread load/store of the register path
-
-
-def _where(op: Operation) -> str:
-    from simtify.sim.interpreter import location_of
-
-    return location_of(op)
 
 
 def _elem_bytes(t: Attribute) -> int:
@@ -550,7 +546,7 @@ def lower_copies(func: Operation, subgroup_size: int, threads: int, target, *, f
     went through registers instead of DMA (only with `fallback`), why."""
     fell_back = []
     for op in dma_copies(func):
-        where = _where(op)
+        where = location_of(op)
         try:
             _dma_path(op, threads, subgroup_size, target)
         except SimtifyError as e:
@@ -563,7 +559,7 @@ def lower_copies(func: Operation, subgroup_size: int, threads: int, target, *, f
             except SimtifyError as e2:
                 raise e2.at(where) from None
     for op in thread_copies(func):
-        where = _where(op)
+        where = location_of(op)
         try:
             _register_path(op, threads)
         except SimtifyError as e:
@@ -581,31 +577,20 @@ def lower_lane_dma(func: Operation) -> None:
 
 def _launch(func: Operation, opts):
     from simtify.target import get_target
-    from simtify.transforms.pipelines import launch_for
 
     sg, threads = launch_for(func, opts)
     return sg, threads, get_target(opts.target)
 
 
-def _functions(module: Operation) -> list[Operation]:
-    return [op for op in module.walk() if op.name == "func.func" and op.body.blocks]
-
-
-def _record(func: Operation, sg: int, threads: int) -> None:
-    from simtify.transforms.launch import record_launch
-
-    record_launch(func, sg, threads)
-
-
 def lower_to_global_loads(module: Operation, opts, *, fallback: bool = False) -> list[str]:
     """Copies -> lane-level global_load_dma loops (AMD) / cp.async (NVIDIA) / registers."""
     notes = []
-    for func in _functions(module):
+    for func in functions(module):
         if not dma_copies(func) and not thread_copies(func):
             continue
         sg, threads, target = _launch(func, opts)
         notes += lower_copies(func, sg, threads, target, fallback=fallback)
-        _record(func, sg, threads)
+        record_launch(func, sg, threads)
     return notes
 
 
@@ -616,7 +601,7 @@ def lower_to_global_loads_auto(module: Operation, opts) -> list[str]:
 def lower_global_loads_to_gather(module: Operation, opts) -> None:
     """Lane-level global_load_dma -> amdgpu.gather_to_lds, after checking that their
     destinations are uniform across subgroups."""
-    for func in _functions(module):
+    for func in functions(module):
         if any(o.name in ("amdgpu.gather_to_lds", "iree_gpu.global_load_dma") for o in func.walk()):
             sg, threads, _target = _launch(func, opts)
             check_uniform_destinations(func, threads, sg)
@@ -626,7 +611,7 @@ def lower_global_loads_to_gather(module: Operation, opts) -> None:
 def promote_operands_dma(module: Operation, opts) -> None:
     from simtify.transforms.promote_dma import promote_operands
 
-    for func in _functions(module):
+    for func in functions(module):
         promote_operands(func)
 
 
@@ -724,4 +709,4 @@ def check_uniform_destinations(func: Operation, threads: int, subgroup_size: int
         if found is not None:
             g, a, b = found
             raise SimtifyError(f"the LDS destination must be uniform across a subgroup, but lanes {a} and {b} of "
-                               f"subgroup {g} give different destination indices", _where(op))
+                               f"subgroup {g} give different destination indices", location_of(op))

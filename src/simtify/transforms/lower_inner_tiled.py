@@ -26,12 +26,7 @@ from simtify.transforms.distribute_nested import (
     registers_of,
 )
 from simtify.transforms.emit import Emitter
-
-
-def _where(op: Operation) -> str:
-    from simtify.sim.interpreter import location_of
-
-    return location_of(op)
+from simtify.ir import location_of
 
 
 def lower_inner_tiled(op: Operation) -> None:
@@ -39,10 +34,10 @@ def lower_inner_tiled(op: Operation) -> None:
     try:
         intr = op.intrinsic()
     except SimtifyError as e:
-        raise e.at(_where(op))
+        raise e.at(location_of(op))
     if any(op.permutation(i) for i in range(3)):
         raise SimtifyError("lowering a distributed inner_tiled with permuted inner tiles is not supported",
-                           _where(op))
+                           location_of(op))
     em = Emitter(op.parent_block(), before=op)
 
     def tile(v: SSAValue, index: int, at: tuple[int, ...]) -> SSAValue:

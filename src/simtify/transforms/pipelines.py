@@ -2,79 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from math import prod
-
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
-from simtify.transforms.launch import record_launch
-
-
-@dataclass
-class Options:
-    target: str = "gfx942"
-    subgroup_size: int | None = None
-    workgroup_size: int | None = None
-    warp_size: int | None = None  # warp pipelines: lanes of a warp region (default: the subgroup size)
-    max_whole_write: int = 1  # warp pipelines: transfer_writes of at most this many elements stay on lane 0
-
-
-def _functions(module: ModuleOp) -> list[Operation]:
-    return [op for op in module.walk() if op.name == "func.func" and op.body.blocks]
-
-
-def _anchored_subgroups(func: Operation, sg: int) -> int:
-    """Subgroups the anchors need: their subgroup spans, and their thread spans (thread
-    ids are workgroup-linear, so a thread tile may spread over several subgroups)."""
-    return _widest_anchor(func, sg)[0]
-
-
-def _widest_anchor(func: Operation, sg: int) -> tuple[int, Operation | None]:
-    """(subgroups, the anchor that needs the most of them)."""
-    n, widest = 1, None
-    for op in func.walk():
-        if op.name == "iree_vector_ext.to_layout":
-            lay = op.nested_layout
-            need = max(lay.subgroup_span, -(-lay.thread_span // sg))
-            if need > n:
-                n, widest = need, op
-    return n, widest
-
-
-def launch_for(func: Operation, opts: Options) -> tuple[int, int]:
-    """(subgroup size, threads per workgroup): the options, else the function's
-    translation_info, else the target's subgroup size × the subgroups the layouts use
-    (for their subgroup tiles and for their thread spans)."""
-    from simtify.target import get_target
-
-    tgt = get_target(opts.target)
-    info = func.attributes.get("translation_info")
-    sg = opts.subgroup_size or (info.subgroup_size if info is not None and info.subgroup_size else None) \
-        or tgt.subgroup_size
-    if opts.workgroup_size:
-        threads = opts.workgroup_size
-    elif info is not None and info.workgroup_size:
-        threads = prod(info.workgroup_size)
-    else:
-        threads = _anchored_subgroups(func, sg) * sg
-    if threads % sg:
-        raise SimtifyError(f"workgroup size {threads} is not a whole number of {sg}-lane subgroups", "--workgroup-size")
-    if threads > tgt.max_workgroup_size:
-        where = "--workgroup-size"
-        if not opts.workgroup_size and not (info is not None and info.workgroup_size):
-            from simtify.sim.interpreter import location_of
-
-            where = location_of(_widest_anchor(func, sg)[1])  # the layout that asks for so many threads
-        raise SimtifyError(f"workgroup size {threads} exceeds {tgt.name}'s limit of {tgt.max_workgroup_size}", where)
-    return sg, threads
+from simtify.transforms.launch import Options, functions, launch_for, record_launch
 
 
 def propagate_layouts(module: ModuleOp, opts: Options) -> None:
     from simtify.transforms.propagate_layouts import Launch, annotate, propagate
 
-    for func in _functions(module):
+    for func in functions(module):
         sg, threads = launch_for(func, opts)
         annotate(func, propagate(func, Launch(sg, threads)))
 
@@ -85,7 +22,7 @@ def nested_distribute(module: ModuleOp, opts: Options) -> None:
 
     from simtify.sim.grid import implied_grid
 
-    for func in _functions(module):
+    for func in functions(module):
         sg, threads = launch_for(func, opts)
         grid = implied_grid(func)  # read off the workgroup-level writes, before they are distributed
         analysis = propagate(func, Launch(sg, threads))
@@ -96,14 +33,14 @@ def nested_distribute(module: ModuleOp, opts: Options) -> None:
 def lower_inner_tiled(module: ModuleOp, opts: Options) -> None:
     from simtify.transforms.lower_inner_tiled import lower_function
 
-    for func in _functions(module):
+    for func in functions(module):
         lower_function(func)
 
 
 def expand_subgroup_reduce(module: ModuleOp, opts: Options) -> None:
     from simtify.transforms.expand_subgroup_reduce import expand_all
 
-    for func in _functions(module):
+    for func in functions(module):
         sg, _threads = launch_for(func, opts)
         expand_all(func, sg)
 
@@ -111,7 +48,7 @@ def expand_subgroup_reduce(module: ModuleOp, opts: Options) -> None:
 def lower_reduction_configs(module: ModuleOp, opts: Options) -> None:
     from simtify.transforms.reduction_kernel import lower_function
 
-    for func in _functions(module):
+    for func in functions(module):
         lower_function(func, opts.target, opts.subgroup_size, opts.workgroup_size)
 
 

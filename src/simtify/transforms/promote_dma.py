@@ -35,6 +35,7 @@ from xdsl.ir.affine import AffineDimExpr
 from simtify.errors import SimtifyError
 from simtify.ir.attribute_syntax import memory_space_name
 from simtify.transforms.emit import Emitter
+from simtify.ir import location_of
 
 # consumer op -> indices of the operands whose tiles are promoted
 PROMOTED_OPERANDS = {"vector.contract": (0, 1), "vector.multi_reduction": (0,)}
@@ -129,8 +130,6 @@ def promote_read(read: Operation, func: Operation) -> SSAValue:
 def promote_operands(func: Operation, consumers=PROMOTED_OPERANDS) -> tuple[list[Operation], list[str]]:
     """Promote the operand tiles of every consumer op of `func`; returns the promoted
     reads and, for each operand left in registers, the reason."""
-    from simtify.sim.interpreter import location_of
-
     done: list[Operation] = []
     skipped: list[str] = []
     for op in list(func.walk()):  # to_layout {shared_memory_conversion = #iree_gpu.use_global_load_dma}

@@ -55,12 +55,7 @@ from simtify.sim.launch import WORKGROUP_COUNT
 from simtify.sim.ops.linalg import COMBINERS
 from simtify.transforms.emit import neutral_value, scalar_attr
 from simtify.transforms.emit import Emitter
-
-
-def _where(op: Operation) -> str:
-    from simtify.sim.interpreter import location_of
-
-    return location_of(op)
+from simtify.ir import location_of
 
 
 @dataclass
@@ -161,7 +156,7 @@ def read_reduction(op: Operation, subgroup_size: int, workgroup_size: int | None
         if any(o in out_args for o in b_op.operands):
             raise SimtifyError(f"'{b_op.name}' in the body uses an output's accumulator; only the combiner may")
         if b_op.regions or not (b_op.name.startswith("arith.") or b_op.name.startswith("math.")):
-            raise SimtifyError(f"'{b_op.name}' in the body is not supported (arith and math ops only)", _where(b_op))
+            raise SimtifyError(f"'{b_op.name}' in the body is not supported (arith and math ops only)", location_of(b_op))
         prologue.append(b_op)
     for v in values:
         if v in out_args:
@@ -451,21 +446,21 @@ def lower_function(func: Operation, target: str, subgroup_size: int | None, work
     reductions: list[Reduction] = []
     for op in generics:
         if op.parent_op() is not func:
-            raise SimtifyError("a configured linalg.generic must be at the top of its function", _where(op))
+            raise SimtifyError("a configured linalg.generic must be at the top of its function", location_of(op))
         try:
             reductions.append(read_reduction(op, sg, threads, tgt.max_workgroup_size))
         except SimtifyError as e:
-            raise located(e, _where(op)) from None
+            raise located(e, location_of(op)) from None
     launch = {(r.plan.threads, r.plan.workgroup_count) for r in reductions}
     if len(launch) > 1:
         raise SimtifyError("the reductions of one function need the same workgroup size and count, got "
-                           + ", ".join(f"{t} threads x {w} workgroups" for t, w in sorted(launch)), _where(func))
+                           + ", ".join(f"{t} threads x {w} workgroups" for t, w in sorted(launch)), location_of(func))
     forwarded: dict[SSAValue, tuple[Reduction, SSAValue]] = {}
     for r in reductions:
         try:
             KernelBuilder(r, forwarded).build()
         except SimtifyError as e:
-            raise e.at(_where(r.op))
+            raise e.at(location_of(r.op))
         for out, vec in r.final.items():
             forwarded[out] = (r, vec)
         r.op.detach()

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
+from simtify.transforms.launch import record_launch
 from simtify.transforms.warp_contract import sink_contract
 from simtify.transforms.warp_cse import merge_identical_ops
 from simtify.transforms.warp_fission import isolate_last_write, split_after_write
@@ -130,27 +131,11 @@ def config_for(func: Operation, opts) -> WarpConfig:
     return WarpConfig(n, sg, threads // n, whole)
 
 
-def record_launch(func: Operation, cfg: WarpConfig) -> None:
-    """Write the launch on the function (as IREE's translation_info), so that
-    `simtify run` needs no --block."""
-    from simtify.ir import parse
-
-    if "translation_info" in func.attributes:
-        return
-    threads = cfg.warp_size * cfg.warps_per_workgroup
-    text = (f"#t = #iree_codegen.translation_info<pipeline = #iree_codegen.no_pipeline "
-            f"workgroup_size = [{threads}, 1, 1] subgroup_size = {cfg.subgroup_size}>\n"
-            "func.func @f() attributes {translation_info = #t} { return }")
-    made = next(op for op in parse(text).walk() if op.name == "func.func")
-    func.attributes["translation_info"] = made.attributes["translation_info"]
-
-
 def wrap(func: Operation, cfg: WarpConfig, on_step: OnStep | None = None) -> None:
     from simtify.sim.grid import implied_grid
-    from simtify.transforms.launch import record_grid
 
-    record_grid(func, implied_grid(func))
-    record_launch(func, cfg)
+    record_launch(func, cfg.subgroup_size, cfg.warp_size * cfg.warps_per_workgroup, implied_grid(func),
+                  pipeline="#iree_codegen.no_pipeline", keep_recorded=True)
     if wrap_function(func, cfg.warp_size, cfg.subgroup_size) and on_step is not None:
         on_step("wrap")
 

@@ -48,12 +48,7 @@ from simtify.transforms.warp_region import (
     warp_ops,
     yield_of,
 )
-
-
-def _where(op: Operation) -> str:
-    from simtify.sim.interpreter import location_of
-
-    return location_of(op)
+from simtify.ir import location_of
 
 
 class WarpMemory:
@@ -133,7 +128,7 @@ def lower_warp(warp: Operation, mem: WarpMemory) -> Operation:
     """Replace one warp region by its ``scf.if``; returns the ``scf.if``."""
     for t in [a.type for a in warp.args] + [r.type for r in warp.results]:
         if not isinstance(t, (VectorType, IntegerType, IndexType, AnyFloat)):
-            raise SimtifyError(f"a {t} cannot cross a warp region through workgroup memory", _where(warp))
+            raise SimtifyError(f"a {t} cannot cross a warp region through workgroup memory", location_of(warp))
     n = size(warp)
     laneid = warp.laneid
     em = Emitter(warp.parent_block(), before=warp)
@@ -189,7 +184,7 @@ def lower_function(func: Operation, warps_per_workgroup: int, subgroup_size: int
     for warp in warp_ops(func):
         for inner in warp.walk():
             if inner is not warp and inner.name == warp.name:
-                raise SimtifyError("warp regions cannot nest", _where(inner))
+                raise SimtifyError("warp regions cannot nest", location_of(inner))
         lower_warp(warp, mem)
         count += 1
     return count

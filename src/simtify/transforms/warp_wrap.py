@@ -36,14 +36,9 @@ from simtify.transforms.warp_region import (
     make_warp,
     warp_ops,
 )
+from simtify.ir import location_of
 
 SIMT_ONLY = LANE_VARIANT_OPS | COLLECTIVE_OPS | {"gpu.lane_id", "gpu.subgroup_id", "iree_vector_ext.to_simt"}
-
-
-def _where(op: Operation) -> str:
-    from simtify.sim.interpreter import location_of
-
-    return location_of(op)
 
 
 def lane_id(block: Block, warp_size: int, subgroup_size: int) -> SSAValue:
@@ -100,7 +95,7 @@ def wrap_function(func: Operation, warp_size: int, subgroup_size: int) -> list[O
         bad = _simt_op(op)
         if bad is not None:
             raise SimtifyError(f"'{bad.name}' makes @{func.sym_name.data} a SIMT function; warp wrapping takes a "
-                               "workgroup-level one (one value = the whole warp's)", _where(bad))
+                               "workgroup-level one (one value = the whole warp's)", location_of(bad))
     if not body_ops:
         return []
     laneid = lane_id(block, warp_size, subgroup_size)

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
+from simtify.transforms.launch import record_launch, recorded_threads
 from simtify.transforms.xegpu_propagate import XeGPULayouts, annotate, propagate, where
 
 SUBGROUP_SIZE = 16
@@ -44,8 +45,9 @@ def _analyze(func: Operation, opts, *, inst: bool, lanes: bool) -> XeGPULayouts:
     return analysis
 
 
-def record_launch(func: Operation, threads: int) -> None:
-    """The workgroup size on the function, so that `simtify run` needs no --block."""
+def record_xegpu_launch(func: Operation, threads: int) -> None:
+    """The workgroup size on the function, so that `simtify run` needs no --block; a
+    gpu.func records it as its known_block_size."""
     recorded = recorded_threads(func)
     if recorded is not None:
         if recorded != threads:
@@ -55,25 +57,7 @@ def record_launch(func: Operation, threads: int) -> None:
     if func.name == "gpu.func":
         func.properties["known_block_size"] = DenseArrayBase.from_list(i32, (threads, 1, 1))
         return
-    from simtify.transforms.launch import record_launch
-
     record_launch(func, SUBGROUP_SIZE, threads)
-
-
-def recorded_threads(func: Operation) -> int | None:
-    known = func.properties.get("known_block_size") if func.name == "gpu.func" else None
-    if known is not None:
-        n = 1
-        for x in known.get_values():
-            n *= int(x)
-        return n
-    info = func.attributes.get("translation_info")
-    if info is not None and getattr(info, "workgroup_size", None):
-        n = 1
-        for x in info.workgroup_size:
-            n *= int(x)
-        return n
-    return None
 
 
 def verified(stage: str, func: Operation) -> None:
@@ -104,9 +88,9 @@ def _wg_to_sg(func: Operation, opts, *, inst: bool = False, lanes: bool = False)
     analysis = _analyze(func, opts, inst=inst, lanes=lanes)
     distribute(func, analysis)
     if analysis.workgroup_level:
-        record_launch(func, analysis.threads)
+        record_xegpu_launch(func, analysis.threads)
     elif recorded_threads(func) is None:
-        record_launch(func, SUBGROUP_SIZE)  # one subgroup's program
+        record_xegpu_launch(func, SUBGROUP_SIZE)  # one subgroup's program
     verified("xegpu-wg-to-sg", func)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from simtify.errors import SimtifyError
+from simtify.sim.dispatch import binding_name, forall_trip_counts, forall_workgroup_dims
 from simtify.sim.memory import MemRef
 from simtify.sim.ops import handles
 from simtify.sim.ops.memref import type_strides
@@ -38,8 +39,6 @@ def _grid_coord(sim, axis: int) -> np.ndarray:
 
 @handles("hal.interface.binding.subspan")
 def _subspan(sim, op):
-    from simtify.sim.dispatch import binding_name
-
     name = binding_name(op.binding.value.data)
     buffers = getattr(sim, "bindings", None) or {}
     if name not in buffers:
@@ -96,19 +95,8 @@ def _in_parallel(sim, op):
     return []
 
 
-def forall_trip_counts(op) -> list[int]:
-    """Trip counts of a forall with static bounds."""
-    bounds = (op.lower_bounds(), op.upper_bounds(), op.steps())
-    if not all(isinstance(v, int) for vs in bounds for v in vs):
-        raise SimtifyError("a workgroup scf.forall with dynamic bounds is not supported by the simulator; give "
-                           "static bounds")
-    return [max(0, -(-(u - lo) // s)) for lo, u, s in zip(*bounds)]
-
-
 @handles("scf.forall")
 def _forall(sim, op):
-    from simtify.sim.dispatch import forall_workgroup_dims
-
     axes = forall_workgroup_dims(op)
     if axes is None:
         raise SimtifyError("the simulator runs scf.forall only when it is mapped to workgroups "
