@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from simtify.sim.affine_eval import eval_map
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.values import int_array
 
 DYNAMIC = -(2**63)

@@ -26,7 +26,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.sim.memory import MemRef
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.ops.gpu import count_lane_op, read_lanes, undefined_where
 from simtify.sim.report import Finding
 from simtify.sim.types import byte_width, fit

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from simtify.errors import SimtifyError
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.types import dtype_of, element_type, fit
 from simtify.sim.values import constant, prop
 

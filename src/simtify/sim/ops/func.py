@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from simtify.errors import SimtifyError
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 
 
 @handles("func.call")

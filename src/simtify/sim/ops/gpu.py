@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from simtify.errors import SimtifyError
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.ops.vector import reduce
 from simtify.sim.report import Finding, id_ranges
 from simtify.sim.types import byte_width, fit, shape_of, undefined

@@ -11,7 +11,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from simtify.errors import SimtifyError
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.types import fit, shape_of
 from simtify.sim.values import lead
 

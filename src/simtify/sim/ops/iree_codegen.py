@@ -22,7 +22,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.ir.iree_codegen import ROLES
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.types import fit
 from simtify.sim.values import lead
 

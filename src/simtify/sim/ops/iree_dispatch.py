@@ -26,7 +26,7 @@ import numpy as np
 from simtify.errors import SimtifyError
 from simtify.sim.dispatch import binding_name, forall_trip_counts, forall_workgroup_dims
 from simtify.sim.memory import MemRef
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.ops.memref import type_strides
 from simtify.sim.types import dtype_of, shape_of, undefined
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.sim.memory import MemRef
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.ops.amdgpu import (
     check_width,
     first_active,

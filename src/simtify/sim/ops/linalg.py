@@ -11,7 +11,7 @@ import numpy as np
 from simtify.errors import SimtifyError
 from simtify.sim.affine_eval import eval_map
 from simtify.sim.memory import MemRef
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.ops.vector import reduce
 from simtify.sim.types import fit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.types import fit
 
 

@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr
 
 from simtify.errors import SimtifyError
 from simtify.sim.memory import GLOBAL, PRIVATE, WORKGROUP, Buffer, MemRef
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.types import dtype_of
 
 DYNAMIC = -(2**63)

@@ -16,7 +16,7 @@ from functools import cache
 import numpy as np
 
 from simtify.errors import SimtifyError
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.types import fit
 from simtify.sim.values import lead
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.sim.memory import MemRef
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.ops.amdgpu import advance, index_values
 
 PENDING = "nvgpu.in_flight"  # key of the batch's in-flight copies in the interpreter's environment

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.ops.gpu import (
     count_lane_op,
     first_active_lane,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from simtify.errors import SimtifyError
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.values import placeholder
 
 

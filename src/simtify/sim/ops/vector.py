@@ -10,7 +10,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.sim.affine_eval import result_dims
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.types import dtype_of, fit, shape_of
 from simtify.sim.values import bool_array, int_array, lead
 

@@ -46,7 +46,7 @@ from simtify.errors import SimtifyError
 from simtify.ir.attribute_syntax import DYNAMIC
 from simtify.layout import XeGPULayout, XeGPUSlice
 from simtify.sim.memory import MemRef
-from simtify.sim.ops import handles
+from simtify.sim.handlers import handles
 from simtify.sim.types import byte_width, dtype_of, fit, shape_of
 from simtify.sim.values import lead
 from simtify.target.xe import block_load_layout, dpas_lane_layouts, dpas_shape, element_bits
