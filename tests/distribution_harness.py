@@ -16,14 +16,16 @@ def distribute_text(text: str, pipeline: str = "nested-distribute", **opts) -> s
 
 
 def check_distribution(text: str, func: str, *, seed: int = 0, grid=(1,), rtol=1e-5, atol=1e-5,
-                       pipeline: str = "nested-distribute", **opts) -> str:
+                       pipeline: str = "nested-distribute", inputs: dict | None = None, **opts) -> str:
     """Run `text` at workgroup level and its nested distribution at SIMT level on the
-    same random inputs; every memref argument must agree and no sanitizer may fire.
-    Without a target, 32-lane subgroups run on sm_90 (CDNA has no wave32) and others on gfx942."""
+    same inputs (`inputs`, else random ones from `seed`); every memref argument must
+    agree and no sanitizer may fire. Without a target, 32-lane subgroups run on sm_90
+    (CDNA has no wave32) and others on gfx942."""
     if "target" not in opts:
         opts["target"] = "sm_90" if opts.get("subgroup_size") == 32 else "gfx942"
     ref_module = parse(text, "input.mlir")
-    inputs = random_inputs(find_function(ref_module, func), seed)
+    if inputs is None:
+        inputs = random_inputs(find_function(ref_module, func), seed)
     ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, grid=grid, block=(1,), level="workgroup")
     out_text = distribute_text(text, pipeline, **opts)
     new_module = parse(out_text, "distributed.mlir")

@@ -16,7 +16,7 @@ from iree_oracle import run_iree_opt
 from simtify.ir import parse
 from simtify.layout import NestedLayout
 from simtify.sim import find_function, random_inputs, run
-from simtify.transforms.distribute_nested import NestedDistribution
+from simtify.transforms.nested.context import DistributionContext
 
 
 def L(sg, b, o, t, e, ss, ts) -> NestedLayout:
@@ -79,7 +79,7 @@ func.func @reduce(%src: memref<{st}x{elt}>, %accm: {mem}, %dst: {mem}, %full: me
 
 def simulate(text: str, target: str, sg: int, plan: str | None, monkeypatch, pipeline="nested-distribute"):
     """(distributed text, the simulator's counters) for `plan` forced (None: chosen)."""
-    monkeypatch.setattr(NestedDistribution, "cross_subgroup_plan", plan)
+    monkeypatch.setattr(DistributionContext, "cross_subgroup_plan", plan)
     out = distribute_text(text, pipeline, target=target, subgroup_size=sg)
     module = parse(out)
     res = run(module, "reduce", random_inputs(find_function(module, "reduce"), 1), grid=(1,), target=target,
@@ -142,7 +142,7 @@ def test_cross_subgroup_reduction(case, target):
 @pytest.mark.parametrize("case", [0, 1, 6, 11, 12])
 def test_each_plan_is_correct(case, plan, monkeypatch):
     layout, dims, kind, elt = CASES[case]
-    monkeypatch.setattr(NestedDistribution, "cross_subgroup_plan", plan)
+    monkeypatch.setattr(DistributionContext, "cross_subgroup_plan", plan)
     for seed in (0, 1):
         check_distribution(reduction_program(layout, dims, kind, elt), "reduce", target="gfx942", subgroup_size=64,
                            seed=seed, rtol=1e-4, atol=1e-6)
@@ -258,7 +258,7 @@ def test_host_emulation_matches_the_simulator(tmp_path, monkeypatch):
 
     from simtify.transforms.pipelines import Options, run_pipeline
 
-    monkeypatch.setattr(NestedDistribution, "cross_subgroup_plan", "lanes")
+    monkeypatch.setattr(DistributionContext, "cross_subgroup_plan", "lanes")
     cases = {"three": (CASES[10], "sm_90", 32), "rows": (CASES[6], "sm_90", 32), "scalar": (CASES[1], "sm_90", 32),
              "many_rows": ((L([1, 4], [8, 1], [1, 1], [8, 8], [4, 4], [0, 1], [8, 1]), [1], "add", "f32"),
                            "gfx942", 64)}
@@ -279,7 +279,7 @@ def test_host_emulation_matches_the_simulator(tmp_path, monkeypatch):
 
 @pytest.mark.iree
 def test_output_parses_in_iree_opt(tmp_path, monkeypatch):
-    monkeypatch.setattr(NestedDistribution, "cross_subgroup_plan", "lanes")
+    monkeypatch.setattr(DistributionContext, "cross_subgroup_plan", "lanes")
     layout, dims, kind, elt = CASES[10]
     path = tmp_path / "out.mlir"
     path.write_text(distribute_text(reduction_program(layout, dims, kind, elt), target="sm_90", subgroup_size=32))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from diagnostics import one_error
@@ -187,22 +188,11 @@ def test_op(name, target):
 
 
 def _check_with_n(text: str, target: str = "gfx942"):
-    import numpy as np
-
-    from simtify.ir import parse, print_module
-    from simtify.sim import run
-    from simtify.transforms.pipelines import Options, run_pipeline
-
+    """`check_distribution` of `f` on fixed inputs with the loop bound ``n = 19``."""
     rng = np.random.default_rng(1)
     inputs = {"src": rng.uniform(0.1, 1, (32, 32)).astype(np.float32),
               "dst": rng.uniform(-1, -0.1, (32, 32)).astype(np.float32), "n": np.int64(19)}
-    ref = run(parse(text, "in.mlir"), "f", {k: np.copy(v) for k, v in inputs.items()}, block=(1,), level="workgroup")
-    m = parse(text, "in.mlir")
-    run_pipeline(m, "nested-distribute", Options(target=target))
-    out = print_module(m)
-    new = run(parse(out, "out.mlir"), "f", {k: np.copy(v) for k, v in inputs.items()}, sanitize=True, target=target)
-    assert not new.findings, "\n".join(map(str, new.findings)) + out
-    np.testing.assert_allclose(new.arguments["dst"], ref.arguments["dst"], rtol=1e-6, err_msg=out)
+    check_distribution(text, "f", grid=None, rtol=1e-6, atol=0, inputs=inputs, target=target)
 
 
 def contract_program(m, n, k, la, lb, transposed_b=False) -> str:

@@ -161,6 +161,35 @@ class Emitter:
         return Emitter(body, before=y)
 
 
+def if_regions(op: Operation, fill) -> list[Region | None]:
+    """The regions of a rewritten ``scf.if`` `op`: per region of it, None where it has
+    no block, else a new block that ``fill(old block, new block)`` fills and that
+    yields what `fill` returns."""
+    regions: list[Region | None] = []
+    for region in op.regions:
+        if not region.blocks:
+            regions.append(None)
+            continue
+        block = Block()
+        block.add_op(scf.YieldOp(*fill(region.blocks.first, block)))
+        regions.append(Region(block))
+    return regions
+
+
+def replace_entry_block(func: Operation, old_entry: Block, new_entry: Block) -> None:
+    """Put `new_entry`, a rewritten function body, in place of `old_entry`."""
+    region = func.body
+    region.detach_block(old_entry)
+    region.add_block(new_entry)
+    old_entry.erase(safe_erase=False)
+
+
+def kind_of(op: Operation) -> str:
+    """The combining kind (``add``, ``maximumf``, ...) of a reduction, scan or contraction."""
+    k = op.kind.data
+    return k.value if hasattr(k, "value") else str(k)
+
+
 def neutral_value(kind: str, elt):
     """The value a reduction of `kind` starts from (x combined with it is x)."""
     from xdsl.dialects.builtin import IntegerType

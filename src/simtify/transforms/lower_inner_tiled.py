@@ -19,12 +19,7 @@ from xdsl.ir import Operation, SSAValue
 
 from simtify.errors import SimtifyError
 from simtify.ir.iree_codegen import ROLES
-from simtify.transforms.distribute_nested import (
-    _insert,
-    fragment_of,
-    intrinsic_op,
-    registers_of,
-)
+from simtify.transforms.nested.matrix import fragment_of, insert_op, intrinsic_op, registers_of
 from simtify.transforms.emit import Emitter
 from simtify.ir import location_of
 
@@ -60,7 +55,7 @@ def lower_inner_tiled(op: Operation) -> None:
             fb = fragment_of(tile(b, 1, tuple(point[e.position] for e in maps[1].results)), intr, ROLES[1], em)
             acc = intrinsic_op(intr, fa, fb, acc, em)
         back = registers_of(acc, intr, "c", VectorType(c.type.element_type, list(op.inner_shape(2))), em)
-        result = em.value(_insert(back, result, list(at_c))) if at_c else back
+        result = em.value(insert_op(back, result, list(at_c))) if at_c else back
     op.results[0].replace_all_uses_with(result)
     op.detach()
     op.erase()

@@ -17,7 +17,7 @@ def propagate_layouts(module: ModuleOp, opts: Options) -> None:
 
 
 def nested_distribute(module: ModuleOp, opts: Options) -> None:
-    from simtify.transforms.distribute_nested import distribute_function
+    from simtify.transforms.nested.driver import distribute_function
     from simtify.transforms.propagate_layouts import Launch, propagate
 
     from simtify.sim.grid import implied_grid

@@ -34,7 +34,7 @@ from xdsl.ir import Operation
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.ir.assembly import int_values
-from simtify.transforms.emit import Emitter
+from simtify.transforms.emit import Emitter, kind_of
 from simtify.transforms.warp_region import (
     Boundary,
     WarpConfig,
@@ -44,11 +44,6 @@ from simtify.transforms.warp_region import (
     ratios,
     shape,
 )
-
-
-def _kind(op: Operation) -> str:
-    k = op.kind.data
-    return k.value if hasattr(k, "value") else str(k)
 
 
 def sink_reduction(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool:
@@ -64,7 +59,7 @@ def sink_reduction(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> b
         return False
     if not isinstance(elt, (IntegerType, AnyFloat)) or (n & (n - 1)):
         return False
-    kind = _kind(op)
+    kind = kind_of(op)
     b = Boundary(warp)
     b.need(op.vector, distributed_type(vt, (n,)))
     if op.acc is not None:
@@ -108,7 +103,7 @@ def sink_multi_reduction(warp: Operation, i: int, op: Operation, cfg: WarpConfig
     b.need(op.source, distributed_type(op.source.type, src_ks))
     b.need(op.acc, res_t)
     new, (s, a) = b.cross()
-    made = after(new).add(vector_ir.MultiReductionOp(_kind(op), s, a, dims))
+    made = after(new).add(vector_ir.MultiReductionOp(kind_of(op), s, a, dims))
     new.results[i].replace_all_uses_with(made.results[0])
     return True
 
@@ -143,7 +138,7 @@ def split_multi_reduction(warp: Operation, i: int, op: Operation, cfg: WarpConfi
     src_t = op.source.type
     src_shape = shape(src_t)
     n = cfg.warp_size
-    kind = _kind(op)
+    kind = kind_of(op)
     block = warp.warp_region.blocks.first
     em = Emitter(block, before=op)
     if len(dims) == len(src_shape):

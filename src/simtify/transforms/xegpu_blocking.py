@@ -32,10 +32,11 @@ from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
 from simtify.transforms.xegpu_layouts import explicit_lane_data, has, plan, strip
 from simtify.transforms.xegpu_propagate import XeGPULayouts, shape
-from simtify.transforms.xegpu_unroll import Unroller, linear_index
+from simtify.transforms.xegpu_pieces.level import XeGPULevel
+from simtify.transforms.xegpu_pieces.rewriter import linear_index
 
 
-class Blocking(Unroller):
+class Blocking(XeGPULevel):
     level = "xegpu-blocking"
 
     def __init__(self, func: Operation, analysis: XeGPULayouts, target: str = "xe"):
@@ -63,7 +64,7 @@ class Blocking(Unroller):
     # --- dpas -------------------------------------------------------------------------
 
     def op_xegpu_dpas(self, op: Operation, em: Emitter) -> None:
-        a, b, c = self.L(op.lhs), self.L(op.rhs), self.L(op.result)
+        a, b, c = self.layout_of(op.lhs), self.layout_of(op.rhs), self.layout_of(op.result)
         if len(shape(op.rhs)) != 2:
             raise SimtifyError("blocking takes B as KxN, not VNNI-packed")
         (bm, bk), (bk2, bn), (cm, cn) = self.grid_of(op.lhs), self.grid_of(op.rhs), self.grid_of(op.result)
@@ -86,17 +87,17 @@ class Blocking(Unroller):
                     notes.set_inherent(new, key, self.piece_layout(x))
                 acc = em.value(new)
             out.append(acc)
-        self.vmap[op.result] = out
+        self.value_pieces[op.result] = out
 
     # --- re-cutting a tile ---------------------------------------------------------------
 
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.result
-        have, want = self.L(src), self.L(r)
+        have, want = self.layout_of(src), self.layout_of(r)
         vshape = shape(src)
         hgrid, wgrid = self.grid(have, vshape), self.grid(want, vshape)
-        if hgrid == wgrid and self.A.same(have, want, vshape):
-            self.vmap[r] = self.pieces(src)
+        if hgrid == wgrid and self.analysis.same(have, want, vshape):
+            self.value_pieces[r] = self.pieces(src)
             return
         hsize, wsize = self.piece_shape(have, vshape), self.piece_shape(want, vshape)
         hl, wl = self.piece_layout(have), self.piece_layout(want)
@@ -111,7 +112,7 @@ class Blocking(Unroller):
             tile = [p.D for p in self._plans(have, vshape)]
             whole = self._recut(hp, hgrid, hsize, hl, [0] * len(tile), tile, elt, em)
             whole = self._convert(whole, hl, wl, tile, em, whole=True)
-            self.vmap[r] = [self._recut([whole], [1] * len(tile), tile, wl, [x * s for x, s in zip(q, wsize)],
+            self.value_pieces[r] = [self._recut([whole], [1] * len(tile), tile, wl, [x * s for x, s in zip(q, wsize)],
                                         wsize, elt, em) for q in product(*[range(n) for n in wgrid])]
             return
         layout = hl
@@ -131,12 +132,12 @@ class Blocking(Unroller):
             elif layout is REPLICATED and wl is not None and piece not in hp:
                 piece = self._convert(piece, whole_blocks(wsize), wl, wsize, em)
             out.append(piece)
-        self.vmap[r] = out
+        self.value_pieces[r] = out
 
     def _convert(self, piece: SSAValue, have, want, size, em: Emitter, *, whole: bool = False) -> SSAValue:
         """`piece` from `have` to `want`; a whole tile is relabelled even where the owners
         agree, since the slices cut from it follow `want`'s lane rounds."""
-        if have == want or (not whole and self.A.same(have, want, size)):
+        if have == want or (not whole and self.analysis.same(have, want, size)):
             return piece
         props = {"input_layout": notes.to_attr(have), "target_layout": notes.to_attr(want)}
         return em.value(xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type], properties=props))

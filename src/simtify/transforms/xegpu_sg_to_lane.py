@@ -35,13 +35,14 @@ from simtify.ir import xegpu as xegpu_ir
 from simtify.layout.xegpu import XeGPUSlice, linear_strides
 from simtify.target.xe import check_dpas_shape, dpas_lane_layouts
 from simtify.transforms import xegpu_annotations as notes
-from simtify.transforms.emit import Emitter
+from simtify.transforms.emit import Emitter, kind_of, neutral_value
 from simtify.transforms.xegpu_layouts import Layout, flatten, has, kept_dims, plan
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
-from simtify.transforms.xegpu_unroll import Index, Unroller, kind_of, neutral
+from simtify.transforms.xegpu_pieces.descriptors import Index
+from simtify.transforms.xegpu_pieces.level import XeGPULevel
 
 
-class LaneDistribution(Unroller):
+class LaneDistribution(XeGPULevel):
     level = "xegpu-sg-to-lane"
 
     def __init__(self, func: Operation, analysis: XeGPULayouts, num_subgroups: int = 1):
@@ -95,16 +96,16 @@ class LaneDistribution(Unroller):
     def check_gather(self, op: Operation, value: SSAValue) -> None:
         """Each lane gathers from its own offsets, whole chunks (the hardware's per-lane
         address): the chunk dim is not shared among lanes."""
-        lay, vshape = self.L(value), shape(value)
+        lay, vshape = self.layout_of(value), shape(value)
         chunked = len(vshape) == len(shape(op.offsets)) + 1
         piece = self.piece_shape(lay, vshape)
         if chunked and piece[-1] != vshape[-1]:
             raise SimtifyError(f"each lane gathers whole chunks of {vshape[-1]}, but {lay} shares them among "
                                "lanes (use lane_layout = [16, 1])")
         rows = piece[:-1] if chunked else piece
-        have = self.piece_shape(self.L(op.offsets), shape(op.offsets))
+        have = self.piece_shape(self.layout_of(op.offsets), shape(op.offsets))
         if tuple(have) != tuple(rows):
-            raise SimtifyError(f"a lane holds {'x'.join(map(str, have))} offsets ({self.L(op.offsets)}) but "
+            raise SimtifyError(f"a lane holds {'x'.join(map(str, have))} offsets ({self.layout_of(op.offsets)}) but "
                                f"{'x'.join(map(str, rows))} rows of the value ({lay})")
 
     # --- shared local memory matrices ------------------------------------------------------
@@ -138,7 +139,7 @@ class LaneDistribution(Unroller):
         pt = self.piece_type(r)
         base = next(iter(self.matrix_pieces(op, r, em)))
         k = len(base) - len(shape(r))
-        runs = self.lane_runs(self.L(r), shape(r), em)
+        runs = self.lane_runs(self.layout_of(r), shape(r), em)
         out = None
         for run in runs:
             offs = base[:k] + [self.add(em, b, m) for b, (m, _, _) in zip(base[k:], run)]
@@ -151,17 +152,17 @@ class LaneDistribution(Unroller):
                 zero = 0.0 if isinstance(pt.element_type, AnyFloat) else 0
                 out = self.splat(em, zero, pt, None)
             out = em.insert_strided(v, out, [at for _, at, _ in run])
-        self.vmap[r] = [out]
+        self.value_pieces[r] = [out]
 
     def op_xegpu_store_matrix(self, op: Operation, em: Emitter) -> None:
         v = op.data
         if not is_vector(v):
             raise SimtifyError(f"a scalar store_matrix is not distributed by {self.level}")
-        target = self.single_writer(self.L(v), shape(v), em)
+        target = self.single_writer(self.layout_of(v), shape(v), em)
         piece = self.one(v)
         base = next(iter(self.matrix_pieces(op, v, target)))
         k = len(base) - len(shape(v))
-        runs = self.lane_runs(self.L(v), shape(v), em)
+        runs = self.lane_runs(self.layout_of(v), shape(v), em)
         for run in runs:
             offs = base[:k] + [self.add(target, b, m) for b, (m, _, _) in zip(base[k:], run)]
             part = piece
@@ -213,14 +214,14 @@ class LaneDistribution(Unroller):
     # --- dpas -------------------------------------------------------------------------
 
     def op_xegpu_dpas(self, op: Operation, em: Emitter) -> None:
-        a, b, c = self.L(op.lhs), self.L(op.rhs), self.L(op.result)
+        a, b, c = self.layout_of(op.lhs), self.layout_of(op.rhs), self.layout_of(op.result)
         (m, k), (n,) = shape(op.lhs), shape(op.result)[1:]
         a_t = op.lhs.type.element_type
-        check_dpas_shape(self.A.target, a_t, m, n, k)
-        want = dpas_lane_layouts(a_t, self.A.subgroup_size)
+        check_dpas_shape(self.analysis.target, a_t, m, n, k)
+        want = dpas_lane_layouts(a_t, self.analysis.subgroup_size)
         for what, got, need, v in (("A", a, want[0], op.lhs), ("B", b, want[1], op.rhs), ("C", c, want[2], op.result)):
-            if not self.A.same(got, need, shape(v)):
-                raise SimtifyError(f"dpas {what}: {self.A.target.name}'s DPAS takes lane_layout = "
+            if not self.analysis.same(got, need, shape(v)):
+                raise SimtifyError(f"dpas {what}: {self.analysis.target.name}'s DPAS takes lane_layout = "
                                    f"{list(need.lane_layout)}, lane_data = {list(need.lane_data)}, not {got}")
         flat = [self._flat(self.one(v), em) for v in (op.lhs, op.rhs)]
         if op.acc is not None:
@@ -230,7 +231,7 @@ class LaneDistribution(Unroller):
         for key, x in (("layout_a", a), ("layout_b", b), ("layout_cd", c)):
             notes.set_inherent(new, key, x)
         d = em.value(new)
-        self.vmap[op.result] = [em.shape_cast(d, self.piece_type(op.result))]
+        self.value_pieces[op.result] = [em.shape_cast(d, self.piece_type(op.result))]
 
     @staticmethod
     def _flat(v: SSAValue, em: Emitter) -> SSAValue:
@@ -240,7 +241,7 @@ class LaneDistribution(Unroller):
 
     def op_vector_multi_reduction(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.results[0]
-        s_lay = self.L(src)
+        s_lay = self.layout_of(src)
         dims = [int(x) for x in op.reduction_dims.get_values()]
         clusters = []
         if s_lay is not None:
@@ -254,32 +255,32 @@ class LaneDistribution(Unroller):
         x = self.one(src)
         acc = self.one(op.acc)
         if not clusters:
-            self.vmap[r] = [em.multi_reduction(kind, x, acc, dims)]
+            self.value_pieces[r] = [em.multi_reduction(kind, x, acc, dims)]
             return
         if not is_vector(r):
             # to a scalar: each lane's part, then across the lanes; every lane holds it
             part = self.reduce_pieces_to_scalar(op, em, from_acc=False)
-            sg = self.A.subgroup_size
+            sg = self.analysis.subgroup_size
             for stride, size in _merge(clusters):
                 cluster = None if size * stride == sg and stride == 1 else size
                 part = em.subgroup_reduce(kind, part, cluster, stride)
-            self.vmap[r] = [em.combine(kind, part, acc)]
+            self.value_pieces[r] = [em.combine(kind, part, acc)]
             return
         pt = self.piece_type(r)
-        part = em.multi_reduction(kind, x, self.splat(em, neutral(kind, pt.element_type), pt, None), dims)
+        part = em.multi_reduction(kind, x, self.splat(em, neutral_value(kind, pt.element_type), pt, None), dims)
         flat = self._flat(part, em)
-        sg = self.A.subgroup_size
+        sg = self.analysis.subgroup_size
         for stride, size in _merge(clusters):
             cluster = None if size * stride == sg and stride == 1 else size
             flat = em.subgroup_reduce(kind, flat, cluster, stride)
-        self.vmap[r] = [em.combine(kind, em.shape_cast(flat, pt), acc)]
+        self.value_pieces[r] = [em.combine(kind, em.shape_cast(flat, pt), acc)]
 
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.result
-        have, want = self.L(src), self.L(r)
+        have, want = self.layout_of(src), self.layout_of(r)
         vshape = shape(src)
-        if self.A.same(have, want, vshape):
-            self.vmap[r] = [em.shape_cast(self.one(src), self.piece_type(r))]
+        if self.analysis.same(have, want, vshape):
+            self.value_pieces[r] = [em.shape_cast(self.one(src), self.piece_type(r))]
             return
         elt = src.type.element_type
         rows = vshape[0]
@@ -296,7 +297,7 @@ class LaneDistribution(Unroller):
         target = self.store_guard(have, vshape, em)
         self.make_access(xegpu_ir.StoreNdOp, [self.one(src), tdesc], offs, {}, have, [], target)
         em.barrier()
-        self.vmap[r] = [self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, {}, want, [self.piece_type(r)],
+        self.value_pieces[r] = [self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, {}, want, [self.piece_type(r)],
                                          em).results[0]]
 
     # --- re-cut blocks from blocking --------------------------------------------------------
@@ -315,14 +316,14 @@ class LaneDistribution(Unroller):
 
     def op_vector_extract_strided_slice(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.results[0]
-        offs, sizes = self._lane_slice(self.L(src), shape(src), _ints(op.offsets), _ints(op.sizes))
+        offs, sizes = self._lane_slice(self.layout_of(src), shape(src), _ints(op.offsets), _ints(op.sizes))
         new = vector_ir.ExtractStridedSliceOp(self.one(src), offs, sizes, [1] * len(offs), self.piece_type(r))
-        self.vmap[r] = [em.value(new)]
+        self.value_pieces[r] = [em.value(new)]
 
     def op_vector_insert_strided_slice(self, op: Operation, em: Emitter) -> None:
         dest, r = op.dest, op.results[0]
         sizes = list(shape(op.value_to_store))
-        offs, lane_sizes = self._lane_slice(self.L(dest), shape(dest), _ints(op.offsets), sizes)
+        offs, lane_sizes = self._lane_slice(self.layout_of(dest), shape(dest), _ints(op.offsets), sizes)
         value = self.one(op.value_to_store)
         if list(value.type.get_shape()) != list(lane_sizes):
             # the piece was distributed over other lanes than the block it lands in: inserting
@@ -330,7 +331,7 @@ class LaneDistribution(Unroller):
             raise SimtifyError(f"a {'x'.join(map(str, sizes))} piece held per lane as {value.type} does not fit the "
                                f"{'x'.join(map(str, lane_sizes))} slot its block's lanes give it (open: blocks "
                                "without lanes meeting distributed values)")
-        self.vmap[r] = [em.insert_strided(value, self.one(dest), offs)]
+        self.value_pieces[r] = [em.insert_strided(value, self.one(dest), offs)]
 
 
 def _ints(attr) -> list[int]:

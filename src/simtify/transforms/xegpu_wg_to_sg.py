@@ -37,18 +37,19 @@ from simtify.ir import gpu as gpu_ir
 from simtify.ir import xegpu as xegpu_ir
 from simtify.layout.xegpu import delinearize
 from simtify.transforms import xegpu_annotations as notes
-from simtify.transforms.emit import Emitter
+from simtify.transforms.emit import Emitter, kind_of
 from simtify.transforms.xegpu_layouts import SUBGROUP_FIELDS, Layout, flatten, kept_dims, plan, strip
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
-from simtify.transforms.xegpu_unroll import Index, Unroller, kind_of
+from simtify.transforms.xegpu_pieces.descriptors import Index
+from simtify.transforms.xegpu_pieces.level import XeGPULevel
 
 
-class SubgroupDistribution(Unroller):
+class SubgroupDistribution(XeGPULevel):
     level = "xegpu-wg-to-sg"
 
     def __init__(self, func: Operation, analysis: XeGPULayouts):
         super().__init__(func, analysis)
-        self.S = analysis.num_subgroups
+        self.num_subgroups = analysis.num_subgroups
         self.digit_cache: dict = {}
         self.offset_cache: dict = {}
 
@@ -114,13 +115,13 @@ class SubgroupDistribution(Unroller):
         """Per kept dim, (tile size, ``[subgroups, rounds]`` tile starts) — the same
         formula `piece_offsets` emits, on the host."""
         plans = plan(layout, shape_)
-        ids = np.arange(self.S)
+        ids = np.arange(self.num_subgroups)
         if layout is not None and flatten(layout)[0].sg_layout is not None:
             base, _ = flatten(layout)
             dig = delinearize(ids, base.sg_layout, base.order)
             kept = kept_dims(layout)
         else:
-            dig, kept = np.zeros((self.S, len(shape_)), np.int64), list(range(len(shape_)))
+            dig, kept = np.zeros((self.num_subgroups, len(shape_)), np.int64), list(range(len(shape_)))
         out = []
         for j, p in enumerate(plans):
             q = np.arange(p.R)
@@ -132,10 +133,10 @@ class SubgroupDistribution(Unroller):
         base dims in `skip` are the caller's business."""
         conds = []
         if layout is None or flatten(layout)[0].sg_layout is None:
-            return em.cmpi("eq", self.sgid, self.const(em, 0)) if self.S > 1 else None
+            return em.cmpi("eq", self.sgid, self.const(em, 0)) if self.num_subgroups > 1 else None
         base, removed = flatten(layout)
         digits = self.digits(layout)
-        if base.num_subgroups < self.S:  # later subgroups wrap around onto the first ones
+        if base.num_subgroups < self.num_subgroups:  # later subgroups wrap around onto the first ones
             conds.append(em.cmpi("ult", self.sgid, self.const(em, base.num_subgroups)))
         for d in removed:
             if digits[d] is not None and d not in skip:
@@ -157,7 +158,7 @@ class SubgroupDistribution(Unroller):
     # --- dpas -------------------------------------------------------------------------
 
     def op_xegpu_dpas(self, op: Operation, em: Emitter) -> None:
-        a, b, c = self.L(op.lhs), self.L(op.rhs), self.L(op.result)
+        a, b, c = self.layout_of(op.lhs), self.layout_of(op.rhs), self.layout_of(op.result)
         if len(shape(op.rhs)) != 2:
             raise SimtifyError("a workgroup-level dpas takes B as KxN, not VNNI-packed")
         k = shape(op.lhs)[1]
@@ -183,7 +184,7 @@ class SubgroupDistribution(Unroller):
             for key, x in (("layout_a", a), ("layout_b", b), ("layout_cd", c)):
                 notes.set_inherent(new, key, self.piece_layout(x))
             out.append(em.value(new))
-        self.vmap[op.result] = out
+        self.value_pieces[op.result] = out
 
     # --- across subgroups: shared local memory --------------------------------------------
 
@@ -200,20 +201,20 @@ class SubgroupDistribution(Unroller):
 
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.result
-        have, want = self.L(src), self.L(r)
+        have, want = self.layout_of(src), self.layout_of(r)
         if self.same_tiles(have, want, shape(src)):
             pieces = []
             for piece in self.pieces(src):
                 ph, pw = self.piece_layout(have), self.piece_layout(want)
-                if self.A.alike(ph, pw, self.piece_shape(have, shape(src))):
+                if self.analysis.alike(ph, pw, self.piece_shape(have, shape(src))):
                     pieces.append(piece)
                     continue
                 new = xegpu_ir.ConvertLayoutOp.build(operands=[piece], result_types=[piece.type], properties={
                     "input_layout": notes.to_attr(ph), "target_layout": notes.to_attr(pw)})
                 pieces.append(em.value(new))
-            self.vmap[r] = pieces
+            self.value_pieces[r] = pieces
             return
-        self.vmap[r] = self.exchange(op, self.pieces(src), have, want, shape(src), src.type.element_type, em)
+        self.value_pieces[r] = self.exchange(op, self.pieces(src), have, want, shape(src), src.type.element_type, em)
 
     def same_tiles(self, a: Layout | None, b: Layout | None, shape_) -> bool:
         ha, hb = self.host_offsets(a, shape_), self.host_offsets(b, shape_)
@@ -243,7 +244,7 @@ class SubgroupDistribution(Unroller):
 
     def op_vector_multi_reduction(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.results[0]
-        s_lay = self.L(src)
+        s_lay = self.layout_of(src)
         dims = [int(x) for x in op.reduction_dims.get_values()]
         plans = plan(s_lay, shape(src))
         groups = []
@@ -251,11 +252,11 @@ class SubgroupDistribution(Unroller):
             p = plans[j]
             groups.append(1 if p.L == 1 else (p.L if p.U == p.L * p.D else p.n // p.D))
         if prod(groups) == 1:
-            self.vmap[r] = self.reduce_pieces(op, em, from_acc=True)
+            self.value_pieces[r] = self.reduce_pieces(op, em, from_acc=True)
             return
         partials = self.reduce_pieces(op, em, from_acc=False)
         kind = kind_of(op)
-        r_lay = self.L(r)
+        r_lay = self.layout_of(r)
         scalar = not is_vector(r)
         if scalar:
             # a reduction over every dim: each subgroup's partial goes through shared local
@@ -314,11 +315,11 @@ class SubgroupDistribution(Unroller):
                 out.append(em.multi_reduction(kind, total, accs[i], [0]))
                 continue
             out.append(self.combine(em, kind, total, accs[i], r))
-        self.vmap[r] = out
+        self.value_pieces[r] = out
 
     def combine(self, em: Emitter, kind: str, a: SSAValue, b: SSAValue, like: SSAValue) -> SSAValue:
         v = em.combine(kind, a, b)
-        notes.set_result_layout(v.owner, 0, self.piece_layout(self.L(like)))
+        notes.set_result_layout(v.owner, 0, self.piece_layout(self.layout_of(like)))
         return v
 
 

@@ -104,7 +104,7 @@ def utilization(plan: ReductionPlan) -> float:
 def _per_lane_plan(layout, red, subgroup_size: int, threads: int, acc_bytes: int):
     """The distribution's choice for the cross-subgroup step (None: every thread reads
     every partial)."""
-    from simtify.transforms.distribute_nested import cross_subgroup_plan
+    from simtify.transforms.nested.cross_subgroup import cross_subgroup_plan
 
     return cross_subgroup_plan(layout, list(red), subgroup_size, threads, acc_bytes)
 

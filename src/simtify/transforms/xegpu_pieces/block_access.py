@@ -1,0 +1,157 @@
+"""Block accesses through descriptors: ``create_nd_tdesc`` (kept as a `Descriptor`),
+``update_nd_offset`` (moves its origin), and one ``load_nd`` / ``store_nd`` /
+``prefetch_nd`` per piece, through a descriptor of the piece's block made once."""
+
+from __future__ import annotations
+
+from itertools import product
+from math import prod
+from typing import Sequence
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.ir import Block, Operation, SSAValue
+
+from simtify.errors import SimtifyError
+from simtify.ir import xegpu as xegpu_ir
+from simtify.transforms import xegpu_annotations as notes
+from simtify.transforms.emit import Emitter
+from simtify.transforms.xegpu_layouts import Layout
+from simtify.transforms.xegpu_pieces.descriptors import Descriptor, Index
+from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter, mixed_offsets
+from simtify.transforms.xegpu_propagate import shape
+
+
+class BlockAccess(PieceRewriter):
+    def op_xegpu_create_nd_tdesc(self, op: Operation, em: Emitter) -> None:
+        t = op.tensor_desc.type
+        origin = mixed_offsets(op.const_offsets, [self.one(o) for o in op.offsets])
+        if op.const_shape is not None:
+            raise SimtifyError(f"descriptors with shape and strides operands are not distributed by {self.level}")
+        marker = em.add(arith.ConstantOp(IntegerAttr(0, IndexType())))
+        self.markers.append(marker)
+        self.descs[op.tensor_desc] = Descriptor(self.one(op.source), origin, t,
+                                                  self.emitter(em.block, before=marker))
+        self.value_pieces[op.tensor_desc] = []
+
+    def descriptor(self, tdesc: SSAValue, block: Sequence[int], layout: Layout | None, em: Emitter) -> SSAValue:
+        """A descriptor of `block` over the memory of `tdesc` (made once per shape)."""
+        d = self.descs.get(tdesc)
+        if d is None:
+            raise SimtifyError(f"the descriptor must come from a create_nd_tdesc in this function to be "
+                               f"distributed by {self.level}")
+        key = (tuple(block), str(layout))
+        if key not in d.made:
+            t = xegpu_ir.TensorDescType(list(block), d.type.element_type, d.type.encoding if d.type.block_attr
+                                        else None, notes.to_attr(layout) if layout is not None else None)
+            new = xegpu_ir.CreateNdDescOp.build(operands=[d.source, [], [], []], result_types=[t])
+            src = d.source
+            # over a function argument: at the entry, so that loops reuse it
+            at = self.prelude if isinstance(src.owner, Block) and src.owner is self.prelude.block else d.at
+            d.made[key] = at.value(new)
+        return d.made[key]
+
+    def access_offsets(self, op: Operation, tdesc: SSAValue, em: Emitter) -> list[Index]:
+        d = self.descs.get(tdesc)
+        own = mixed_offsets(op.const_offsets, [self.one(o) for o in op.offsets])
+        rank = len(tdesc.type.get_shape())
+        if d is not None and d.origin:
+            if len(d.origin) != rank:
+                raise SimtifyError(f"offsets on a rank-{rank} descriptor over a rank-{len(d.origin)} memref "
+                                   f"are not distributed by {self.level}")
+            return [x if not own else self.add(em, x, y) for x, y in zip(d.origin, own or [0] * rank)]
+        return own or [0] * rank
+
+    def op_xegpu_update_nd_offset(self, op: Operation, em: Emitter) -> None:
+        """Older IR's moved descriptor: the same block descriptors, a new origin (the
+        accesses through it get the sum as offsets)::
+
+            %t2 = xegpu.update_nd_offset %t, [0, %c32]    // %t from [%m, %k]
+          becomes nothing; a load of %t2 reads at [%m, %k + 32]"""
+        by = mixed_offsets(op.const_offsets, [self.one(o) for o in op.offsets])
+        origin = [self.add(em, x, y) for x, y in zip(self.origin_of(op.tensor_desc), by)]
+        self.descs[op.result] = self.descs[op.tensor_desc].moved(origin)
+        self.value_pieces[op.result] = []
+
+    def piece_access(self, em: Emitter, op: Operation, value_layout: Layout | None, vshape, q, base: list[Index],
+                     perm: Sequence[int] | None) -> tuple[list[Index], tuple[int, ...]]:
+        """(block offsets, block shape) of piece `q` of a value read or written with
+        `value_layout`; `perm` the load's transpose."""
+        offs = self.piece_offsets(value_layout, vshape, q, em)
+        pshape = self.piece_block(value_layout, vshape)
+        if perm:
+            block_offs: list[Index] = [0] * len(perm)
+            block_shape = [0] * len(perm)
+            for i, p in enumerate(perm):
+                block_offs[p] = offs[i]
+                block_shape[p] = pshape[i]
+            offs, pshape = block_offs, tuple(block_shape)
+        return [self.add(em, b, o) for b, o in zip(base, offs)], tuple(pshape)
+
+    def op_xegpu_load_nd(self, op: Operation, em: Emitter) -> None:
+        r = op.value
+        lay = self.layout_of(r)
+        if op.packed is not None and prod(self.grid_of(r)) > 1:
+            raise SimtifyError("packed (VNNI) loads of several pieces are not distributed")
+        perm = [int(x) for x in op.transpose.get_values()] if op.transpose is not None else None
+        base = self.access_offsets(op, op.tensor_desc, em)
+        out = []
+        for q in product(*[range(n) for n in self.grid_of(r)]):
+            offs, block = self.piece_access(em, op, lay, shape(r), q, base, perm)
+            tdesc = self.descriptor(op.tensor_desc, block, None, em)
+            props = {k: v for k, v in op.properties.items() if k in ("packed", "transpose", "l1_hint", "l2_hint",
+                                                                      "l3_hint")}
+            new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, self.access_layout(lay),
+                                   [self.piece_type(r)], em)
+            out.append(new.results[0])
+        self.value_pieces[r] = out
+
+    def op_xegpu_store_nd(self, op: Operation, em: Emitter) -> None:
+        v = op.value
+        lay = self.layout_of(v)
+        base = self.access_offsets(op, op.tensor_desc, em)
+        target = self.store_guard(lay, shape(v), em)
+        for q, piece in zip(product(*[range(n) for n in self.grid_of(v)]), self.pieces(v)):
+            offs, block = self.piece_access(target, op, lay, shape(v), q, base, None)
+            tdesc = self.descriptor(op.tensor_desc, block, None, em)
+            props = {k: val for k, val in op.properties.items() if k in ("l1_hint", "l2_hint", "l3_hint")}
+            self.make_access(xegpu_ir.StoreNdOp, [piece, tdesc], offs, props, self.access_layout(lay), [], target)
+
+    def op_xegpu_prefetch_nd(self, op: Operation, em: Emitter) -> None:
+        lay = notes.access_layout(op) or self.load_layout_of(op.tensor_desc)
+        vshape = op.tensor_desc.type.get_shape()
+        base = self.access_offsets(op, op.tensor_desc, em)
+        for q in product(*[range(n) for n in self.grid(lay, vshape)]):
+            offs, block = self.piece_access(em, op, lay, vshape, q, base, None)
+            tdesc = self.descriptor(op.tensor_desc, block, None, em)
+            props = {k: v for k, v in op.properties.items() if k in ("l1_hint", "l2_hint", "l3_hint")}
+            self.make_access(xegpu_ir.PrefetchNdOp, [tdesc], offs, props, self.access_layout(lay), [], em)
+
+    def load_layout_of(self, tdesc: SSAValue) -> Layout | None:
+        """A prefetch without a layout prefetches as the loads of its descriptor read —
+        the same descriptor moved by update_nd_offset or carried by a loop included."""
+        seen: set = set()
+        work = [tdesc]
+        while work:
+            v = work.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            owner = v.owner
+            if isinstance(owner, Operation) and owner.name == "xegpu.update_nd_offset":
+                work.append(owner.tensor_desc)
+            elif isinstance(owner, Block) and owner.parent_op() is not None and owner.parent_op().name == "scf.for" \
+                    and v.index > 0:
+                work.append(owner.parent_op().operands[3 + v.index - 1])
+            for use in v.uses:
+                o = use.operation
+                if o.name == "xegpu.load_nd" and o.transpose is None:
+                    return self.layout_of(o.value)
+                if o.name == "xegpu.update_nd_offset":
+                    work.append(o.result)
+                loop = o if o.name == "scf.for" else o.parent_op() if o.name == "scf.yield" else None
+                if loop is not None and loop.name == "scf.for":
+                    i = use.index - 3 if o is loop else use.index
+                    if i >= 0:
+                        work += [loop.regions[0].blocks.first.args[1 + i], loop.results[i]]
+        return None

@@ -1,0 +1,89 @@
+"""``scf.for`` / ``scf.while`` / ``scf.if`` rebuilt around their rewritten regions: a
+carried vector becomes its pieces, a carried descriptor its origin (one index per dim;
+the block descriptors stay outside)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import IndexType
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from simtify.errors import SimtifyError
+from simtify.ir import xegpu as xegpu_ir
+from simtify.transforms.emit import Emitter, if_regions
+from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter
+
+
+class ControlFlow(PieceRewriter):
+    def bind_carried(self, olds: Sequence[SSAValue], news: Sequence[SSAValue],
+                     templates: Sequence[SSAValue | None]) -> None:
+        """Map `olds` (loop arguments or results) to `news`; a descriptor takes its
+        origin from the carried indices and its memory from its template (the value
+        that enters the loop, or the then-branch yields)."""
+        k = 0
+        for old, template in zip(olds, templates):
+            n = len(self.piece_types(old))
+            if isinstance(old.type, xegpu_ir.TensorDescType):
+                self.origin_of(template)
+                self.descs[old] = self.descs[template].moved(list(news[k:k + n]))
+                self.value_pieces[old] = []
+            else:
+                self.value_pieces[old] = list(news[k:k + n])
+            k += n
+
+    def check_same_memory(self, op: Operation, pairs) -> None:
+        """A carried descriptor must stay over the memory it entered with."""
+        for i, (a, b) in enumerate(pairs):
+            if isinstance(a.type, xegpu_ir.TensorDescType) and self.descs[a].made is not self.descs[b].made:
+                raise SimtifyError(f"{op.name} carries descriptor #{i} over different memories (or from different "
+                                   f"create_nd_tdesc ops); {self.level} needs one create_nd_tdesc per carried "
+                                   "descriptor")
+
+    def op_scf_for(self, op: Operation, em: Emitter) -> None:
+        old_body = op.regions[0].blocks.first
+        carried_in = list(op.operands[3:])
+        inits = [p for v in carried_in for p in self.carried(v)]
+        arg_types = [IndexType()] + [t for a in list(old_body.args)[1:] for t in self.piece_types(a)]
+        body = Block(arg_types=arg_types)
+        body.args[0].name_hint = old_body.args[0].name_hint
+        self.value_pieces[old_body.args[0]] = [body.args[0]]
+        self.bind_carried(list(old_body.args)[1:], list(body.args)[1:], carried_in)
+        results = self.rewrite_block(old_body, self.emitter(body))
+        self.check_same_memory(op, zip(carried_in, old_body.ops.last.operands))
+        body.add_op(scf.YieldOp(*results))
+        new = scf.ForOp(self.one(op.operands[0]), self.one(op.operands[1]), self.one(op.operands[2]), inits,
+                        Region(body))
+        em.add(new)
+        self.bind_carried(list(op.results), list(new.results), carried_in)
+
+    def op_scf_while(self, op: Operation, em: Emitter) -> None:
+        """The before region's arguments take the inits' pieces, the condition forwards
+        the pieces of the results (and of the after region's arguments)."""
+        old_before, old_after = (r.blocks.first for r in op.regions)
+        carried_in = list(op.operands)
+        inits = [p for v in carried_in for p in self.carried(v)]
+        before = Block(arg_types=[t for a in old_before.args for t in self.piece_types(a)])
+        self.bind_carried(list(old_before.args), list(before.args), carried_in)
+        cond, *forwarded = self.rewrite_block(old_before, self.emitter(before))
+        before.add_op(scf.ConditionOp(cond, *forwarded))
+        passed = list(old_before.ops.last.operands)[1:]
+        after = Block(arg_types=[t for a in old_after.args for t in self.piece_types(a)])
+        self.bind_carried(list(old_after.args), list(after.args), passed)
+        results = self.rewrite_block(old_after, self.emitter(after))
+        self.check_same_memory(op, zip(carried_in, old_after.ops.last.operands))
+        after.add_op(scf.YieldOp(*results))
+        new = scf.WhileOp(inits, [t for r in op.results for t in self.piece_types(r)], Region(before), Region(after))
+        em.add(new)
+        self.bind_carried(list(op.results), list(new.results), passed)
+
+    def op_scf_if(self, op: Operation, em: Emitter) -> None:
+        types = [t for r in op.results for t in self.piece_types(r)]
+        regions = if_regions(op, lambda old, block: self.rewrite_block(old, self.emitter(block)))
+        new = scf.IfOp(self.one(op.operands[0]), types, regions[0], regions[1])
+        em.add(new)
+        yields = [list(r.blocks.first.ops.last.operands) if r.blocks else [] for r in op.regions]
+        if yields[0] and yields[1]:
+            self.check_same_memory(op, zip(yields[0], yields[1]))
+        self.bind_carried(list(op.results), list(new.results), yields[0] or [None] * len(op.results))

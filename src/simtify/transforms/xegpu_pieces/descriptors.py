@@ -1,0 +1,31 @@
+"""A block descriptor during a level's rewrite: not a piece, but its memory and its
+origin, from which descriptors of any block shape are made (once per shape)."""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from simtify.ir import xegpu as xegpu_ir
+from simtify.transforms.emit import Emitter
+
+Index = int | SSAValue
+
+
+class Descriptor:
+    """What the rewritten program needs to make a descriptor of any block shape over
+    the same memory: the (new) source, the origin older IR put on the descriptor (or
+    `update_nd_offset` moved it to, or a loop carries)."""
+
+    def __init__(self, source: SSAValue, origin: list[Index], tdesc_type: xegpu_ir.TensorDescType, at: Emitter):
+        self.source = source
+        self.origin = origin
+        self.type = tdesc_type
+        self.at = at  # where the original descriptor was made: new ones go there
+        self.made: dict = {}
+
+    def moved(self, origin: list[Index]) -> Descriptor:
+        """The same memory from another origin: the block descriptors (which carry no
+        offsets) are shared."""
+        new = Descriptor(self.source, list(origin), self.type, self.at)
+        new.made = self.made
+        return new
