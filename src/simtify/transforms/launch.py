@@ -24,9 +24,9 @@ class Options:
     max_whole_write: int = 1  # warp pipelines: transfer_writes of at most this many elements stay on lane 0
 
 
-def functions(module: Operation) -> list[Operation]:
-    """The module's function definitions (declarations have no body to transform)."""
-    return [op for op in module.walk() if op.name == "func.func" and op.body.blocks]
+def functions(module: Operation, kinds: tuple[str, ...] = ("func.func",)) -> list[Operation]:
+    """The module's function definitions of `kinds` (declarations have no body to transform)."""
+    return [op for op in module.walk() if op.name in kinds and op.body.blocks]
 
 
 def _widest_anchor(func: Operation, sg: int) -> tuple[int, Operation | None]:

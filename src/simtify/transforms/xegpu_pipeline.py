@@ -19,15 +19,12 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
-from simtify.transforms.launch import record_launch, recorded_threads
+from simtify.transforms.launch import functions, record_launch, recorded_threads
 from simtify.transforms.xegpu_propagate import XeGPULayouts, annotate, propagate, where
 
 SUBGROUP_SIZE = 16
 TARGET = "xe"
-
-
-def functions(module: ModuleOp) -> list[Operation]:
-    return [op for op in module.walk() if op.name in ("func.func", "gpu.func") and op.body.blocks]
+XEGPU_FUNCTIONS = ("func.func", "gpu.func")  # XeGPU kernels come as either
 
 
 def _subgroup_size(opts) -> int:
@@ -73,12 +70,12 @@ def verified(stage: str, func: Operation) -> None:
 
 
 def xegpu_propagate(module: ModuleOp, opts) -> None:
-    for func in functions(module):
+    for func in functions(module, XEGPU_FUNCTIONS):
         _analyze(func, opts, inst=True, lanes=True)
 
 
 def xegpu_wg_to_sg(module: ModuleOp, opts) -> None:
-    for func in functions(module):
+    for func in functions(module, XEGPU_FUNCTIONS):
         _wg_to_sg(func, opts)
 
 
@@ -95,7 +92,7 @@ def _wg_to_sg(func: Operation, opts, *, inst: bool = False, lanes: bool = False)
 
 
 def xegpu_blocking(module: ModuleOp, opts) -> None:
-    for func in functions(module):
+    for func in functions(module, XEGPU_FUNCTIONS):
         _blocking(func, opts, lanes=False)
 
 
@@ -107,7 +104,7 @@ def _blocking(func: Operation, opts, *, lanes: bool) -> None:
 
 
 def xegpu_sg_to_lane(module: ModuleOp, opts) -> None:
-    for func in functions(module):
+    for func in functions(module, XEGPU_FUNCTIONS):
         _sg_to_lane(func, opts)
 
 
@@ -119,7 +116,7 @@ def _sg_to_lane(func: Operation, opts) -> None:
 
 
 def xegpu_distribute(module: ModuleOp, opts) -> None:
-    for func in functions(module):
+    for func in functions(module, XEGPU_FUNCTIONS):
         _wg_to_sg(func, opts, inst=True, lanes=True)
         _blocking(func, opts, lanes=True)
         _sg_to_lane(func, opts)

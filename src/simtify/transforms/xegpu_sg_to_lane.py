@@ -36,10 +36,11 @@ from simtify.layout.xegpu import XeGPUSlice, linear_strides
 from simtify.target.xe import check_dpas_shape, dpas_lane_layouts
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
+from simtify.transforms.launch import recorded_threads
 from simtify.transforms.xegpu_layouts import Layout, flatten, has, kept_dims, plan
-from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.level import XeGPULevel
+from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
 
 
 class LaneDistribution(XeGPULevel):
@@ -359,7 +360,5 @@ def _in_loop(op: Operation, func: Operation) -> bool:
 
 
 def distribute_to_lanes(func: Operation, analysis: XeGPULayouts) -> None:
-    from simtify.transforms.xegpu_pipeline import SUBGROUP_SIZE, recorded_threads
-
-    threads = recorded_threads(func) or SUBGROUP_SIZE
-    LaneDistribution(func, analysis, max(1, threads // SUBGROUP_SIZE)).run()
+    threads = recorded_threads(func) or analysis.subgroup_size
+    LaneDistribution(func, analysis, max(1, threads // analysis.subgroup_size)).run()

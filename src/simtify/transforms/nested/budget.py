@@ -10,9 +10,9 @@ from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 from simtify.layout import NestedLayout
 from simtify.transforms.nested.arg_compare import reduced_in_subgroup
-from simtify.transforms.nested.context import where
 from simtify.transforms.nested.registers import line_layout
 from simtify.transforms.propagate_layouts import LayoutAnalysis, is_vector
 
@@ -47,13 +47,13 @@ def check_unroll_budget(func: Operation, analysis: LayoutAnalysis, target) -> No
                 raise SimtifyError(
                     f"a {v.type} value distributed as {'x'.join(map(str, lay.distributed_shape))} elements per "
                     f"thread needs {regs} 32-bit registers per thread; {target.name} has {target.registers_per_lane} "
-                    f"per lane (use fewer batch/element tiles or more threads)", where(op))
+                    f"per lane (use fewer batch/element tiles or more threads)", location_of(op))
             groups = prod(lay.batch_tile) * prod(lay.outer_tile)
             total += groups
             if total > MAX_UNROLLED_GROUPS:
                 raise SimtifyError(
                     f"distribution would unroll more than {MAX_UNROLLED_GROUPS} register groups (batch x outer tiles "
-                    f"summed over the function's vector values; this {v.type} value alone has {groups})", where(op))
+                    f"summed over the function's vector values; this {v.type} value alone has {groups})", location_of(op))
 
 
 def check_arg_compare_lines(op: Operation, analysis: LayoutAnalysis, target) -> None:
@@ -78,5 +78,5 @@ def check_arg_compare_lines(op: Operation, analysis: LayoutAnalysis, target) -> 
             f"arg_compare along dim {dim} ({lay.undistributed_shape[dim]} elements over {lay.subgroup_tile[dim]} "
             f"subgroups and {threads} threads) would give every thread whole lines: {regs} 32-bit registers per thread; "
             f"{target.name} has {target.registers_per_lane} per lane (keep the dim inside "
-            f"one subgroup, or reduce it in two steps)", where(op))
+            f"one subgroup, or reduce it in two steps)", location_of(op))
 

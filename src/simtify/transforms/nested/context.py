@@ -24,17 +24,12 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr
 
 from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
+from simtify.ir import location_of
 from simtify.layout import NestedLayout
 from simtify.transforms.emit import Emitter
 from simtify.transforms.propagate_layouts import LayoutAnalysis
 
 TERMINATORS = ("scf.yield", "scf.condition", "func.return", "gpu.return", "gpu.yield", "scf.forall.in_parallel")
-
-
-def where(op: Operation) -> str:
-    from simtify.sim.interpreter import location_of
-
-    return location_of(op)
 
 
 class DistributionContext:
@@ -79,7 +74,7 @@ class DistributionContext:
         """The layout the analysis gave the workgroup-level vector `v`."""
         lay = self.analysis.get(v)
         if lay is None:
-            raise SimtifyError(f"no layout for a {v.type} value", where(v.owner) if isinstance(v.owner, Operation) else "")
+            raise SimtifyError(f"no layout for a {v.type} value", location_of(v.owner) if isinstance(v.owner, Operation) else "")
         return lay
 
     def distributed(self, v: SSAValue) -> SSAValue:
@@ -95,7 +90,7 @@ class DistributionContext:
             try:
                 self.distribute_op(self, op, em)
             except SimtifyError as e:
-                raise e.at(where(op))
+                raise e.at(location_of(op))
         return []
 
     def in_loop(self, em: Emitter) -> bool:

@@ -29,7 +29,8 @@ from simtify.transforms.nested import (
     vectors,
 )
 from simtify.transforms.nested.budget import check_unroll_budget
-from simtify.transforms.nested.context import DistributionContext, where
+from simtify.ir import location_of
+from simtify.transforms.nested.context import DistributionContext
 from simtify.transforms.nested.vectors import distribute_elementwise, distribute_zero_d
 from simtify.transforms.propagate_layouts import LayoutAnalysis, is_elementwise, is_vector
 
@@ -89,7 +90,7 @@ def distribute_function(func: Operation, analysis: LayoutAnalysis, subgroup_size
     new_entry = Block(arg_types=[a.type for a in old_entry.args])
     for old in old_entry.args:
         if is_vector(old):
-            raise SimtifyError("vector function arguments are not distributed; pass memrefs", where(func))
+            raise SimtifyError("vector function arguments are not distributed; pass memrefs", location_of(func))
     ctx = DistributionContext(func, analysis, subgroup_size, threads, target, new_entry, distribute_op)
     for old, new in zip(old_entry.args, new_entry.args):
         new.name_hint = old.name_hint

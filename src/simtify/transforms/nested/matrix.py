@@ -9,9 +9,10 @@ from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation, SSAValue
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 from simtify.sim.affine_eval import result_dims
 from simtify.transforms.emit import Emitter
-from simtify.transforms.nested.context import DistributionContext, where
+from simtify.transforms.nested.context import DistributionContext
 from simtify.transforms.nested.registers import reorder
 
 
@@ -106,7 +107,7 @@ def distribute_inner_tiled(ctx: DistributionContext, op: Operation, em: Emitter)
     try:
         intr = op.intrinsic()
     except SimtifyError as e:
-        raise e.at(where(op))
+        raise e.at(location_of(op))
     if ctx.subgroup_size != intr.subgroup_size:
         raise SimtifyError(f"{intr.name} runs on subgroups of {intr.subgroup_size} lanes, not {ctx.subgroup_size}")
     frags, shapes = [], []

@@ -14,6 +14,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import xegpu as xegpu_ir
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
+from simtify.transforms.launch import recorded_threads
 from simtify.transforms.xegpu_layouts import Layout, field_of
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter, linear_index, mixed_offsets
 from simtify.transforms.xegpu_propagate import is_vector, shape
@@ -105,8 +106,6 @@ class ScatteredAccess(PieceRewriter):
     def simt_program(self) -> bool:
         """Does the rewritten function run per thread? (One subgroup's program blocked
         before any distribution is still the workgroup's.)"""
-        from simtify.transforms.xegpu_pipeline import recorded_threads
-
         return recorded_threads(self.func) is not None
 
     def single_writer(self, layout: Layout | None, vshape, em: Emitter) -> Emitter:
