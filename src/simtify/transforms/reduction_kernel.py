@@ -176,7 +176,7 @@ class KernelBuilder:
         self.em = Emitter(red.op.parent_block(), before=red.op)
         self.consts: dict[int, SSAValue] = {}
 
-    def c(self, n: int) -> SSAValue:
+    def constant(self, n: int) -> SSAValue:
         if n not in self.consts:
             self.consts[n] = self.em.index(n)
             self.consts[n].name_hint = f"c{n}"
@@ -195,7 +195,7 @@ class KernelBuilder:
         out = {}
         for k, d in enumerate(dims):
             if counts[k] == 1:
-                out[d] = self.c(0)
+                out[d] = self.constant(0)
             else:
                 out[d] = self.digit(linear, prod(counts[k + 1:]), counts[k], self.plan.tile[d], em)
                 out[d].name_hint = f"off{d}"
@@ -296,7 +296,7 @@ class KernelBuilder:
         rdims = list(plan.reduction_dims)
         trips = list(plan.trip_counts)
         if plan.trip_count == 1:
-            accs = self.step(self.c(0), inits, origin, views, rdims, trips, em)
+            accs = self.step(self.constant(0), inits, origin, views, rdims, trips, em)
         else:
             body = Block(arg_types=[IndexType()] + [a.type for a in inits])
             body.args[0].name_hint = "k"
@@ -305,7 +305,7 @@ class KernelBuilder:
             inner = Emitter(body)
             results = self.step(body.args[0], list(body.args[1:]), origin, views, rdims, trips, inner)
             body.add_op(scf.YieldOp(*results))
-            loop = em.add(scf.ForOp(self.c(0), self.c(plan.trip_count), self.c(1), inits, Region(body)))
+            loop = em.add(scf.ForOp(self.constant(0), self.constant(plan.trip_count), self.constant(1), inits, Region(body)))
             accs = list(loop.results)
         for out, out_map, kind, acc in zip(red.outputs, red.output_maps, red.kinds, accs):
             self.finish(out, out_map, kind, acc, origin, em)
@@ -379,7 +379,7 @@ class KernelBuilder:
             if d in tails:
                 bounds.append(em.apply(-AffineDimExpr(0) + plan.sizes[d], [origin[d]]))
             else:
-                bounds.append(self.c(plan.tile[d]))
+                bounds.append(self.constant(plan.tile[d]))
         mask = em.value(vector_ir.CreateMaskOp.build(operands=[bounds],
                                                      result_types=[VectorType(i1, list(plan.tile))]))
         mask.name_hint = "tail"
