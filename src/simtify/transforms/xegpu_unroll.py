@@ -60,7 +60,7 @@ from simtify.ir.attribute_syntax import DYNAMIC, i64_array
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import neutral_value
 from simtify.transforms.emit import Emitter
-from simtify.transforms.xegpu_layouts import Layout, field_of
+from simtify.layout.xegpu import Layout, field_of
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_per_element, is_vector, shape, where
 
 Index = int | SSAValue
@@ -215,7 +215,7 @@ class Unroller:
         registers than an xe lane has (it cannot run), and a function whose values cut
         into more than `MAX_PIECES` pieces in all (each piece is one op or more)."""
         from simtify.target import get_target
-        from simtify.transforms.xegpu_layouts import has, plan
+        from simtify.layout.xegpu import has, plan
 
         # Xe-HPC's large-GRF mode doubles the 128 GRFs a thread has by default (each 64-byte
         # GRF is one 32-bit register of each of 16 lanes)
@@ -420,7 +420,7 @@ class Unroller:
 
     def op_vector_shape_cast(self, op: Operation, em: Emitter) -> None:
         from simtify.ir import vector as vector_ir
-        from simtify.transforms.xegpu_propagate import unit_dims_map
+        from simtify.layout.xegpu import unit_dims_map
 
         src, r = op.source, op.results[0]
         m = unit_dims_map(shape(src), shape(r))
@@ -857,7 +857,7 @@ class Unroller:
         """Where a scatter or a matrix store goes so that each element is written by one
         thread: lanes that all hold the value (no lanes in its layout) leave it to lane 0."""
         from simtify.ir import gpu as gpu_ir
-        from simtify.transforms.xegpu_layouts import has
+        from simtify.layout.xegpu import has
 
         target = self.store_guard(layout, vshape, em)
         if has(layout, "lane_layout") or not self.simt_program():
