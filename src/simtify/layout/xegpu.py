@@ -20,6 +20,12 @@ Even distributability follows the seed dim by dim (``n / sg_layout`` divides or
 and lane levels divide exactly). Upstream's ``isEvenlyDistributable`` compares whole
 arrays and rejects the seed's own 128x128 ``sg_data = [32, 128]`` example. We also
 refuse ``sg_data`` larger than the dim, which would have a subgroup hold an element twice.
+
+The second half of the module is the algebra the passes reshape layouts with (the layout
+of a transposed, reduced, broadcast or reshaped value, the parts each distribution level
+peels off, equality by ownership map), as free functions that also take None (the layout
+that gives every thread the whole value); the protocol's questions (`VectorLayout`) are
+answered by them.
 """
 
 from __future__ import annotations

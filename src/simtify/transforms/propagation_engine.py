@@ -58,6 +58,16 @@ class OpRule:
 # --- region-carried values: one rule per carrier, for every family --------------------
 
 
+def carried_results(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
+    """(block argument, result) of each value a loop carries out of its body: an
+    ``scf.for`` slot's body argument, an ``scf.while``'s after-region argument."""
+    if op.name == "scf.for":
+        return list(zip(list(op.regions[0].blocks.first.args)[1:], op.results))
+    if op.name == "scf.while":
+        return list(zip(op.regions[1].blocks.first.args, op.results))
+    return []
+
+
 def while_groups(op: Operation) -> list[list[SSAValue]]:
     """The values of an scf.while that carry one layout: an init, the before region's
     argument and the after region's yielded value; a condition's forwarded value, the
@@ -93,7 +103,7 @@ class ScfFor(OpRule):
         return {3 + i: p.L(arg) for i, arg in enumerate(list(block.args)[1:]) if p.L(arg)}
 
     def produced(self, p, op):
-        return [(r, p.L(arg)) for arg, r in zip(list(op.regions[0].blocks.first.args)[1:], op.results)]
+        return [(r, p.L(arg)) for arg, r in carried_results(op)]
 
 
 class ScfIf(OpRule):
@@ -127,7 +137,7 @@ class ScfWhile(OpRule):
         return {i: p.L(arg) for i, arg in enumerate(op.regions[0].blocks.first.args) if p.L(arg)}
 
     def produced(self, p, op):
-        return [(r, p.L(arg)) for arg, r in zip(op.regions[1].blocks.first.args, op.results)]
+        return [(r, p.L(arg)) for arg, r in carried_results(op)]
 
 
 class ScfCondition(OpRule):

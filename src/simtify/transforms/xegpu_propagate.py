@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, VectorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Operation, SSAValue
 
 from simtify.errors import SimtifyError
@@ -67,6 +67,7 @@ from simtify.target import Target, get_target
 from simtify.target.xe import dpas_instruction, dpas_lane_layouts
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.propagate_layouts import is_elementwise
+from simtify.transforms.propagation_engine import carried_results, is_vector
 from simtify.transforms.xegpu_completion import complete, complete_gather, is_complete
 
 
@@ -74,10 +75,6 @@ def where(op: Operation) -> str:
     from simtify.sim.interpreter import location_of
 
     return location_of(op)
-
-
-def is_vector(v: SSAValue) -> bool:
-    return isinstance(v.type, VectorType) and len(v.type.get_shape()) > 0
 
 
 def shape(v: SSAValue) -> tuple[int, ...]:
@@ -629,13 +626,7 @@ def carried_ties(ops: list[Operation]) -> dict[SSAValue, tuple[SSAValue, ...]]:
     on its own edge, converted where it differs."""
     tied: dict[SSAValue, tuple[SSAValue, ...]] = {}
     for op in ops:
-        if op.name == "scf.for":
-            pairs = zip(list(op.regions[0].blocks.first.args)[1:], op.results)
-        elif op.name == "scf.while":
-            pairs = zip(op.regions[1].blocks.first.args, op.results)
-        else:
-            continue
-        for a, r in pairs:
+        for a, r in carried_results(op):
             if is_vector(r):
                 tied[a] = tied[r] = (a, r)
     return tied
