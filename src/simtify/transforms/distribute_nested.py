@@ -655,7 +655,7 @@ class NestedDistribution:
                 force_memory: bool = False) -> SSAValue:
         """Move `value` from layout `src` to `dst` the way `plan_conversion` chooses:
         nothing, a register permutation, lane shuffles, or workgroup memory."""
-        from simtify.transforms.plan_conversion import plan_conversion
+        from simtify.layout.conversion_plan import plan_conversion
 
         if not force_memory and self.analysis.same(src, dst):
             # identical ownership maps: the same registers in the same order, maybe
@@ -872,7 +872,7 @@ class NestedDistribution:
         at the plan's padded or swizzled addresses; inside a loop a second barrier keeps
         the next iteration's writes behind these reads."""
         from simtify.ir import vector as vector_ir
-        from simtify.transforms.plan_conversion import plan_conversion
+        from simtify.layout.conversion_plan import plan_conversion
 
         in_loop = self.in_loop(em)
         if plan is None:
@@ -2134,7 +2134,7 @@ def _round_trip_cost(kept_lay: NestedLayout | None, n: int, b: int, writes, clus
     `cluster` (None: the broadcast plan) and the buffer's last dim padded by `pad`, from
     the counters the simulator gives its accesses: shared bytes, bank conflicts
     (`count_bank_conflicts`, per register group and subgroup) and shuffles."""
-    from simtify.sim.counters import count_bank_conflicts
+    from simtify.layout.memory_access import count_bank_conflicts
 
     T = threads
     tids = np.arange(T)
