@@ -312,13 +312,16 @@ class NestedLayout(VectorLayout):
                 f[k].insert(pos, 0 if k.endswith("strides") else size if k == "batch_tile" else 1)
         return NestedLayout(**{k: tuple(v) for k, v in f.items()})
 
-    def reshape(self, shape: Sequence[int]) -> "NestedLayout":
+    def reshape(self, shape: Sequence[int], source_shape: Sequence[int] | None = None) -> "NestedLayout":
         """The layout of ``vector.shape_cast`` to `shape` that keeps every element with the
         same owner and register (so each thread's registers shape_cast as they are): the
         tiling levels regrouped in order, as IREE's reshape does, else a layout that reads
         some register digit at another level (a trailing batch digit as an element digit).
         It exists exactly when some nested layout of `shape` has this layout's ownership
-        map; otherwise a SimtifyError names both shapes and why (see `layout/reshape.py`)."""
+        map; otherwise a SimtifyError names both shapes and why (see `layout/reshape.py`).
+        `source_shape`, where given, must be the layout's own."""
+        if source_shape is not None:
+            self.check_shape(source_shape)
         return reshape_nested(self, tuple(shape))
 
 

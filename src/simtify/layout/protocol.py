@@ -18,8 +18,9 @@ not):
   ids that told the removed dims apart now hold copies.
 - ``insert_dims(positions, sizes)``: the layout of the value with new, undistributed dims
   of `sizes` at result `positions` (ascending): every owner holds the whole of each.
-- ``reshape(shape)``: the layout of ``vector.shape_cast`` to `shape` that keeps every
-  element's owners and registers.
+- ``reshape(shape, source_shape)``: the layout of ``vector.shape_cast`` to `shape` that
+  keeps every element's owners and registers (`source_shape`, the value's shape, only
+  where the layout does not fix it).
 - ``distributed_shape_of(shape)``: the shape of one thread's registers for a value of
   `shape`, in the order `ownership` lists them (a nested layout also has it as its
   ``distributed_shape``, for its own shape; a family with no finer shape gives one dim).
@@ -84,7 +85,7 @@ class VectorLayout:
     def insert_dims(self, positions: Sequence[int], sizes: Sequence[int]) -> "VectorLayout":
         raise self._cannot("insert_dims")
 
-    def reshape(self, shape: Sequence[int]) -> "VectorLayout":
+    def reshape(self, shape: Sequence[int], source_shape: Sequence[int] | None = None) -> "VectorLayout":
         raise self._cannot("reshape")
 
     def distributed_shape_of(self, shape: Sequence[int]) -> tuple[int, ...]:
