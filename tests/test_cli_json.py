@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from simtify.cli.main import SUBCOMMANDS, build_parser, main
-from simtify.transforms.plan_conversion import BufferLayout
+from simtify.layout.conversion_plan import BufferLayout
 
 
 def cli(capsys, *argv):

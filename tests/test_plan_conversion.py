@@ -17,7 +17,7 @@ from simtify.ir import parse
 from simtify.layout import NestedLayout
 from simtify.sim import find_function, random_inputs, run
 from simtify.target import get_target
-from simtify.transforms.plan_conversion import BufferLayout, plan_conversion
+from simtify.layout.conversion_plan import BufferLayout, plan_conversion
 
 
 def text_of(lay: NestedLayout) -> str:
@@ -183,7 +183,7 @@ def test_planner_counts_agree_with_brute_force_bank_model():
                                 word = int(buf.address(c[None])[0])
                                 banks.setdefault(word % 32, set()).add(word)
                         total += max((len(w) for w in banks.values()), default=1) - 1
-            from simtify.transforms.plan_conversion import _conflicts
+            from simtify.layout.conversion_plan import _conflicts
 
             assert _conflicts(acc, buf, 64, 4, tgt)[0] == total
 

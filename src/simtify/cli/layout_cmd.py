@@ -82,7 +82,7 @@ def _int_list(text: str) -> list[int]:
 
 def _load(args):
     """Parse LAYOUT, pick the shape and launch sizes, and compute the ownership map."""
-    from simtify.layout import NestedLayout, ownership_map, parse_layout, parse_shape
+    from simtify.layout import ownership_map, parse_layout, parse_shape
     from simtify.layout.syntax import parse_tensor_type
 
     tensor_shape = None
@@ -115,10 +115,8 @@ def _load(args):
         shape = tensor_shape
     elif args.shape is not None:
         shape = parse_shape(args.shape)
-    elif isinstance(layout, NestedLayout):
-        shape = layout.undistributed_shape
-    elif hasattr(layout, "tile_shape"):  # a Triton layout: one CTA tile
-        shape = layout.tile_shape
+    elif layout.own_shape is not None:  # a nested layout's extent, a Triton layout's CTA tile
+        shape = layout.own_shape
     else:
         raise SimtifyError("an XeGPU layout needs --shape", "--shape")
     if prod(shape) > MAX_ELEMENTS:

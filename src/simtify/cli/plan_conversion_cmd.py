@@ -61,7 +61,7 @@ def run(args) -> int:
     from simtify.errors import SimtifyError
     from simtify.layout import parse_shape
     from simtify.target import get_target
-    from simtify.transforms.plan_conversion import plan_conversion
+    from simtify.layout.conversion_plan import plan_conversion
 
     target = get_target(args.target)
     if args.threads is not None and args.threads > target.max_workgroup_size:

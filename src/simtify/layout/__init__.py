@@ -22,6 +22,11 @@ digit ``s0 = tid // 64``; it holds ``x0 = (s0·2 + b0)·16 + t0`` and
 ``x1 = (b1·4 + t1)·4 + e1`` for its 2 × 4 × 4 registers, a 2x16 slice: thread 0 holds
 rows 0 and 16, columns 0-3, 16-19, 32-35, 48-51; thread 16 the same rows at columns
 4-7, 20-23, ...; thread 64 (subgroup 1) rows 32 and 48.
+
+Every family answers the same questions with the same signatures (`layout/protocol.py`,
+`VectorLayout`): ``ownership(shape, subgroup_size, num_threads)``, ``check_shape``,
+``permute``, ``project``, ``insert_dims``, ``reshape``, ``distributed_shape_of``; passes
+ask those and never which family they hold.
 """
 
 import importlib
@@ -34,6 +39,7 @@ _EXPORTS = {
     "CuteLayout": "cute", "cute_from_ownership": "cute", "parse_cute": "cute",
     "NestedLayout": "nested",
     "OwnershipMap": "ownership",
+    "VectorLayout": "protocol",
     "Layout": "parse", "default_subgroup_size": "parse", "ownership_map": "parse", "parse_layout": "parse",
     "parse_shape": "syntax",
     "TritonBlocked": "triton", "TritonDotOperand": "triton", "TritonLinear": "triton", "TritonMfma": "triton",
@@ -62,6 +68,7 @@ __all__ = [
     "TritonMfma",
     "TritonMma",
     "TritonSlice",
+    "VectorLayout",
     "XeGPULayout",
     "XeGPUSlice",
     "cute_from_ownership",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from simtify.errors import SimtifyError
 from simtify.layout.nested import NestedLayout
-from simtify.layout.xegpu import XeGPULayout, XeGPUSlice, _plan, launch, linear_strides
+from simtify.layout.xegpu import XeGPULayout, XeGPUSlice, launch, linear_strides, plan_dims
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ class NestedConversion:
 
 
 def _candidate(layout: XeGPULayout | XeGPUSlice, shape: tuple[int, ...]) -> NestedLayout:
-    base, removed = layout.flatten() if isinstance(layout, XeGPUSlice) else (layout, ())
-    plans = _plan(base, removed, shape)
+    base, removed = layout.flatten()
+    plans = plan_dims(base, removed, shape)
     rank_full = base.rank or len(shape)
     kept = [d for d in range(rank_full) if d not in removed]
     sg_strides = linear_strides(base.sg_layout, base.order) if base.sg_layout else (0,) * rank_full

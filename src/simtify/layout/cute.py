@@ -31,6 +31,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap, ravel, unravel
+from simtify.layout.protocol import VectorLayout
 
 IntTuple = Union[int, tuple]
 MAX_SIZE = 1 << 24  # coordinates listed at once (as many as the layout commands' elements)
@@ -78,9 +79,11 @@ def format_tuple(t: IntTuple) -> str:
 
 
 @dataclass(frozen=True)
-class CuteLayout:
+class CuteLayout(VectorLayout):
     shape: IntTuple
     stride: IntTuple
+
+    family = "CuTe"
 
     def __post_init__(self):
         if not congruent(self.shape, self.stride):
@@ -158,6 +161,10 @@ class CuteLayout:
     def tile_shape(self) -> tuple[int, ...]:
         """The vector shape when none is given: 1-D, the layout's cosize."""
         return (max(int(self.offsets().max()) + 1, 1),)
+
+    @property
+    def own_shape(self) -> tuple[int, ...]:
+        return self.tile_shape
 
     def ownership(self, shape=None, subgroup_size: int | None = None, num_threads: int | None = None) -> OwnershipMap:
         shape = tuple(shape) if shape is not None else self.tile_shape

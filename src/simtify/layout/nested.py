@@ -18,6 +18,8 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap
+from simtify.layout.protocol import VectorLayout
+from simtify.layout.reshape import reshape_nested
 from simtify.layout.syntax import AttributeText, format_ints, int_list, parse_attribute, parse_dim_map
 
 ATTRIBUTE_NAME = "#iree_vector_ext.nested_layout"
@@ -56,7 +58,7 @@ def _check_strides(tiles: Sequence[int], strides: Sequence[int], level: str) -> 
 
 
 @dataclass(frozen=True)
-class NestedLayout:
+class NestedLayout(VectorLayout):
     subgroup_tile: tuple[int, ...]
     batch_tile: tuple[int, ...]
     outer_tile: tuple[int, ...]
@@ -64,6 +66,10 @@ class NestedLayout:
     element_tile: tuple[int, ...]
     subgroup_strides: tuple[int, ...]
     thread_strides: tuple[int, ...]
+
+    family = "nested"
+    # AMD's wave64: the subgroup size when none is given
+    default_subgroup_size = 64
 
     def __post_init__(self):
         values = {f: tuple(int(v) for v in getattr(self, f)) for f in FIELDS}
@@ -132,6 +138,14 @@ class NestedLayout:
     def distributed_shape(self) -> tuple[int, ...]:
         """The per-thread vector shape ``[B.., O.., E..]`` (rank 3r), as IREE's to_simt gives."""
         return self.batch_tile + self.outer_tile + self.element_tile
+
+    @property
+    def own_shape(self) -> tuple[int, ...]:
+        return self.undistributed_shape
+
+    def distributed_shape_of(self, shape: Sequence[int]) -> tuple[int, ...]:
+        self.check_shape(shape)
+        return self.distributed_shape
 
     @property
     def elements_per_thread(self) -> tuple[int, ...]:
@@ -225,7 +239,17 @@ class NestedLayout:
         E = np.array(self.element_tile)
         return (b * O + o) * T * E + e
 
-    def ownership(self, subgroup_size: int = 64, num_threads: int | None = None) -> OwnershipMap:
+    def ownership(self, shape: Sequence[int] | int | None = None, subgroup_size: int | None = None,
+                  num_threads: int | None = None) -> OwnershipMap:
+        """The protocol's ``ownership(shape, subgroup_size, num_threads)``, `shape` checked
+        against the layout's own. The layout fixes its shape, so the shape may be left
+        out: ``ownership(subgroup_size, num_threads)`` (an int first) reads as that."""
+        if isinstance(shape, (int, np.integer)):
+            shape, subgroup_size, num_threads = None, int(shape), subgroup_size
+        if shape is not None:
+            self.check_shape(shape)
+        if subgroup_size is None:
+            subgroup_size = self.default_subgroup_size
         num_threads = self.check_launch(subgroup_size, num_threads)
         shape = self.undistributed_shape
         s, t = self.thread_digits(np.arange(num_threads), subgroup_size)
@@ -279,15 +303,25 @@ class NestedLayout:
             raise SimtifyError("the map has no results")
         return self._select(results)
 
-    def reshape(self, shape: Sequence[int]) -> "NestedLayout":
+    def insert_dims(self, positions: Sequence[int], sizes: Sequence[int]) -> "NestedLayout":
+        """New dims of `sizes` at result `positions` (ascending), held whole by every
+        thread as batch tiles."""
+        f = {k: list(getattr(self, k)) for k in FIELDS}
+        for pos, size in sorted(zip(positions, sizes)):
+            for k in FIELDS:
+                f[k].insert(pos, 0 if k.endswith("strides") else size if k == "batch_tile" else 1)
+        return NestedLayout(**{k: tuple(v) for k, v in f.items()})
+
+    def reshape(self, shape: Sequence[int], source_shape: Sequence[int] | None = None) -> "NestedLayout":
         """The layout of ``vector.shape_cast`` to `shape` that keeps every element with the
         same owner and register (so each thread's registers shape_cast as they are): the
         tiling levels regrouped in order, as IREE's reshape does, else a layout that reads
         some register digit at another level (a trailing batch digit as an element digit).
         It exists exactly when some nested layout of `shape` has this layout's ownership
-        map; otherwise a SimtifyError names both shapes and why (see `layout/reshape.py`)."""
-        from simtify.layout.reshape import reshape_nested
-
+        map; otherwise a SimtifyError names both shapes and why (see `layout/reshape.py`).
+        `source_shape`, where given, must be the layout's own."""
+        if source_shape is not None:
+            self.check_shape(source_shape)
         return reshape_nested(self, tuple(shape))
 
 

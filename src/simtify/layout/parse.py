@@ -22,13 +22,7 @@ from simtify.layout.triton import (
 )
 from simtify.layout.triton import family_name as triton_family
 from simtify.layout.xegpu import FIELDS as XEGPU_FIELDS
-from simtify.layout.xegpu import (
-    LAYOUT_NAME,
-    SLICE_NAME,
-    XeGPULayout,
-    XeGPUSlice,
-    launch,
-)
+from simtify.layout.xegpu import LAYOUT_NAME, SLICE_NAME, XeGPULayout, XeGPUSlice
 
 Layout = Union[NestedLayout, XeGPULayout, XeGPUSlice, TritonBlocked, TritonLinear, TritonSlice, CuteLayout]
 
@@ -63,19 +57,12 @@ def parse_layout(text: str, where: str = "layout") -> Layout:
 def default_subgroup_size(layout: Layout) -> int:
     """64 for nested layouts (AMD wave64); the lane count of an XeGPU layout, else 16;
     a Triton layout's warp size."""
-    return 64 if isinstance(layout, NestedLayout) else layout.default_subgroup_size
+    return layout.default_subgroup_size
 
 
 def ownership_map(layout: Layout, shape, subgroup_size: int | None = None, num_threads: int | None = None) -> OwnershipMap:
     """The ownership map of any layout on `shape` (checked against the layout)."""
-    shape = tuple(shape)
-    if isinstance(layout, NestedLayout):
-        layout.check_shape(shape)
-        return layout.ownership(subgroup_size or 64, num_threads)
-    if isinstance(layout, (*TRITON_LAYOUTS, CuteLayout)):
-        return layout.ownership(shape, subgroup_size, num_threads)
-    subgroup_size, num_threads = launch(layout, subgroup_size, num_threads)
-    return layout.ownership(shape, subgroup_size, num_threads)
+    return layout.ownership(tuple(shape), subgroup_size, num_threads)
 
 
 CONVERT_TARGETS = ("nested", "linear", "xegpu", "cute")

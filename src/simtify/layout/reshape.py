@@ -92,8 +92,6 @@ def _merge(dim_factors: list[_Factor]) -> dict[int, _Factor] | None:
 def _regroup_in_order(layout, shape: tuple[int, ...]):
     """IREE's reshape: cut the level factors at the new sizes and merge equal levels per
     new dim; None where a new dim would read its levels out of order."""
-    from simtify.layout.nested import NestedLayout
-
     queue = _factors(layout)
     fields = {k: [] for k in ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile",
                               "subgroup_strides", "thread_strides")}
@@ -119,7 +117,7 @@ def _regroup_in_order(layout, shape: tuple[int, ...]):
             fields[f"{name}_tile"].append(f.size if f else 1)
             if lv in _STRIDED:
                 fields[f"{name}_strides"].append(f.stride if f else 0)
-    return NestedLayout(**{k: tuple(v) for k, v in fields.items()})
+    return type(layout)(**{k: tuple(v) for k, v in fields.items()})
 
 
 # --- the search over level assignments ---------------------------------------------
@@ -269,9 +267,9 @@ def _increasing(xs: list[int]) -> bool:
     return all(x < y for x, y in pairwise(xs))
 
 
-def _build(dims: list[list[_Piece]], chosen: dict[int, int]):
-    from simtify.layout.nested import NestedLayout
-
+def _build(nested_layout: type, dims: list[list[_Piece]], chosen: dict[int, int]):
+    """The `nested_layout` (the class, which this module does not import: it imports
+    this module) with the tiles `chosen` for `dims`."""
     tiles = [[1] * len(dims) for _ in range(5)]
     strides = {0: [0] * len(dims), 3: [0] * len(dims)}
     for j, pieces in enumerate(dims):
@@ -280,7 +278,7 @@ def _build(dims: list[list[_Piece]], chosen: dict[int, int]):
             tiles[lv][j] = p.digit.size
             if lv in strides:
                 strides[lv][j] = p.digit.stride
-    return NestedLayout(*(tuple(t) for t in tiles), tuple(strides[0]), tuple(strides[3]))
+    return nested_layout(*(tuple(t) for t in tiles), tuple(strides[0]), tuple(strides[3]))
 
 
 def _same_map(a, b) -> bool:
@@ -306,7 +304,7 @@ def reshape_nested(layout, shape: tuple[int, ...]):
         for j, pieces in enumerate(dims):
             _check_dim(j, pieces)
         for chosen in _level_choices(dims):
-            candidate = _build(dims, chosen)
+            candidate = _build(type(layout), dims, chosen)
             if _same_map(layout, candidate):
                 return candidate
         raise SimtifyError(

@@ -44,6 +44,7 @@ from simtify.errors import SimtifyError
 from simtify.layout.convert import NestedConversion
 from simtify.layout.nested import NestedLayout
 from simtify.layout.ownership import OwnershipMap
+from simtify.layout.protocol import VectorLayout
 from simtify.layout.syntax import AttributeText, format_ints, int_list, parse_attribute
 
 PREFIXES = ("#ttg.", "#triton_gpu.")
@@ -215,11 +216,20 @@ def _dict_params(attr: AttributeText, allowed: Sequence[str], what: str, where: 
     return values
 
 
-class _ByLinear:
+class _ByLinear(VectorLayout):
     """A Triton layout whose ownership map is its linear layout's on the shape."""
+
+    family = "Triton"
 
     def ownership(self, shape, subgroup_size=None, num_threads=None) -> OwnershipMap:
         return self.linear(shape).ownership(subgroup_size, num_threads)
+
+    def check_shape(self, shape) -> None:
+        self.linear(shape)
+
+    @property
+    def own_shape(self) -> tuple[int, ...]:
+        return self.tile_shape
 
 
 def _construct(cls, args, values: dict, where: str):

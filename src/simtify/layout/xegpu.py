@@ -20,11 +20,18 @@ Even distributability follows the seed dim by dim (``n / sg_layout`` divides or
 and lane levels divide exactly). Upstream's ``isEvenlyDistributable`` compares whole
 arrays and rejects the seed's own 128x128 ``sg_data = [32, 128]`` example. We also
 refuse ``sg_data`` larger than the dim, which would have a subgroup hold an element twice.
+
+The second half of the module is the algebra the passes reshape layouts with (the layout
+of a transposed, reduced, broadcast or reshaped value, the parts each distribution level
+peels off, equality by ownership map), as free functions that also take None (the layout
+that gives every thread the whole value); the protocol's questions (`VectorLayout`) are
+answered by them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import prod
 from typing import Sequence, Union
 
@@ -32,6 +39,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap
+from simtify.layout.protocol import VectorLayout
 from simtify.layout.syntax import AttributeText, format_ints, int_list, parse_attribute
 
 LAYOUT_NAME = "#xegpu.layout"
@@ -39,10 +47,44 @@ SLICE_NAME = "#xegpu.slice"
 FIELDS = ("sg_layout", "sg_data", "inst_data", "lane_layout", "lane_data", "order")
 # Intel Xe GPUs run 16-lane subgroups; the size used when a layout names no lanes.
 DEFAULT_SUBGROUP_SIZE = 16
+SUBGROUP_FIELDS = ("sg_layout", "sg_data")
+LANE_FIELDS = ("lane_layout", "lane_data")
+
+
+class _XeGPUQuestions(VectorLayout):
+    """The protocol's questions for a layout and a slice alike, answered by the algebra
+    below (`permute`, `reduce_dims`, `insert_dims`, `shape_cast_layout`)."""
+
+    family = "XeGPU"
+
+    def permute(self, perm: Sequence[int]) -> "Layout":
+        return permute(self, perm)
+
+    def project(self, dims: Sequence[int]) -> "Layout":
+        return reduce_dims(self, dims)
+
+    def insert_dims(self, positions: Sequence[int], sizes: Sequence[int]) -> "Layout":
+        return insert_dims(self, positions, sizes)
+
+    def reshape(self, shape: Sequence[int], source_shape: Sequence[int] | None = None) -> "Layout":
+        """Only a shape_cast that adds or drops unit dims, and it needs the value's shape."""
+        if source_shape is None:
+            raise SimtifyError(f"an XeGPU layout needs the source shape to reshape ({self})")
+        out = shape_cast_layout(self, tuple(source_shape), tuple(shape))
+        if out is None:
+            raise SimtifyError(f"an XeGPU layout reshapes only by adding or dropping unit dims, not "
+                               f"{list(source_shape)} to {list(shape)}")
+        return out
+
+    def distributed_shape_of(self, shape: Sequence[int]) -> tuple[int, ...]:
+        """``[rounds.., instruction blocks.., lane fragment..]``: the registers in the
+        order `ownership` lists them."""
+        plans = plan(self, shape)
+        return tuple(p.R for p in plans) + tuple(p.nb for p in plans) + tuple(p.lane_extent for p in plans)
 
 
 @dataclass(frozen=True)
-class XeGPULayout:
+class XeGPULayout(_XeGPUQuestions):
     sg_layout: tuple[int, ...] | None = None
     sg_data: tuple[int, ...] | None = None
     inst_data: tuple[int, ...] | None = None
@@ -109,7 +151,11 @@ class XeGPULayout:
         return _ownership(self, (), tuple(shape), subgroup_size, num_threads)
 
     def check_shape(self, shape: Sequence[int]) -> None:
-        _plan(self, (), tuple(shape))
+        plan_dims(self, (), tuple(shape))
+
+    def flatten(self) -> tuple["XeGPULayout", tuple[int, ...]]:
+        """Itself and no removed dims (a slice's `flatten` gives its base layout)."""
+        return self, ()
 
     @property
     def num_subgroups(self) -> int:
@@ -121,7 +167,7 @@ class XeGPULayout:
 
 
 @dataclass(frozen=True)
-class XeGPUSlice:
+class XeGPUSlice(_XeGPUQuestions):
     """The parent layout with `dims` removed; ids still come from the whole parent, so
     subgroups and lanes that differ only in sliced dims share data."""
 
@@ -184,7 +230,7 @@ class XeGPUSlice:
 
     def check_shape(self, shape: Sequence[int]) -> None:
         base, removed = self.flatten()
-        _plan(base, removed, tuple(shape))
+        plan_dims(base, removed, tuple(shape))
 
     @property
     def num_subgroups(self) -> int:
@@ -224,7 +270,10 @@ def _field(layout: XeGPULayout, name: str, dim: int) -> int | None:
     return None if v is None else v[dim]
 
 
-def _plan(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ...]) -> list[DimPlan]:
+def plan_dims(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ...]) -> list[DimPlan]:
+    """Per dim of `shape` (the dims of `base` not in `removed`), how subgroups,
+    instruction blocks and lanes cut it; a SimtifyError where the layout does not
+    distribute the shape evenly (see the module docstring)."""
     kept = [d for d in range(base.rank or len(shape) + len(removed)) if d not in removed]
     if base.rank is not None and len(shape) != len(kept):
         raise SimtifyError(f"the layout has rank {len(kept)} but the shape {list(shape)} has rank {len(shape)}")
@@ -282,9 +331,9 @@ def linear_strides(layout: Sequence[int], order: Sequence[int] | None) -> tuple[
     return tuple(strides)
 
 
-def launch(layout, subgroup_size: int | None, num_threads: int | None) -> tuple[int, int]:
+def launch(layout: "Layout", subgroup_size: int | None, num_threads: int | None) -> tuple[int, int]:
     """Check and default the (subgroup size, thread count) of an XeGPU layout or slice."""
-    base = layout.flatten()[0] if isinstance(layout, XeGPUSlice) else layout
+    base = flatten(layout)[0]
     lanes = prod(base.lane_layout) if base.lane_layout else None
     if subgroup_size is None:
         subgroup_size = lanes or DEFAULT_SUBGROUP_SIZE
@@ -306,9 +355,8 @@ def launch(layout, subgroup_size: int | None, num_threads: int | None) -> tuple[
 
 
 def _ownership(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ...], subgroup_size, num_threads) -> OwnershipMap:
-    plans = _plan(base, removed, shape)
-    layout_for_launch = base
-    subgroup_size, num_threads = launch(layout_for_launch, subgroup_size, num_threads)
+    subgroup_size, num_threads = launch(base, subgroup_size, num_threads)
+    plans = plan_dims(base, removed, shape)
     rank_full = base.rank or len(shape)
     kept = [d for d in range(rank_full) if d not in removed]
     tids = np.arange(num_threads, dtype=np.int64)
@@ -326,3 +374,289 @@ def _ownership(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ..
         thread_part = sg_ids[:, d] * p.D + lane_ids[:, d] * p.LD
         flat += ((thread_part[:, None] + reg_part[None, :]) % p.n) * row_strides[j]
     return OwnershipMap(shape, subgroup_size, flat, rows_distinct=True)
+
+
+# --- the algebra: layouts as the passes reshape them ----------------------------------
+#
+# Every function returns a layout whose ownership map is what the op implies; slices
+# keep their ids from the whole parent, so a value that lost dims (a reduction) or gained
+# unit dims (a shape_cast of that reduction) keeps the owners of the elements it came
+# from. A slice whose removed dims are not distributed (layout 1 at subgroup and lane
+# level) is the parent without those dims, and is written that way. A layout of None is
+# the one that gives every thread the whole value.
+
+Layout = Union[XeGPULayout, XeGPUSlice]
+
+
+
+def flatten(layout: Layout) -> tuple[XeGPULayout, tuple[int, ...]]:
+    """(base layout, the sorted base dims a slice removes)."""
+    return layout.flatten()
+
+
+def kept_dims(layout: Layout) -> list[int]:
+    """The base dims the value has, in order."""
+    base, removed = flatten(layout)
+    return [d for d in range(base.rank or 0) if d not in removed]
+
+
+def fields(layout: XeGPULayout) -> dict[str, list[int] | None]:
+    """The layout's fields as lists, to edit and `build` again."""
+    return {f: (list(getattr(layout, f)) if getattr(layout, f) is not None else None) for f in FIELDS}
+
+
+def build(f: dict, removed: Sequence[int] = ()) -> Layout | None:
+    """A layout (or slice of one) from per-field lists; None when nothing is distributed.
+    Removed dims that distribute nothing are dropped from the parent instead."""
+    f = dict(f)
+    if f.get("sg_layout") is None and f.get("lane_layout") is None:
+        f["order"] = None
+    if f.get("sg_layout") is None:
+        f["sg_data"] = None
+    if f.get("lane_layout") is None:
+        f["lane_data"] = None
+    removed = sorted(removed)
+    drop = [d for d in removed if _undistributed(f, d)]
+    if drop:
+        f = _delete_dims(f, drop)
+        removed = [d - sum(1 for x in drop if x < d) for d in removed if d not in drop]
+    if all(v is None for v in f.values()):
+        return None
+    if f.get("order") is not None and _default_order(f):
+        f["order"] = None
+    base = XeGPULayout(**{k: tuple(v) if v is not None else None for k, v in f.items()})
+    return XeGPUSlice(base, tuple(removed)) if removed else base
+
+
+def _undistributed(f: dict, d: int) -> bool:
+    return all(f.get(k) is None or f[k][d] == 1 for k in ("sg_layout", "lane_layout"))
+
+
+def _default_order(f: dict) -> bool:
+    """Does `order` number the distributed dims as the default [r-1, ..., 0] would?"""
+    moving = [d for d in f["order"] if not _undistributed(f, d)]
+    return moving == sorted(moving, reverse=True)
+
+
+def _rank(f: dict) -> int:
+    return next(len(v) for v in f.values() if v is not None)
+
+
+def _full_order(f: dict) -> list[int] | None:
+    if f.get("order") is not None:
+        return list(f["order"])
+    if f.get("sg_layout") is None and f.get("lane_layout") is None:
+        return None
+    return list(range(_rank(f) - 1, -1, -1))
+
+
+def _delete_dims(f: dict, dims: Sequence[int]) -> dict:
+    order = _full_order(f)
+    out = {k: ([x for d, x in enumerate(v) if d not in dims] if v is not None else None) for k, v in f.items()}
+    if order is not None:
+        out["order"] = [d - sum(1 for x in dims if x < d) for d in order if d not in dims]
+    return out
+
+
+def permute(layout: Layout, perm: Sequence[int]) -> Layout:
+    """The layout of ``vector.transpose %v, perm`` when %v has `layout`: result dim i is
+    source dim perm[i], and the same ids own the same (moved) elements."""
+    base, removed = flatten(layout)
+    kept = [d for d in range(base.rank) if d not in removed]
+    new_of = list(range(base.rank))  # new base position -> old base dim
+    for i, p in enumerate(perm):
+        new_of[kept[i]] = kept[p]
+    f = fields(base)
+    order = _full_order(f)
+    out = {k: ([v[new_of[j]] for j in range(base.rank)] if v is not None else None)
+           for k, v in f.items() if k != "order"}
+    if order is not None:
+        where = {old: new for new, old in enumerate(new_of)}
+        out["order"] = [where[d] for d in order]
+    else:
+        out["order"] = None
+    return build(out, removed)
+
+
+def reduce_dims(layout: Layout, dims: Sequence[int]) -> Layout:
+    """The layout of a reduction over `dims`: the source layout sliced."""
+    base, removed = flatten(layout)
+    kept = [d for d in range(base.rank) if d not in removed]
+    return build(fields(base), list(removed) + [kept[d] for d in dims])
+
+
+def insert_dims(layout: Layout | None, positions: Sequence[int], sizes: Sequence[int]) -> Layout | None:
+    """The layout of a value with new, undistributed dims of `sizes` at result
+    `positions` (ascending): every id holds the whole of each new dim."""
+    if layout is None:
+        return None
+    base, removed = flatten(layout)
+    f = fields(base)
+    order = _full_order(f)
+    kept = [d for d in range(base.rank) if d not in removed]
+    removed = list(removed)
+    for pos, size in sorted(zip(positions, sizes)):
+        at = kept[pos] if pos < len(kept) else base_rank_of(f)
+        for k, v in f.items():
+            if k == "order" or v is None:
+                continue
+            fill = 1 if k in ("sg_layout", "lane_layout") else size
+            v.insert(at, fill)
+        if order is not None:
+            order = [d + 1 if d >= at else d for d in order] + [at]
+        removed = [d + 1 if d >= at else d for d in removed]
+        kept = [d + 1 if d >= at else d for d in kept]
+        kept.insert(pos, at)
+    f["order"] = order
+    return build(f, removed)
+
+
+def base_rank_of(f: dict) -> int:
+    """The rank of the layout that `fields` gave."""
+    return next(len(v) for k, v in f.items() if v is not None and k != "order")
+
+
+def remove_dims(layout: Layout | None, dims: Sequence[int]) -> Layout | None:
+    """The layout of the value without `dims` (sliced away: ids keep coming from the parent)."""
+    if layout is None:
+        return None
+    return reduce_dims(layout, dims) if dims else layout
+
+
+def unit_view(layout: Layout | None, dims: Sequence[int]) -> Layout | None:
+    """The layout of a value of the same shape but size 1 in `dims`, whose element
+    ``x`` (with 0 in `dims`) is owned by the owners of ``x`` in `layout` — a broadcast
+    source."""
+    if layout is None or not dims:
+        return layout
+    sliced = remove_dims(layout, dims)
+    positions = sorted(dims)
+    return insert_dims(sliced, positions, [1] * len(positions))
+
+
+def strip(layout: Layout | None, names: Sequence[str]) -> Layout | None:
+    """`layout` without the fields in `names` (what a distribution level consumes)."""
+    if layout is None:
+        return None
+    base, removed = flatten(layout)
+    f = fields(base)
+    for n in names:
+        f[n] = None
+    return build(f, removed)
+
+
+def explicit_lane_data(layout: Layout | None) -> Layout | None:
+    """`layout` with its default ``lane_data`` (the instruction block over the lanes)
+    written out, so that it keeps its meaning once ``inst_data`` is consumed: on a
+    ``2x32`` value, ``inst_data = [2, 16], lane_layout = [1, 16]`` gives each lane
+    ``[2, 1]`` per block, while ``lane_layout = [1, 16]`` alone would give ``[2, 2]``."""
+    if layout is None:
+        return None
+    base, removed = flatten(layout)
+    f = fields(base)
+    if f["lane_layout"] is None or f["lane_data"] is not None or f["inst_data"] is None:
+        return layout
+    f["lane_data"] = [i // ll for i, ll in zip(f["inst_data"], f["lane_layout"])]
+    return build(f, removed)
+
+
+def subgroup_part(layout: Layout | None) -> Layout | None:
+    """Only what distributes among subgroups."""
+    return strip(layout, ("inst_data", "lane_layout", "lane_data"))
+
+
+def has(layout: Layout | None, name: str) -> bool:
+    """Does `layout` give the field `name`?"""
+    return layout is not None and getattr(flatten(layout)[0], name) is not None
+
+
+def field_of(layout: Layout, name: str, dim: int) -> int | None:
+    """`name` of kept dim `dim` (None when the layout does not give it)."""
+    base, removed = flatten(layout)
+    v = getattr(base, name)
+    return None if v is None else v[kept_dims(layout)[dim]]
+
+
+def plan(layout: Layout | None, shape: Sequence[int]):
+    """Per kept dim, the `DimPlan` of `layout` on `shape` (a layout of None: one subgroup,
+    one block, one lane holding everything)."""
+    shape = tuple(shape)
+    if layout is None:
+        return plan_dims(XeGPULayout(), (), shape)
+    base, removed = flatten(layout)
+    return plan_dims(base, removed, shape)
+
+
+def check_fits(layout: Layout | None, shape: Sequence[int], what: str) -> None:
+    """`check_shape` with an error that names `what` holds the value."""
+    if layout is None:
+        return
+    try:
+        layout.check_shape(tuple(shape))
+    except SimtifyError as e:
+        raise SimtifyError(f"{what}: {layout} does not distribute {'x'.join(map(str, shape))}: {e.what}") from None
+
+
+@lru_cache(maxsize=4096)
+def _flat(layout: Layout, shape: tuple, sg: int, threads: int):
+    return layout.ownership(shape, sg, threads).flat
+
+
+def same(a: Layout | None, b: Layout | None, shape: Sequence[int], subgroup_size: int, threads: int) -> bool:
+    """Do `a` and `b` put every element of `shape` in the same thread and register?
+    (None is the layout that gives every thread the whole value.)"""
+    a = a if a is not None else XeGPULayout()
+    b = b if b is not None else XeGPULayout()
+    if a == b:
+        return True
+    shape = tuple(shape)
+    try:
+        fa, fb = _flat(a, shape, subgroup_size, threads), _flat(b, shape, subgroup_size, threads)
+    except SimtifyError:
+        return False
+    return fa.shape == fb.shape and bool(np.array_equal(fa, fb))
+
+
+def same_blocks(a: Layout | None, b: Layout | None, shape: Sequence[int]) -> bool:
+    """Do `a` and `b` cut the value into the same pieces: subgroup tiles and rounds, then
+    instruction blocks? (Equal ownership is not equal blocking: ``inst_data = [8, 16]``
+    and ``[4, 16]`` give every lane the same registers, in pieces that an op cannot
+    pair; so do ``sg_data = [1, 32]`` in 8 rounds and one 8x32 tile.)"""
+    if a == b:
+        return True
+    try:
+        return [(p.D, p.R, p.I) for p in plan(a, shape)] == [(p.D, p.R, p.I) for p in plan(b, shape)]
+    except SimtifyError:
+        return False
+
+
+def unit_dims_map(src_shape, res_shape) -> tuple[list[int], list[int]] | None:
+    """For a shape_cast that only adds or drops unit dims: (source unit dims that go,
+    result unit dims that come); None for any other reshape."""
+    i = j = 0
+    drop, add = [], []
+    while i < len(src_shape) or j < len(res_shape):
+        if i < len(src_shape) and j < len(res_shape) and src_shape[i] == res_shape[j]:
+            i += 1
+            j += 1
+        elif i < len(src_shape) and src_shape[i] == 1:
+            drop.append(i)
+            i += 1
+        elif j < len(res_shape) and res_shape[j] == 1:
+            add.append(j)
+            j += 1
+        else:
+            return None
+    return drop, add
+
+
+def shape_cast_layout(layout: Layout | None, from_shape, to_shape) -> Layout | None:
+    """The layout of the other side of a unit-dim shape_cast (None for any other)."""
+    if layout is None:
+        return None
+    m = unit_dims_map(from_shape, to_shape)
+    if m is None:
+        return None
+    drop, add = m
+    lay = remove_dims(layout, drop)
+    return insert_dims(lay, add, [1] * len(add)) if add else lay

@@ -21,9 +21,8 @@ from math import prod
 
 import numpy as np
 
+from simtify.layout.memory_access import count_bank_conflicts, count_sectors
 from simtify.layout.ownership import ravel
-
-from simtify.sim.counters import count_bank_conflicts, count_sectors
 from simtify.sim.report import Finding
 from simtify.sim.types import byte_width, dtype_of, undefined
 

@@ -1,4 +1,4 @@
-"""Layout propagation: give every vector value of a function a nested layout.
+"""Nested layout propagation: give every vector value of a function a nested layout.
 
 Seeds are `iree_vector_ext.to_layout` results, and matrix intrinsics: a contraction whose
 operand comes from a `to_layout {mma_kind = #iree_gpu.mma_layout<NAME>}` takes the
@@ -7,10 +7,12 @@ intrinsic's A, B and C layouts (tiled by the subgroup and batch tiles the anchor
 from its operands) and backward (operands from results) through elementwise ops,
 transpose, broadcast, shape_cast, multi_reduction, contract, extract / insert, transfer
 masks, constants, `step`, masks and `scf.for` / `scf.while` / `scf.if` carried values,
-until nothing changes. A value takes the first layout that reaches it, so an op's
-operands and results may disagree (an op reads the value from before its `to_layout`
-while its result is re-anchored downstream). Then every op is resolved in program order,
-on its edges, compared by ownership maps (not by attribute text):
+until nothing changes. This is `propagation_engine`'s fixed point with the nested rule
+table below (one `OpRule` per op) and `to_layout` as the anchors. A value takes the first
+layout that reaches it, so an op's operands and results may disagree (an op reads the
+value from before its `to_layout` while its result is re-anchored downstream). Then
+every op is resolved in program order, on its edges, compared by ownership maps (not
+by attribute text), with the engine's conflict policy:
 - an operand whose layout differs from what the op needs (`required`) is converted in
   front of the use: a cheap producer (a splat constant, a broadcast of a scalar, a step
   or mask) is cloned with the needed layout, anything else gets a `to_layout`;
@@ -30,19 +32,15 @@ from dataclasses import dataclass, field
 from itertools import permutations
 from math import prod
 
-from xdsl.dialects.builtin import ArrayAttr, VectorType
+from xdsl.dialects.builtin import ArrayAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.errors import SimtifyError
 from simtify.layout import NestedLayout
 from simtify.sim.affine_eval import result_dims
+from simtify.transforms.propagation_engine import REGION_RULES, Engine, OpRule, is_vector
 
 CHEAP = frozenset({"arith.constant", "vector.step", "vector.create_mask", "vector.constant_mask", "vector.broadcast"})
-CARRIERS = frozenset({"scf.for", "scf.if", "scf.yield"})
-
-
-def is_vector(v: SSAValue) -> bool:
-    return isinstance(v.type, VectorType) and len(v.type.get_shape()) > 0
 
 
 def is_elementwise(op: Operation) -> bool:
@@ -125,155 +123,52 @@ def _where(op: Operation) -> str:
     return location_of(op)
 
 
-class Propagation:
+class Propagation(Engine):
+    """The engine with the nested rules; the helpers below are what several rules ask."""
+
     def __init__(self, func: Operation, launch: Launch):
         self.mma_cache: dict = {}
         self.chosen: dict[Operation, NestedLayout | None] = {}  # contraction -> iteration layout
-        self.func = func
         self.analysis = LayoutAnalysis(launch)
-        self.changed = False
+        super().__init__(func, self.analysis.layouts)
 
-    # --- assignment --------------------------------------------------------------
+    # --- the family's answers to the engine -------------------------------------------
 
-    def assign(self, v: SSAValue, layout: NestedLayout | None) -> None:
-        if layout is None or not is_vector(v) or v in self.analysis.layouts:
-            return
-        if layout.undistributed_shape != tuple(v.type.get_shape()):
-            return  # not this value's shape: the rule does not apply
-        self.analysis.layouts[v] = layout
-        self.changed = True
+    def is_per_element(self, op: Operation) -> bool:
+        return is_elementwise(op)
 
-    def L(self, v: SSAValue) -> NestedLayout | None:
-        return self.analysis.layouts.get(v)
+    def fits(self, v: SSAValue, layout: NestedLayout) -> bool:
+        return layout.undistributed_shape == tuple(v.type.get_shape())
 
-    def ops(self) -> list[Operation]:
-        return [op for op in self.func.walk() if op is not self.func]
+    def interchangeable(self, have: NestedLayout, need: NestedLayout) -> bool:
+        return self.analysis.interchangeable(have, need)
 
-    # --- rules -------------------------------------------------------------------
+    def anchors(self, ops: list[Operation]) -> None:
+        for op in ops:
+            if op.name == "iree_vector_ext.to_layout":
+                self.assign(op.results[0], op.nested_layout)
 
-    def forward(self, op: Operation) -> None:
-        name = op.name
-        if name == "iree_vector_ext.to_layout":
-            self.assign(op.results[0], op.nested_layout)
-        elif is_elementwise(op):
-            src = next((self.L(o) for o in op.operands if self.L(o) is not None), None)
-            for r in op.results:
-                self.assign(r, src)
-        elif name == "vector.transpose" and self.L(op.operands[0]):
-            self.assign(op.results[0], self.L(op.operands[0]).permute(list(op.permutation.get_values())))
-        elif name == "vector.shape_cast" and self.L(op.operands[0]) and is_vector(op.results[0]):
-            try:
-                self.assign(op.results[0], self.L(op.operands[0]).reshape(tuple(op.results[0].type.get_shape())))
-            except SimtifyError:
-                pass
-        elif name == "vector.multi_reduction" and self.L(op.source):
-            dims = list(op.reduction_dims.get_values())
-            if is_vector(op.results[0]):
-                proj = self.L(op.source).project(dims)
-                self.assign(op.results[0], proj)
-                self.assign(op.acc, proj)
-        elif name == "vector.contract" and self.mma(op) is not None:
-            lays = self.mma_layouts(op)
-            for v, lay in zip((op.lhs, op.rhs, op.acc, op.results[0]), lays + (lays[2],)):
-                self.assign(v, lay)
-        elif name == "iree_codegen.inner_tiled" and not op.distributed:
-            lays = self.inner_tiled_layouts(op)
-            for v, lay in zip(list(op.operands) + list(op.results), lays + (lays[2],)):
-                self.assign(v, lay)
-        elif name == "vector.contract" and is_vector(op.results[0]) and not (
-                self.L(op.results[0]) and (not is_vector(op.acc) or self.L(op.acc))):
-            it = self.iteration_layout(op, fill=bool(self.L(op.lhs) and self.L(op.rhs)))
-            if it is not None:
-                acc = it.apply(result_dims(op.indexing_maps.data[2].data))
-                self.assign(op.results[0], acc)
-                self.assign(op.acc, acc)
-        elif name == "vector.transfer_write" and op.mask is not None and self.L(op.vector):
-            self.assign(op.mask, mask_layout(op, self.L(op.vector)))
-        elif name == "vector.extract" and is_vector(op.results[0]) and self.L(op.vector):
-            self.assign(op.results[0], self.L(op.vector).project(list(range(self.positions(op)))))
-        elif name == "vector.insert":
-            self.assign(op.results[0], self.insert_layout(op))
-        elif name in ("vector.mask", "vector.yield", "vector.scan", "iree_vector_ext.arg_compare"):
-            self.forward_masked_or_scan(op)
-        elif name == "scf.for":
-            block = op.regions[0].blocks.first
-            for init, arg, res in zip(op.operands[3:], list(block.args)[1:], op.results):
-                for v in (arg, res):
-                    self.assign(v, self.L(init))
-            for y, arg, res in zip(block.ops.last.operands, list(block.args)[1:], op.results):
-                for v in (arg, res):
-                    self.assign(v, self.L(y))
-        elif name == "scf.if":
-            for region in op.regions:
-                if region.blocks:
-                    for y, res in zip(region.blocks.first.ops.last.operands, op.results):
-                        self.assign(res, self.L(y))
-        elif name == "scf.while":
-            for group in self.while_groups(op):
-                lay = next((self.L(v) for v in group if self.L(v) is not None), None)
-                for v in group:
-                    self.assign(v, lay)
+    def default(self, op: Operation) -> None:
+        """A broadcast's result nothing else reached holds the added dims whole."""
+        if op.name == "vector.broadcast" and is_vector(op.source) and self.L(op.source):
+            self.assign(op.results[0], self.broadcast_result_layout(op))
 
-    def backward(self, op: Operation) -> None:
-        name = op.name
-        if name == "iree_vector_ext.to_layout":
-            self.assign(op.operands[0], op.nested_layout)
-        elif is_elementwise(op):
-            res = self.L(op.results[0])
-            for o in op.operands:
-                self.assign(o, res)
-        elif name == "vector.transpose" and self.L(op.results[0]):
-            perm = list(op.permutation.get_values())
-            inv = [perm.index(i) for i in range(len(perm))]
-            self.assign(op.operands[0], self.L(op.results[0]).permute(inv))
-        elif name == "vector.shape_cast" and self.L(op.results[0]) and is_vector(op.operands[0]):
-            try:
-                self.assign(op.operands[0], self.L(op.results[0]).reshape(tuple(op.operands[0].type.get_shape())))
-            except SimtifyError:
-                pass
-        elif name == "vector.broadcast" and self.L(op.results[0]) and is_vector(op.source):
-            self.assign(op.source, self.broadcast_source_layout(op, self.L(op.results[0])))
-        elif name == "vector.multi_reduction" and self.L(op.results[0]):
-            self.assign(op.acc, self.L(op.results[0]))
-        elif name == "vector.contract" and self.L(op.results[0]):
-            self.assign(op.acc, self.L(op.results[0]))
-        elif name == "vector.transfer_read" and op.mask is not None and self.L(op.results[0]):
-            self.assign(op.mask, mask_layout(op, self.L(op.results[0])))
-        elif name == "vector.extract" and is_vector(op.vector) and self.L(op.results[0]):
-            self.assign(op.vector, self.extract_source(op))
-        elif name == "vector.insert" and self.L(op.results[0]):
-            need = self.insert_layout(op)
-            self.assign(op.dest, need)
-            if is_vector(op.value_to_store):
-                self.assign(op.value_to_store, need.project(list(range(self.positions(op)))))
-        elif name == "iree_vector_ext.transfer_gather" and self.L(op.results[0]):
-            for i, lay in self.gather_requirements(op).items():
-                self.assign(op.operands[i], lay)
-        elif name in ("vector.mask", "vector.scan", "iree_vector_ext.arg_compare"):
-            self.backward_masked_or_scan(op)
-        elif name == "scf.for":
-            block = op.regions[0].blocks.first
-            for init, arg, res, y in zip(op.operands[3:], list(block.args)[1:], op.results, block.ops.last.operands):
-                lay = self.L(res) or self.L(arg)
-                for v in (init, arg, res, y):
-                    self.assign(v, lay)
-        elif name == "scf.if":
-            for region in op.regions:
-                if region.blocks:
-                    for y, res in zip(region.blocks.first.ops.last.operands, op.results):
-                        self.assign(y, self.L(res))
-        elif name == "scf.while":
-            self.forward(op)
+    def before_resolve(self, op: Operation) -> None:
+        if op.name == "vector.contract" and self.mma(op) is None:
+            self.chosen[op] = self.iteration_layout(op, fill=True)
 
-    @staticmethod
-    def while_groups(op: Operation) -> list[list[SSAValue]]:
-        """The values of an scf.while that carry one layout: an init, the before region's
-        argument and the after region's yielded value; a condition's forwarded value, the
-        after region's argument and the result."""
-        before, after = (r.blocks.first for r in op.regions)
-        groups = [list(g) for g in zip(op.operands, before.args, after.ops.last.operands)]
-        groups += [list(g) for g in zip(list(before.ops.last.operands)[1:], after.args, op.results)]
-        return groups
+    def must_convert(self, op: Operation, index: int, have: NestedLayout, need: NestedLayout) -> bool:
+        # a contraction reads its iteration layout off its operands' fields: exactly
+        exact = op.name == "vector.contract" and index < 2
+        return exact or not self.interchangeable(have, need)
+
+    def convert_operand(self, op: Operation, index: int, need: NestedLayout) -> None:
+        materialize(self.analysis, [Conversion(op, index, need)])
+
+    def convert_result(self, op: Operation, result: SSAValue, produced: NestedLayout) -> None:
+        convert_result(self.analysis, op, result, produced)
+
+    # --- what several rules ask -----------------------------------------------------
 
     def broadcast_result_layout(self, op: Operation) -> NestedLayout:
         """A broadcast's result from its source alone: the dims it adds or stretches held
@@ -452,77 +347,6 @@ class Propagation:
             return self.iteration_layout(inner)
         return None
 
-    def forward_masked_or_scan(self, op: Operation) -> None:
-        if op.name == "vector.yield":
-            parent = op.parent_op()
-            if parent is not None and parent.name == "vector.mask":
-                for y, res in zip(op.operands, parent.results):
-                    self.assign(res, self.L(y))
-        elif op.name == "vector.mask":
-            for y, res in zip(op.mask_region.block.last_op.operands, op.results):
-                self.assign(res, self.L(y))
-            self.assign(op.mask, self.mask_requirement(op))
-        elif op.name == "iree_vector_ext.arg_compare":
-            src = self.L(op.input_value) or (self.L(op.input_index) if op.input_index is not None else None)
-            if src is not None and src.rank > 1:
-                reduced = src.project([op.dimension.value.data])
-                self.assign(op.result_value, reduced)
-                self.assign(op.result_index, reduced)
-            self.assign(op.result_value, self.L(op.init_value))
-            self.assign(op.result_index, self.L(op.init_index))
-        elif op.name == "vector.scan":
-            dim = op.reduction_dim.value.data
-            if self.L(op.source):
-                self.assign(op.dest, self.L(op.source))
-                if self.L(op.source).rank > 1:  # else a 0-d value every thread holds whole
-                    self.assign(op.accumulated_value, self.L(op.source).project([dim]))
-            if self.L(op.initial_value):
-                self.assign(op.accumulated_value, self.L(op.initial_value))
-
-    def backward_masked_or_scan(self, op: Operation) -> None:
-        if op.name == "vector.mask":
-            for y, res in zip(op.mask_region.block.last_op.operands, op.results):
-                self.assign(y, self.L(res))
-            self.assign(op.mask, self.mask_requirement(op))
-            if op.passthru is not None:
-                self.assign(op.passthru, self.L(op.results[0]))
-        elif op.name == "iree_vector_ext.arg_compare":
-            self.assign(op.init_value, self.L(op.result_value))
-            self.assign(op.init_index, self.L(op.result_index))
-            if op.input_index is not None:
-                self.assign(op.input_index, self.L(op.input_value))
-                self.assign(op.input_value, self.L(op.input_index))
-        elif op.name == "vector.scan":
-            dim = op.reduction_dim.value.data
-            if self.L(op.dest):
-                self.assign(op.source, self.L(op.dest))
-                if self.L(op.dest).rank > 1:
-                    self.assign(op.initial_value, self.L(op.dest).project([dim]))
-            if self.L(op.accumulated_value):
-                self.assign(op.initial_value, self.L(op.accumulated_value))
-
-    def masked_or_scan_requirements(self, op: Operation) -> dict[int, NestedLayout]:
-        out: dict[int, NestedLayout] = {}
-        if op.name == "vector.mask":
-            need = self.mask_requirement(op)
-            if need is not None:
-                out[0] = need
-            if op.passthru is not None and self.L(op.results[0]):
-                out[1] = self.L(op.results[0])
-        elif op.name == "iree_vector_ext.arg_compare":
-            # operands: input value, (input index), init value, init index, (index base)
-            k = 2 if op.input_index is not None else 1
-            if k == 2 and self.L(op.input_value):
-                out[1] = self.L(op.input_value)
-            if self.L(op.result_value) and is_vector(op.init_value):
-                out[k] = self.L(op.result_value)
-            if self.L(op.result_index) and is_vector(op.init_index):
-                out[k + 1] = self.L(op.result_index)
-        elif op.name == "vector.scan" and self.L(op.source) and self.L(op.source).rank > 1:
-            # the source keeps its layout; the initial value follows it (IREE: from dest)
-            out[1] = self.L(op.source).project([op.reduction_dim.value.data])
-        return out
-
     # --- matrix intrinsics -------------------------------------------------------
 
     def inner_tiled_layouts(self, op: Operation) -> tuple[NestedLayout, NestedLayout, NestedLayout]:
@@ -620,87 +444,6 @@ class Propagation:
             out.append(can.apply([canon[role].index(d) for d in m]))
         return tuple(out)
 
-    # --- requirements ------------------------------------------------------------
-
-    def required(self, op: Operation) -> dict[int, NestedLayout]:
-        """Operand index -> the layout the op needs there, given the layouts chosen."""
-        out: dict[int, NestedLayout] = {}
-        name = op.name
-        if is_elementwise(op):
-            res = self.L(op.results[0])
-            if res is not None:
-                for i, o in enumerate(op.operands):
-                    if is_vector(o):
-                        out[i] = res
-        elif name == "vector.transpose" and self.L(op.results[0]):
-            perm = list(op.permutation.get_values())
-            out[0] = self.L(op.results[0]).permute([perm.index(i) for i in range(len(perm))])
-        elif name == "vector.broadcast" and self.L(op.results[0]) and is_vector(op.source):
-            out[0] = self.broadcast_source_layout(op, self.L(op.results[0]))
-        elif name == "vector.shape_cast" and self.L(op.results[0]) and is_vector(op.operands[0]):
-            need = self.shape_cast_source(op)
-            if need is not None:
-                out[0] = need
-        elif name == "vector.multi_reduction" and self.L(op.source) and is_vector(op.results[0]):
-            out[1] = self.L(op.source).project(list(op.reduction_dims.get_values()))
-        elif name == "vector.contract" and self.mma(op) is not None:
-            out.update(enumerate(self.mma_layouts(op)))
-        elif name == "iree_codegen.inner_tiled" and not op.distributed:
-            out.update(enumerate(self.inner_tiled_layouts(op)))
-        elif name == "vector.contract":
-            it = self.contract_choice(op)
-            if it is not None:
-                maps = [result_dims(m.data) for m in op.indexing_maps.data]
-                out[0] = it.apply(maps[0])
-                out[1] = it.apply(maps[1])
-                if is_vector(op.acc):
-                    out[2] = it.apply(maps[2])
-        elif name == "vector.extract" and is_vector(op.vector):
-            need = self.extract_source(op)
-            if need is not None:
-                out[0] = need
-        elif name == "vector.insert":
-            need = self.insert_layout(op)
-            if need is not None:
-                out[1] = need
-                if is_vector(op.value_to_store):
-                    out[0] = need.project(list(range(self.positions(op))))
-        elif name == "iree_vector_ext.transfer_gather":
-            out.update(self.gather_requirements(op))
-        elif name in ("vector.mask", "vector.scan", "iree_vector_ext.arg_compare"):
-            out.update(self.masked_or_scan_requirements(op))
-        elif name in ("vector.transfer_read", "vector.transfer_write") and op.mask is not None:
-            vec = self.L(op.results[0]) if name == "vector.transfer_read" else self.L(op.vector)
-            if vec is not None:
-                out[len(op.operands) - 1] = mask_layout(op, vec)
-        elif name == "scf.for":
-            block = op.regions[0].blocks.first
-            for i, arg in enumerate(list(block.args)[1:]):
-                if self.L(arg):
-                    out[3 + i] = self.L(arg)
-        elif name == "scf.while":
-            for i, arg in enumerate(op.regions[0].blocks.first.args):
-                if self.L(arg):
-                    out[i] = self.L(arg)
-        elif name == "scf.condition":
-            for i, arg in enumerate(op.parent_op().regions[1].blocks.first.args):
-                if self.L(arg) and is_vector(op.operands[1 + i]):
-                    out[1 + i] = self.L(arg)
-        elif name == "scf.yield":
-            parent = op.parent_op()
-            if parent is not None and parent.name == "scf.for":
-                targets = list(parent.regions[0].blocks.first.args)[1:]
-            elif parent is not None and parent.name == "scf.if":
-                targets = list(parent.results)
-            elif parent is not None and parent.name == "scf.while":
-                targets = list(parent.regions[0].blocks.first.args)
-            else:
-                targets = []
-            for i, t in enumerate(targets):
-                if self.L(t) and is_vector(op.operands[i]):
-                    out[i] = self.L(t)
-        return out
-
     def contract_choice(self, op: Operation) -> NestedLayout | None:
         """The iteration layout a (non-intrinsic) contraction runs in: chosen once when
         the contraction's conflicts are resolved, else the best one now."""
@@ -708,127 +451,425 @@ class Propagation:
             return self.chosen[op]
         return self.iteration_layout(op, fill=True)
 
-    def produced(self, op: Operation) -> list[tuple[SSAValue, NestedLayout]]:
-        """(result, layout) for the results whose layout the op's distribution derives
-        from its operands' (as `required` gives them): a reduction's projected source,
-        a contraction's iteration layout, a loop's carried values, a reshaped or
-        transposed source, ... Where a result's chosen layout differs, the result is
-        converted after the op, on its way to its users."""
-        name = op.name
-        out: list[tuple[SSAValue, NestedLayout]] = []
 
-        def add(v: SSAValue, lay: NestedLayout | None) -> None:
-            if lay is not None and is_vector(v):
-                out.append((v, lay))
+# --- the rules, one per op ------------------------------------------------------------
 
-        if name == "iree_vector_ext.to_layout":
-            add(op.results[0], op.nested_layout)
-        elif name == "vector.multi_reduction" and self.L(op.source) and is_vector(op.results[0]):
-            add(op.results[0], self.L(op.source).project(list(op.reduction_dims.get_values())))
-        elif name == "vector.contract" and self.mma(op) is not None:
-            add(op.results[0], self.mma_layouts(op)[2])
-        elif name == "vector.contract":
-            it = self.contract_choice(op)
-            if it is not None and is_vector(op.results[0]):
-                add(op.results[0], it.apply(result_dims(op.indexing_maps.data[2].data)))
-        elif name == "iree_codegen.inner_tiled" and not op.distributed:
-            for r in op.results:
-                add(r, self.inner_tiled_layouts(op)[2])
-        elif name == "vector.transpose" and self.L(op.operands[0]):
-            add(op.results[0], self.L(op.operands[0]).permute(list(op.permutation.get_values())))
-        elif name == "vector.shape_cast" and self.L(op.operands[0]) and is_vector(op.results[0]):
-            try:
-                add(op.results[0], self.L(op.operands[0]).reshape(tuple(op.results[0].type.get_shape())))
-            except SimtifyError:
-                pass
-        elif name == "vector.extract" and self.L(op.vector) and is_vector(op.results[0]):
-            add(op.results[0], self.L(op.vector).project(list(range(self.positions(op)))))
-        elif name == "vector.insert":
-            add(op.results[0], self.L(op.dest))
-        elif name == "scf.for":
-            for arg, r in zip(list(op.regions[0].blocks.first.args)[1:], op.results):
-                add(r, self.L(arg))
-        elif name == "scf.while":
-            for arg, r in zip(op.regions[1].blocks.first.args, op.results):
-                add(r, self.L(arg))
-        elif name == "vector.mask":
-            for y, r in zip(op.mask_region.block.last_op.operands, op.results):
-                add(r, self.L(y))
-        elif name == "vector.scan" and self.L(op.source):
-            add(op.dest, self.L(op.source))
-            if self.L(op.source).rank > 1:
-                add(op.accumulated_value, self.L(op.source).project([op.reduction_dim.value.data]))
-        elif name == "iree_vector_ext.arg_compare" and self.L(op.input_value) and self.L(op.input_value).rank > 1:
-            reduced = self.L(op.input_value).project([op.dimension.value.data])
-            add(op.result_value, reduced)
-            add(op.result_index, reduced)
+
+class ToLayout(OpRule):
+    """The anchor: its result is its layout, and so is its operand's wish."""
+
+    def forward(self, p, op):
+        p.assign(op.results[0], op.nested_layout)
+
+    def backward(self, p, op):
+        p.assign(op.operands[0], op.nested_layout)
+
+    def produced(self, p, op):
+        return [(op.results[0], op.nested_layout)]
+
+
+class Elementwise(OpRule):
+    """Every vector operand and result: one layout (the first operand's that has one)."""
+
+    def forward(self, p, op):
+        src = next((p.L(o) for o in op.operands if p.L(o) is not None), None)
+        for r in op.results:
+            p.assign(r, src)
+
+    def backward(self, p, op):
+        res = p.L(op.results[0])
+        for o in op.operands:
+            p.assign(o, res)
+
+    def required(self, p, op):
+        res = p.L(op.results[0])
+        if res is None:
+            return {}
+        return {i: res for i, o in enumerate(op.operands) if is_vector(o)}
+
+
+class Transpose(OpRule):
+    """The result is the source permuted; the source the result inversely permuted."""
+
+    @staticmethod
+    def source_of(p, op):
+        perm = list(op.permutation.get_values())
+        return p.L(op.results[0]).permute([perm.index(i) for i in range(len(perm))])
+
+    def forward(self, p, op):
+        if p.L(op.operands[0]):
+            p.assign(op.results[0], p.L(op.operands[0]).permute(list(op.permutation.get_values())))
+
+    def backward(self, p, op):
+        if p.L(op.results[0]):
+            p.assign(op.operands[0], self.source_of(p, op))
+
+    def required(self, p, op):
+        return {0: self.source_of(p, op)} if p.L(op.results[0]) else {}
+
+    def produced(self, p, op):
+        if p.L(op.operands[0]):
+            return [(op.results[0], p.L(op.operands[0]).permute(list(op.permutation.get_values())))]
+        return []
+
+
+def _reshaped(layout: NestedLayout, v: SSAValue) -> NestedLayout | None:
+    """`layout` reshaped to `v`'s shape, None where no nested layout keeps its owners."""
+    try:
+        return layout.reshape(tuple(v.type.get_shape()))
+    except SimtifyError:
+        return None
+
+
+class ShapeCast(OpRule):
+    """Each side is the other reshaped (`NestedLayout.reshape`), where that exists."""
+
+    def forward(self, p, op):
+        if p.L(op.operands[0]) and is_vector(op.results[0]):
+            p.assign(op.results[0], _reshaped(p.L(op.operands[0]), op.results[0]))
+
+    def backward(self, p, op):
+        if p.L(op.results[0]) and is_vector(op.operands[0]):
+            p.assign(op.operands[0], _reshaped(p.L(op.results[0]), op.operands[0]))
+
+    def required(self, p, op):
+        if p.L(op.results[0]) and is_vector(op.operands[0]):
+            need = p.shape_cast_source(op)
+            if need is not None:
+                return {0: need}
+        return {}
+
+    def produced(self, p, op):
+        if p.L(op.operands[0]) and is_vector(op.results[0]):
+            return [(op.results[0], _reshaped(p.L(op.operands[0]), op.results[0]))]
+        return []
+
+
+class Broadcast(OpRule):
+    """The source is the result without the added dims (stretched dims undistributed);
+    a result nothing else reaches comes from `Propagation.default`."""
+
+    def backward(self, p, op):
+        if p.L(op.results[0]) and is_vector(op.source):
+            p.assign(op.source, p.broadcast_source_layout(op, p.L(op.results[0])))
+
+    def required(self, p, op):
+        if p.L(op.results[0]) and is_vector(op.source):
+            return {0: p.broadcast_source_layout(op, p.L(op.results[0]))}
+        return {}
+
+
+class Accumulating(OpRule):
+    """An op with an accumulator: the accumulator takes the result's layout."""
+
+    def backward(self, p, op):
+        if p.L(op.results[0]):
+            p.assign(op.acc, p.L(op.results[0]))
+
+
+class MultiReduction(Accumulating):
+    """The result and the accumulator are the source projected on the kept dims."""
+
+    @staticmethod
+    def projected(p, op):
+        return p.L(op.source).project(list(op.reduction_dims.get_values()))
+
+    def forward(self, p, op):
+        if p.L(op.source) and is_vector(op.results[0]):
+            proj = self.projected(p, op)
+            p.assign(op.results[0], proj)
+            p.assign(op.acc, proj)
+
+    def required(self, p, op):
+        if p.L(op.source) and is_vector(op.results[0]):
+            return {1: self.projected(p, op)}
+        return {}
+
+    def produced(self, p, op):
+        if p.L(op.source) and is_vector(op.results[0]):
+            return [(op.results[0], self.projected(p, op))]
+        return []
+
+
+class Contract(Accumulating):
+    """On a matrix intrinsic, the intrinsic's tiled A, B, C layouts; else the operands
+    and the accumulator in the iteration layout (`Propagation.iteration_layout`)."""
+
+    def forward(self, p, op):
+        if p.mma(op) is not None:
+            lays = p.mma_layouts(op)
+            for v, lay in zip((op.lhs, op.rhs, op.acc, op.results[0]), lays + (lays[2],)):
+                p.assign(v, lay)
+        elif is_vector(op.results[0]) and not (p.L(op.results[0]) and (not is_vector(op.acc) or p.L(op.acc))):
+            it = p.iteration_layout(op, fill=bool(p.L(op.lhs) and p.L(op.rhs)))
+            if it is not None:
+                acc = it.apply(result_dims(op.indexing_maps.data[2].data))
+                p.assign(op.results[0], acc)
+                p.assign(op.acc, acc)
+
+    def required(self, p, op):
+        if p.mma(op) is not None:
+            return dict(enumerate(p.mma_layouts(op)))
+        out = {}
+        it = p.contract_choice(op)
+        if it is not None:
+            maps = [result_dims(m.data) for m in op.indexing_maps.data]
+            out[0] = it.apply(maps[0])
+            out[1] = it.apply(maps[1])
+            if is_vector(op.acc):
+                out[2] = it.apply(maps[2])
         return out
 
-    # --- driver ------------------------------------------------------------------
+    def produced(self, p, op):
+        if p.mma(op) is not None:
+            return [(op.results[0], p.mma_layouts(op)[2])]
+        it = p.contract_choice(op)
+        if it is not None and is_vector(op.results[0]):
+            return [(op.results[0], it.apply(result_dims(op.indexing_maps.data[2].data)))]
+        return []
 
-    def run(self) -> LayoutAnalysis:
-        """Layouts for every vector value, then every conflict resolved on its edge."""
-        ops = self.ops()
-        for op in ops:  # the anchors first: nothing else may claim their results
-            if op.name == "iree_vector_ext.to_layout":
-                self.assign(op.results[0], op.nested_layout)
-        while True:
-            for _ in range(4 * len(ops) + 4):
-                self.changed = False
-                for op in ops:
-                    self.forward(op)
-                for op in reversed(ops):
-                    self.backward(op)
-                if not self.changed:
-                    break
-            # an operand nothing else reached takes what its user needs, a broadcast's
-            # result nothing else reached holds the added dims whole; then flow again
-            self.changed = False
-            for op in ops:
-                for i, need in self.required(op).items():
-                    if self.L(op.operands[i]) is None:
-                        self.assign(op.operands[i], need)
-                if op.name == "vector.broadcast" and is_vector(op.source) and self.L(op.source):
-                    self.assign(op.results[0], self.broadcast_result_layout(op))
-            if not self.changed:
-                break
-        self.resolve(ops)
-        return self.analysis
 
-    def resolve(self, ops: list[Operation]) -> None:
-        """Make every op agree with its operands and results, in program order: where an
-        operand's layout is not what the op needs, a conversion goes in front of the use
-        (`materialize`); where a result's layout is not what the op produces, the result
-        is converted after the op and its users read the conversion. Ops inside a
-        ``vector.mask`` are resolved with their mask (conversions go around the mask)."""
-        for op in ops:
-            parent = op.parent_op()
-            if parent is not None and parent.name == "vector.mask":
-                continue
-            if op.name == "vector.mask" and op.masked_op is not None:
-                self.resolve_op(op.masked_op, inside_mask=True)
-            self.resolve_op(op)
+class InnerTiled(OpRule):
+    """An undistributed inner_tiled: the intrinsic's layouts on its inner dims."""
 
-    def resolve_op(self, op: Operation, inside_mask: bool = False) -> None:
-        if op.name == "vector.contract" and self.mma(op) is None:
-            self.chosen[op] = self.iteration_layout(op, fill=True)
-        for i, need in self.required(op).items():
-            have = self.L(op.operands[i])
-            if have is None or have == need:
-                continue
-            # a contraction reads its iteration layout off its operands' fields: exactly
-            exact = op.name == "vector.contract" and i < 2
-            if exact or not self.analysis.interchangeable(have, need):
-                materialize(self.analysis, [Conversion(op, i, need)])
-        for r, lay in self.produced(op):
-            have = self.L(r)
-            if have is None:
-                self.analysis.layouts[r] = lay
-            elif not self.analysis.interchangeable(have, lay):
-                if inside_mask:  # the mask's own result is converted
-                    self.analysis.layouts[r] = lay
-                else:
-                    convert_result(self.analysis, op, r, lay)
+    def forward(self, p, op):
+        if not op.distributed:
+            lays = p.inner_tiled_layouts(op)
+            for v, lay in zip(list(op.operands) + list(op.results), lays + (lays[2],)):
+                p.assign(v, lay)
+
+    def required(self, p, op):
+        return {} if op.distributed else dict(enumerate(p.inner_tiled_layouts(op)))
+
+    def produced(self, p, op):
+        if op.distributed:
+            return []
+        return [(r, p.inner_tiled_layouts(op)[2]) for r in op.results]
+
+
+class TransferRead(OpRule):
+    """The mask takes the result's layout in source-dim order (`mask_layout`)."""
+
+    def backward(self, p, op):
+        if op.mask is not None and p.L(op.results[0]):
+            p.assign(op.mask, mask_layout(op, p.L(op.results[0])))
+
+    def required(self, p, op):
+        if op.mask is not None and p.L(op.results[0]) is not None:
+            return {len(op.operands) - 1: mask_layout(op, p.L(op.results[0]))}
+        return {}
+
+
+class TransferWrite(OpRule):
+    """The mask takes the stored vector's layout in source-dim order."""
+
+    def forward(self, p, op):
+        if op.mask is not None and p.L(op.vector):
+            p.assign(op.mask, mask_layout(op, p.L(op.vector)))
+
+    def required(self, p, op):
+        if op.mask is not None and p.L(op.vector) is not None:
+            return {len(op.operands) - 1: mask_layout(op, p.L(op.vector))}
+        return {}
+
+
+class Extract(OpRule):
+    """The result is the source without the indexed dims; the source holds those whole."""
+
+    def forward(self, p, op):
+        if is_vector(op.results[0]) and p.L(op.vector):
+            p.assign(op.results[0], p.L(op.vector).project(list(range(p.positions(op)))))
+
+    def backward(self, p, op):
+        if is_vector(op.vector) and p.L(op.results[0]):
+            p.assign(op.vector, p.extract_source(op))
+
+    def required(self, p, op):
+        if is_vector(op.vector):
+            need = p.extract_source(op)
+            if need is not None:
+                return {0: need}
+        return {}
+
+    def produced(self, p, op):
+        if p.L(op.vector) and is_vector(op.results[0]):
+            return [(op.results[0], p.L(op.vector).project(list(range(p.positions(op)))))]
+        return []
+
+
+class Insert(OpRule):
+    """The dest and the result hold the indexed dims whole; the value is them without."""
+
+    def forward(self, p, op):
+        p.assign(op.results[0], p.insert_layout(op))
+
+    def backward(self, p, op):
+        if p.L(op.results[0]):
+            need = p.insert_layout(op)
+            p.assign(op.dest, need)
+            if is_vector(op.value_to_store):
+                p.assign(op.value_to_store, need.project(list(range(p.positions(op)))))
+
+    def required(self, p, op):
+        out = {}
+        need = p.insert_layout(op)
+        if need is not None:
+            out[1] = need
+            if is_vector(op.value_to_store):
+                out[0] = need.project(list(range(p.positions(op))))
+        return out
+
+    def produced(self, p, op):
+        return [(op.results[0], p.L(op.dest))]
+
+
+class TransferGather(OpRule):
+    """Index vectors and the mask take the result's layout on the dims they index."""
+
+    def backward(self, p, op):
+        if p.L(op.results[0]):
+            for i, lay in p.gather_requirements(op).items():
+                p.assign(op.operands[i], lay)
+
+    def required(self, p, op):
+        return p.gather_requirements(op)
+
+
+class Mask(OpRule):
+    """The results are the masked op's; the mask is what the masked op needs
+    (`Propagation.mask_requirement`); the passthru is the result's."""
+
+    def forward(self, p, op):
+        for y, res in zip(op.mask_region.block.last_op.operands, op.results):
+            p.assign(res, p.L(y))
+        p.assign(op.mask, p.mask_requirement(op))
+
+    def backward(self, p, op):
+        for y, res in zip(op.mask_region.block.last_op.operands, op.results):
+            p.assign(y, p.L(res))
+        p.assign(op.mask, p.mask_requirement(op))
+        if op.passthru is not None:
+            p.assign(op.passthru, p.L(op.results[0]))
+
+    def required(self, p, op):
+        out = {}
+        need = p.mask_requirement(op)
+        if need is not None:
+            out[0] = need
+        if op.passthru is not None and p.L(op.results[0]):
+            out[1] = p.L(op.results[0])
+        return out
+
+    def produced(self, p, op):
+        return [(r, p.L(y)) for y, r in zip(op.mask_region.block.last_op.operands, op.results)]
+
+
+class VectorYield(OpRule):
+    """A vector.mask's yielded values are its results."""
+
+    def forward(self, p, op):
+        parent = op.parent_op()
+        if parent is not None and parent.name == "vector.mask":
+            for y, res in zip(op.operands, parent.results):
+                p.assign(res, p.L(y))
+
+
+class Scan(OpRule):
+    """The dest is the source's layout; the accumulated and initial values the source
+    projected on the kept dims (a rank-1 source: a 0-d value every thread holds whole)."""
+
+    @staticmethod
+    def flow(p, op, whole_from, whole_to, part_from, part_to):
+        """`whole_to` takes `whole_from`'s layout and `part_to` it projected, or
+        `part_from`'s: forward from source to dest, backward the other way."""
+        dim = op.reduction_dim.value.data
+        if p.L(whole_from):
+            p.assign(whole_to, p.L(whole_from))
+            if p.L(whole_from).rank > 1:
+                p.assign(part_to, p.L(whole_from).project([dim]))
+        if p.L(part_from):
+            p.assign(part_to, p.L(part_from))
+
+    def forward(self, p, op):
+        self.flow(p, op, op.source, op.dest, op.initial_value, op.accumulated_value)
+
+    def backward(self, p, op):
+        self.flow(p, op, op.dest, op.source, op.accumulated_value, op.initial_value)
+
+    def required(self, p, op):
+        # the source keeps its layout; the initial value follows it (IREE: from dest)
+        if p.L(op.source) and p.L(op.source).rank > 1:
+            return {1: p.L(op.source).project([op.reduction_dim.value.data])}
+        return {}
+
+    def produced(self, p, op):
+        out = []
+        if p.L(op.source):
+            out.append((op.dest, p.L(op.source)))
+            if p.L(op.source).rank > 1:
+                out.append((op.accumulated_value, p.L(op.source).project([op.reduction_dim.value.data])))
+        return out
+
+
+class ArgCompare(OpRule):
+    """The results are the input projected on the kept dims, as the inits are; the
+    input index has the input value's layout."""
+
+    def forward(self, p, op):
+        src = p.L(op.input_value) or (p.L(op.input_index) if op.input_index is not None else None)
+        if src is not None and src.rank > 1:
+            reduced = src.project([op.dimension.value.data])
+            p.assign(op.result_value, reduced)
+            p.assign(op.result_index, reduced)
+        p.assign(op.result_value, p.L(op.init_value))
+        p.assign(op.result_index, p.L(op.init_index))
+
+    def backward(self, p, op):
+        p.assign(op.init_value, p.L(op.result_value))
+        p.assign(op.init_index, p.L(op.result_index))
+        if op.input_index is not None:
+            p.assign(op.input_index, p.L(op.input_value))
+            p.assign(op.input_value, p.L(op.input_index))
+
+    def required(self, p, op):
+        # operands: input value, (input index), init value, init index, (index base)
+        out = {}
+        k = 2 if op.input_index is not None else 1
+        if k == 2 and p.L(op.input_value):
+            out[1] = p.L(op.input_value)
+        if p.L(op.result_value) and is_vector(op.init_value):
+            out[k] = p.L(op.result_value)
+        if p.L(op.result_index) and is_vector(op.init_index):
+            out[k + 1] = p.L(op.result_index)
+        return out
+
+    def produced(self, p, op):
+        if p.L(op.input_value) and p.L(op.input_value).rank > 1:
+            reduced = p.L(op.input_value).project([op.dimension.value.data])
+            return [(op.result_value, reduced), (op.result_index, reduced)]
+        return []
+
+
+Propagation.per_element = Elementwise()
+Propagation.rules = {
+    **REGION_RULES,
+    "iree_vector_ext.to_layout": ToLayout(),
+    "vector.transpose": Transpose(),
+    "vector.shape_cast": ShapeCast(),
+    "vector.broadcast": Broadcast(),
+    "vector.multi_reduction": MultiReduction(),
+    "vector.contract": Contract(),
+    "iree_codegen.inner_tiled": InnerTiled(),
+    "vector.transfer_read": TransferRead(),
+    "vector.transfer_write": TransferWrite(),
+    "vector.extract": Extract(),
+    "vector.insert": Insert(),
+    "iree_vector_ext.transfer_gather": TransferGather(),
+    "vector.mask": Mask(),
+    "vector.yield": VectorYield(),
+    "vector.scan": Scan(),
+    "iree_vector_ext.arg_compare": ArgCompare(),
+}
 
 
 _FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile", "subgroup_strides",
@@ -930,7 +971,9 @@ def propagate(func: Operation, launch: Launch) -> LayoutAnalysis:
                 op.nested_layout.check_launch(launch.subgroup_size, launch.threads)
             except SimtifyError as e:
                 raise SimtifyError(f"the layout does not fit the launch: {e.what}", _where(op)) from None
-    analysis = Propagation(func, launch).run()
+    propagation = Propagation(func, launch)
+    propagation.run()
+    analysis = propagation.analysis
     checked = set()
     for op in func.walk():
         if op is func:

@@ -13,8 +13,7 @@ from __future__ import annotations
 from xdsl.ir import Operation
 
 from simtify.ir.xegpu import LayoutAttr, SliceAttr, TensorDescType
-from simtify.layout.xegpu import XeGPULayout, XeGPUSlice
-from simtify.transforms.xegpu_layouts import Layout, permute
+from simtify.layout.xegpu import Layout, XeGPULayout, XeGPUSlice, permute
 
 RESULT_PREFIX = "layout_result_"
 ANCHOR_OPS = ("xegpu.load_nd", "xegpu.store_nd", "xegpu.prefetch_nd", "xegpu.dpas", "xegpu.convert_layout",

@@ -25,12 +25,11 @@ from xdsl.ir import Operation, SSAValue
 from simtify.errors import SimtifyError
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import XeGPULayout
+from simtify.layout.xegpu import XeGPULayout, explicit_lane_data, has, plan, strip
 from simtify.target import get_target
 from simtify.target.xe import check_dpas_shape
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
-from simtify.transforms.xegpu_layouts import explicit_lane_data, has, plan, strip
 from simtify.transforms.xegpu_propagate import XeGPULayouts, shape
 from simtify.transforms.xegpu_pieces.level import XeGPULevel
 from simtify.transforms.xegpu_pieces.rewriter import linear_index

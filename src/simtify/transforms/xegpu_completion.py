@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from simtify.errors import SimtifyError
-from simtify.layout.xegpu import XeGPULayout
+from simtify.layout.xegpu import Layout, XeGPULayout, XeGPUSlice, build, fields, flatten, kept_dims, plan
 from simtify.target import Target
 from simtify.target.xe import dpas_instruction, dpas_lane_layouts
-from simtify.transforms.xegpu_layouts import Layout, build, fields, plan
 
 MAX_BLOCK_ROWS = 8
 
@@ -31,8 +30,6 @@ def complete(layout: Layout | None, shape: Sequence[int], subgroup_size: int, *,
              role: str | None = None, target: Target | None = None, a_type=None) -> Layout | None:
     """`layout` with missing ``inst_data`` (when `inst`) and lane fields (when `lanes`);
     `role` "a", "b" or "c" asks for the DPAS operand's shape and lanes."""
-    from simtify.layout.xegpu import XeGPUSlice
-
     if isinstance(layout, XeGPUSlice):
         return _complete_slice(layout, shape, subgroup_size, inst=inst, lanes=lanes)
     f = fields(layout) if layout is not None else {k: None for k in fields(XeGPULayout())}
@@ -71,8 +68,6 @@ def complete_gather(layout: Layout | None, shape: Sequence[int], subgroup_size: 
     """A gather's or scatter's rows (``offsets x chunk``): one row per lane
     (``lane_layout = [16, 1]``, each lane its whole chunk, as the hardware's per-lane
     address does), 16-row instructions."""
-    from simtify.layout.xegpu import XeGPUSlice
-
     if isinstance(layout, XeGPUSlice):
         return complete(layout, shape, subgroup_size, inst=inst, lanes=lanes)
     f = fields(layout) if layout is not None else {k: None for k in fields(XeGPULayout())}
@@ -90,8 +85,6 @@ def complete_gather(layout: Layout | None, shape: Sequence[int], subgroup_size: 
 def _complete_slice(layout, shape, subgroup_size: int, *, inst: bool, lanes: bool) -> Layout:
     """A slice completed on its kept dims (the removed ones take 1: they distribute
     nothing more)."""
-    from simtify.transforms.xegpu_layouts import flatten, kept_dims
-
     base, removed = flatten(layout)
     f = fields(base)
     kept = kept_dims(layout)
@@ -156,8 +149,6 @@ def is_complete(layout: Layout | None, *, inst: bool, lanes: bool) -> bool:
     says so with ``inst_data`` and no lanes.)"""
     if layout is None:
         return not (inst or lanes)
-    from simtify.transforms.xegpu_layouts import flatten
-
     base = flatten(layout)[0]
     has_inst = base.inst_data is not None
     return (not inst or has_inst) and (not lanes or base.lane_layout is not None or has_inst)

@@ -41,18 +41,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, VectorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Operation, SSAValue
 
 from simtify.errors import SimtifyError
-from simtify.layout.xegpu import XeGPUSlice
-from simtify.target import Target, get_target
-from simtify.target.xe import dpas_instruction, dpas_lane_layouts
-from simtify.transforms import xegpu_annotations as notes
-from simtify.transforms.propagate_layouts import is_elementwise
-from simtify.transforms.xegpu_completion import complete, complete_gather, is_complete
-from simtify.transforms.xegpu_layouts import (
+from simtify.layout.xegpu import (
     Layout,
+    XeGPUSlice,
     build,
     fields,
     flatten,
@@ -64,19 +59,22 @@ from simtify.transforms.xegpu_layouts import (
     remove_dims,
     same,
     same_blocks,
+    shape_cast_layout,
     subgroup_part,
     unit_view,
 )
+from simtify.target import Target, get_target
+from simtify.target.xe import dpas_instruction, dpas_lane_layouts
+from simtify.transforms import xegpu_annotations as notes
+from simtify.transforms.propagate_layouts import is_elementwise
+from simtify.transforms.propagation_engine import carried_results, is_vector
+from simtify.transforms.xegpu_completion import complete, complete_gather, is_complete
 
 
 def where(op: Operation) -> str:
     from simtify.sim.interpreter import location_of
 
     return location_of(op)
-
-
-def is_vector(v: SSAValue) -> bool:
-    return isinstance(v.type, VectorType) and len(v.type.get_shape()) > 0
 
 
 def shape(v: SSAValue) -> tuple[int, ...]:
@@ -211,26 +209,6 @@ def broadcast_result(source: Layout | None, src_shape, res_shape) -> Layout | No
     return insert_dims(lay, list(range(lead)), list(res_shape[:lead])) if lead else lay
 
 
-def unit_dims_map(src_shape, res_shape) -> tuple[list[int], list[int]] | None:
-    """For a shape_cast that only adds or drops unit dims: (source unit dims that go,
-    result unit dims that come); None for any other reshape."""
-    i = j = 0
-    drop, add = [], []
-    while i < len(src_shape) or j < len(res_shape):
-        if i < len(src_shape) and j < len(res_shape) and src_shape[i] == res_shape[j]:
-            i += 1
-            j += 1
-        elif i < len(src_shape) and src_shape[i] == 1:
-            drop.append(i)
-            i += 1
-        elif j < len(res_shape) and res_shape[j] == 1:
-            add.append(j)
-            j += 1
-        else:
-            return None
-    return drop, add
-
-
 def gather_offsets_layout(layout: Layout | None, value_shape, offsets_shape) -> Layout | None:
     """The layout of a gather's offsets and mask: the value's without its chunk dim (the
     owners of a row own its offset)."""
@@ -244,18 +222,6 @@ def gather_value_layout(offsets: Layout | None, value_shape, offsets_shape) -> L
     if offsets is None or len(value_shape) == len(offsets_shape):
         return offsets
     return insert_dims(offsets, [len(offsets_shape)], [value_shape[-1]])
-
-
-def shape_cast_layout(layout: Layout | None, from_shape, to_shape) -> Layout | None:
-    """The layout of the other side of a unit-dim shape_cast."""
-    if layout is None:
-        return None
-    m = unit_dims_map(from_shape, to_shape)
-    if m is None:
-        return None
-    drop, add = m
-    lay = remove_dims(layout, drop)
-    return insert_dims(lay, add, [1] * len(add)) if add else lay
 
 
 class Propagation:
@@ -660,13 +626,7 @@ def carried_ties(ops: list[Operation]) -> dict[SSAValue, tuple[SSAValue, ...]]:
     on its own edge, converted where it differs."""
     tied: dict[SSAValue, tuple[SSAValue, ...]] = {}
     for op in ops:
-        if op.name == "scf.for":
-            pairs = zip(list(op.regions[0].blocks.first.args)[1:], op.results)
-        elif op.name == "scf.while":
-            pairs = zip(op.regions[1].blocks.first.args, op.results)
-        else:
-            continue
-        for a, r in pairs:
+        for a, r in carried_results(op):
             if is_vector(r):
                 tied[a] = tied[r] = (a, r)
     return tied

@@ -32,12 +32,11 @@ from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import XeGPUSlice, linear_strides
+from simtify.layout.xegpu import Layout, XeGPUSlice, flatten, has, kept_dims, linear_strides, plan
 from simtify.target.xe import check_dpas_shape, dpas_lane_layouts
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
 from simtify.transforms.launch import recorded_threads
-from simtify.transforms.xegpu_layouts import Layout, flatten, has, kept_dims, plan
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.level import XeGPULevel
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape

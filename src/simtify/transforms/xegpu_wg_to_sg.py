@@ -35,10 +35,9 @@ from xdsl.ir.affine import AffineDimExpr
 from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import delinearize
+from simtify.layout.xegpu import SUBGROUP_FIELDS, Layout, delinearize, flatten, kept_dims, plan, strip
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter, kind_of
-from simtify.transforms.xegpu_layouts import SUBGROUP_FIELDS, Layout, flatten, kept_dims, plan, strip
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.level import XeGPULevel

@@ -385,7 +385,7 @@ def is_lane_gather(sim, op) -> bool:
 
 
 def _flat_layout(layout):
-    return layout.flatten()[0] if isinstance(layout, XeGPUSlice) else layout
+    return layout.flatten()[0]
 
 
 def _gather_access(sim, op, mem, values=None):

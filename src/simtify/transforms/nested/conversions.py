@@ -25,7 +25,7 @@ from simtify.transforms.nested.registers import (
     scatter_run,
     zero_constant,
 )
-from simtify.transforms.plan_conversion import plan_conversion
+from simtify.layout.conversion_plan import plan_conversion
 
 
 def distribute_to_layout(ctx: DistributionContext, op: Operation, em: Emitter) -> None:
@@ -190,7 +190,7 @@ def through_lanes(ctx: DistributionContext, value: SSAValue, plan, dst: NestedLa
 
 def buffer_address(ctx: DistributionContext, lay: NestedLayout, buf, offset, em: Emitter) -> SSAValue:
     """The buffer address of this thread's run starting at coordinate base + `offset`
-    (see `plan_conversion.BufferLayout.address`)."""
+    (see `conversion_plan.BufferLayout.address`)."""
     weights = buf.weights
     bases = [(d, ctx.thread_base(lay, d)) for d in range(lay.rank)]
     if buf.swizzle is not None:

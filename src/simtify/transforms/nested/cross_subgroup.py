@@ -129,7 +129,7 @@ def _round_trip_cost(kept_lay: NestedLayout | None, n: int, b: int, writes, clus
     `cluster` (None: the broadcast plan) and the buffer's last dim padded by `pad`, from
     the counters the simulator gives its accesses: shared bytes, bank conflicts
     (`count_bank_conflicts`, per register group and subgroup) and shuffles."""
-    from simtify.sim.counters import count_bank_conflicts
+    from simtify.layout.memory_access import count_bank_conflicts
 
     T = threads
     tids = np.arange(T)

@@ -16,7 +16,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import xegpu as xegpu_ir
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
-from simtify.transforms.xegpu_layouts import Layout
+from simtify.layout.xegpu import Layout
 from simtify.transforms.xegpu_pieces.descriptors import Descriptor, Index
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter, mixed_offsets
 from simtify.transforms.xegpu_propagate import shape

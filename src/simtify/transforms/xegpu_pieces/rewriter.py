@@ -27,7 +27,7 @@ from simtify.ir import xegpu as xegpu_ir
 from simtify.ir.attribute_syntax import DYNAMIC, i64_array
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter, replace_entry_block
-from simtify.transforms.xegpu_layouts import Layout
+from simtify.layout.xegpu import Layout
 from simtify.transforms.xegpu_pieces.descriptors import Descriptor, Index
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_per_element, is_vector, shape, where
 
@@ -211,7 +211,7 @@ class PieceRewriter:
         registers than an xe lane has (it cannot run), and a function whose values cut
         into more than `MAX_PIECES` pieces in all (each piece is one op or more)."""
         from simtify.target import get_target
-        from simtify.transforms.xegpu_layouts import has, plan
+        from simtify.layout.xegpu import has, plan
 
         # Xe-HPC's large-GRF mode doubles the 128 GRFs a thread has by default (each 64-byte
         # GRF is one 32-bit register of each of 16 lanes)

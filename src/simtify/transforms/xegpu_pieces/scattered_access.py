@@ -15,7 +15,7 @@ from simtify.ir import xegpu as xegpu_ir
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
 from simtify.transforms.launch import recorded_threads
-from simtify.transforms.xegpu_layouts import Layout, field_of
+from simtify.layout.xegpu import Layout, field_of
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter, linear_index, mixed_offsets
 from simtify.transforms.xegpu_propagate import is_vector, shape
 
@@ -112,7 +112,7 @@ class ScatteredAccess(PieceRewriter):
         """Where a scatter or a matrix store goes so that each element is written by one
         thread: lanes that all hold the value (no lanes in its layout) leave it to lane 0."""
         from simtify.ir import gpu as gpu_ir
-        from simtify.transforms.xegpu_layouts import has
+        from simtify.layout.xegpu import has
 
         target = self.store_guard(layout, vshape, em)
         if has(layout, "lane_layout") or not self.simt_program():

@@ -82,7 +82,7 @@ class VectorOps(PieceRewriter):
 
     def op_vector_shape_cast(self, op: Operation, em: Emitter) -> None:
         from simtify.ir import vector as vector_ir
-        from simtify.transforms.xegpu_propagate import unit_dims_map
+        from simtify.layout.xegpu import unit_dims_map
 
         src, r = op.source, op.results[0]
         m = unit_dims_map(shape(src), shape(r))

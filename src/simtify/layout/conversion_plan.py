@@ -37,8 +37,8 @@ from math import prod
 import numpy as np
 
 from simtify.errors import SimtifyError
-from simtify.layout import NestedLayout
-from simtify.sim.counters import count_bank_conflicts
+from simtify.layout.memory_access import count_bank_conflicts
+from simtify.layout.protocol import VectorLayout
 
 BARRIER_PHASES = 16  # what one workgroup barrier is charged, in shared-memory phases per subgroup
 MAX_ACCESS_BYTES = 16  # the widest shared-memory access per lane (ds_read_b128, ld.shared.v4)
@@ -221,8 +221,8 @@ class LanePlan:
 @dataclass(frozen=True)
 class ConversionPlan:
     kind: str  # 'noop' | 'registers' | 'shuffles' | 'memory'
-    src: NestedLayout
-    dst: NestedLayout
+    src: VectorLayout
+    dst: VectorLayout
     lanes: LanePlan | None
     memory: MemoryPlan | None
     costs: dict  # kind -> phases per subgroup (where the kind is possible)
@@ -740,16 +740,20 @@ def lane_phases(plan: LanePlan, sg: int, target) -> float:
     return plan.shuffles_per_subgroup * max(1.0, sg * 4 / phase)
 
 
-def plan_conversion(src: NestedLayout, dst: NestedLayout, *, subgroup_size: int, threads: int, target,
-                    element_bytes: int = 4, force_memory: bool = False, barriers: int = 1) -> ConversionPlan:
-    """Choose how to convert a value from `src` to `dst` (see the module docstring).
-    `barriers`: the barriers a memory conversion needs here (1, or 2 inside a loop)."""
-    if src.undistributed_shape != dst.undistributed_shape:
-        raise SimtifyError(f"layouts of different shapes: {list(src.undistributed_shape)} vs "
-                           f"{list(dst.undistributed_shape)}")
-    sm = src.ownership(subgroup_size, threads)
-    dm = dst.ownership(subgroup_size, threads)
-    shape = src.undistributed_shape
+def plan_conversion(src: VectorLayout, dst: VectorLayout, *, subgroup_size: int, threads: int, target,
+                    element_bytes: int = 4, force_memory: bool = False, barriers: int = 1,
+                    shape=None) -> ConversionPlan:
+    """Choose how to convert a value from `src` to `dst` (see the module docstring), on
+    their ownership maps: any layout family plans the same way. `shape`: the value's,
+    where the layouts do not fix it (a nested layout does). `barriers`: the barriers a
+    memory conversion needs here (1, or 2 inside a loop)."""
+    if src.own_shape is not None and dst.own_shape is not None and src.own_shape != dst.own_shape:
+        raise SimtifyError(f"layouts of different shapes: {list(src.own_shape)} vs {list(dst.own_shape)}")
+    shape = tuple(shape) if shape is not None else src.own_shape or dst.own_shape
+    if shape is None:
+        raise SimtifyError(f"neither {src} nor {dst} fixes the value's shape: give it")
+    sm = src.ownership(shape, subgroup_size, threads)
+    dm = dst.ownership(shape, subgroup_size, threads)
     costs: dict[str, float] = {}
     if not force_memory and sm.identical(dm):
         return ConversionPlan("noop", src, dst, None, None, {"noop": 0.0}, "the ownership maps are identical")

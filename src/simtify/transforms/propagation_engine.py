@@ -1,0 +1,335 @@
+"""One engine for layout propagation: a table of per-op rules, one fixed point, one
+conflict policy, and the rules of region-carried values.
+
+A family's propagation (nested: `propagate_layouts`) is this engine plus its table and
+anchors. Each op's rule (`OpRule`) says, in one place, what the op does to layouts:
+
+- ``forward``: give the results layouts from the operands' (`Engine.assign`);
+- ``backward``: give the operands layouts from the results';
+- ``required``: operand index -> the layout the op needs there, given the layouts chosen;
+- ``produced``: (result, layout) for the results whose layout the op derives from its
+  operands' (as ``required`` gives them).
+
+The fixed point: anchors first (nothing else may claim their results), then forward
+over the ops in program order and backward in reverse until nothing changes; an operand
+nothing reached takes what its user requires, the family's defaults apply, and the flow
+runs again. A value takes the first layout that reaches it.
+
+The conflict policy, on edges, in program order (`Engine.resolve`): an operand whose
+layout is not what its op requires is converted in front of the use; a result whose
+layout is not what its op produces takes the produced layout, and its users read a
+conversion to the layout they were given, after the op. Layouts are compared by the
+family (`Engine.interchangeable`, by ownership maps), never by attribute text.
+
+    %a = iree_vector_ext.to_layout %v to layout(#L) : vector<4x64xf32>
+    %b = arith.negf %a : vector<4x64xf32>              // #L, forward
+    %c = vector.multi_reduction <add>, %b, %cst [1]    // project(#L, [1]); %cst too
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import Operation, SSAValue
+
+
+def is_vector(v: SSAValue) -> bool:
+    return isinstance(v.type, VectorType) and len(v.type.get_shape()) > 0
+
+
+class OpRule:
+    """What one op does to layouts (see the module docstring); an op leaves out what it
+    does not do."""
+
+    def forward(self, p: "Engine", op: Operation) -> None:
+        pass
+
+    def backward(self, p: "Engine", op: Operation) -> None:
+        pass
+
+    def required(self, p: "Engine", op: Operation) -> dict[int, Any]:
+        return {}
+
+    def produced(self, p: "Engine", op: Operation) -> list[tuple[SSAValue, Any]]:
+        return []
+
+
+# --- region-carried values: one rule per carrier, for every family --------------------
+
+
+def carried_results(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
+    """(block argument, result) of each value a loop carries out of its body: an
+    ``scf.for`` slot's body argument, an ``scf.while``'s after-region argument."""
+    if op.name == "scf.for":
+        return list(zip(list(op.regions[0].blocks.first.args)[1:], op.results))
+    if op.name == "scf.while":
+        return list(zip(op.regions[1].blocks.first.args, op.results))
+    return []
+
+
+def while_groups(op: Operation) -> list[list[SSAValue]]:
+    """The values of an scf.while that carry one layout: an init, the before region's
+    argument and the after region's yielded value; a condition's forwarded value, the
+    after region's argument and the result."""
+    before, after = (r.blocks.first for r in op.regions)
+    groups = [list(g) for g in zip(op.operands, before.args, after.ops.last.operands)]
+    groups += [list(g) for g in zip(list(before.ops.last.operands)[1:], after.args, op.results)]
+    return groups
+
+
+class ScfFor(OpRule):
+    """An init, its block argument, the yielded value and the result: one layout; the
+    body's argument decides what the init and the yield are converted to."""
+
+    def forward(self, p, op):
+        block = op.regions[0].blocks.first
+        for init, arg, res in zip(op.operands[3:], list(block.args)[1:], op.results):
+            for v in (arg, res):
+                p.assign(v, p.L(init))
+        for y, arg, res in zip(block.ops.last.operands, list(block.args)[1:], op.results):
+            for v in (arg, res):
+                p.assign(v, p.L(y))
+
+    def backward(self, p, op):
+        block = op.regions[0].blocks.first
+        for init, arg, res, y in zip(op.operands[3:], list(block.args)[1:], op.results, block.ops.last.operands):
+            lay = p.L(res) or p.L(arg)
+            for v in (init, arg, res, y):
+                p.assign(v, lay)
+
+    def required(self, p, op):
+        block = op.regions[0].blocks.first
+        return {3 + i: p.L(arg) for i, arg in enumerate(list(block.args)[1:]) if p.L(arg)}
+
+    def produced(self, p, op):
+        return [(r, p.L(arg)) for arg, r in carried_results(op)]
+
+
+class ScfIf(OpRule):
+    """Each region's yielded value and the result: one layout."""
+
+    def forward(self, p, op):
+        for region in op.regions:
+            if region.blocks:
+                for y, res in zip(region.blocks.first.ops.last.operands, op.results):
+                    p.assign(res, p.L(y))
+
+    def backward(self, p, op):
+        for region in op.regions:
+            if region.blocks:
+                for y, res in zip(region.blocks.first.ops.last.operands, op.results):
+                    p.assign(y, p.L(res))
+
+
+class ScfWhile(OpRule):
+    """Each of `while_groups`: one layout; the regions' arguments decide what flows in."""
+
+    def forward(self, p, op):
+        for group in while_groups(op):
+            lay = next((p.L(v) for v in group if p.L(v) is not None), None)
+            for v in group:
+                p.assign(v, lay)
+
+    backward = forward
+
+    def required(self, p, op):
+        return {i: p.L(arg) for i, arg in enumerate(op.regions[0].blocks.first.args) if p.L(arg)}
+
+    def produced(self, p, op):
+        return [(r, p.L(arg)) for arg, r in carried_results(op)]
+
+
+class ScfCondition(OpRule):
+    """A forwarded value meets the after region's argument."""
+
+    def required(self, p, op):
+        out = {}
+        for i, arg in enumerate(op.parent_op().regions[1].blocks.first.args):
+            if p.L(arg) and is_vector(op.operands[1 + i]):
+                out[1 + i] = p.L(arg)
+        return out
+
+
+class ScfYield(OpRule):
+    """A yielded value meets what its parent carries it as: the loop's block argument,
+    the if's result, the while's before argument."""
+
+    def required(self, p, op):
+        parent = op.parent_op()
+        if parent is not None and parent.name == "scf.for":
+            targets = list(parent.regions[0].blocks.first.args)[1:]
+        elif parent is not None and parent.name == "scf.if":
+            targets = list(parent.results)
+        elif parent is not None and parent.name == "scf.while":
+            targets = list(parent.regions[0].blocks.first.args)
+        else:
+            targets = []
+        out = {}
+        for i, t in enumerate(targets):
+            if p.L(t) and is_vector(op.operands[i]):
+                out[i] = p.L(t)
+        return out
+
+
+REGION_RULES: dict[str, OpRule] = {
+    "scf.for": ScfFor(),
+    "scf.if": ScfIf(),
+    "scf.while": ScfWhile(),
+    "scf.condition": ScfCondition(),
+    "scf.yield": ScfYield(),
+}
+
+
+# --- the engine -----------------------------------------------------------------------
+
+
+class Engine:
+    """The fixed point and the conflict policy; a family gives `rules`, `per_element`
+    (the rule of elementwise ops, found by `is_per_element`) and the hooks below."""
+
+    rules: dict[str, OpRule] = {}
+    per_element: OpRule = OpRule()
+
+    def __init__(self, func: Operation, layouts: dict):
+        self.func = func
+        self.layouts = layouts
+        self.changed = False
+
+    # --- what a family says ---------------------------------------------------------
+
+    def is_per_element(self, op: Operation) -> bool:
+        return False
+
+    def fits(self, v: SSAValue, layout) -> bool:
+        """Is `layout` one for `v`'s shape? (A rule that does not apply gives another.)"""
+        return True
+
+    def interchangeable(self, have, need) -> bool:
+        """Can a value in `have` stand where `need` is needed without a conversion?"""
+        return have == need
+
+    def anchors(self, ops: list[Operation]) -> None:
+        """Assign the anchors' layouts, before anything else flows."""
+
+    def default(self, op: Operation) -> None:
+        """A last-resort layout for what nothing else reached (after the flow settles)."""
+
+    def before_resolve(self, op: Operation) -> None:
+        """Fix any choice `required` and `produced` must agree on for `op`."""
+
+    def must_convert(self, op: Operation, index: int, have, need) -> bool:
+        """Does operand `index` in `have` need a conversion to `need`?"""
+        return not self.interchangeable(have, need)
+
+    def convert_operand(self, op: Operation, index: int, need) -> None:
+        raise NotImplementedError
+
+    def convert_result(self, op: Operation, result: SSAValue, produced) -> None:
+        raise NotImplementedError
+
+    # --- assignment -----------------------------------------------------------------
+
+    def L(self, v: SSAValue):
+        return self.layouts.get(v)
+
+    def assign(self, v: SSAValue, layout) -> None:
+        """`v` takes `layout` unless it has one already (the first layout stays)."""
+        if layout is None or not is_vector(v) or v in self.layouts:
+            return
+        if not self.fits(v, layout):
+            return  # not this value's shape: the rule does not apply
+        self.layouts[v] = layout
+        self.changed = True
+
+    def ops(self) -> list[Operation]:
+        return [op for op in self.func.walk() if op is not self.func]
+
+    def rule(self, op: Operation) -> OpRule | None:
+        found = self.rules.get(op.name)
+        if found is None and self.is_per_element(op):
+            return self.per_element
+        return found
+
+    def forward(self, op: Operation) -> None:
+        rule = self.rule(op)
+        if rule is not None:
+            rule.forward(self, op)
+
+    def backward(self, op: Operation) -> None:
+        rule = self.rule(op)
+        if rule is not None:
+            rule.backward(self, op)
+
+    def required(self, op: Operation) -> dict[int, Any]:
+        rule = self.rule(op)
+        return rule.required(self, op) if rule is not None else {}
+
+    def produced(self, op: Operation) -> list[tuple[SSAValue, Any]]:
+        rule = self.rule(op)
+        if rule is None:
+            return []
+        return [(v, lay) for v, lay in rule.produced(self, op) if lay is not None and is_vector(v)]
+
+    # --- the fixed point ------------------------------------------------------------
+
+    def run(self) -> None:
+        """Layouts for every value the rules reach, then every conflict resolved."""
+        ops = self.ops()
+        self.anchors(ops)
+        while True:
+            for _ in range(4 * len(ops) + 4):
+                self.changed = False
+                for op in ops:
+                    self.forward(op)
+                for op in reversed(ops):
+                    self.backward(op)
+                if not self.changed:
+                    break
+            # an operand nothing else reached takes what its user needs, then the
+            # family's defaults; then flow again
+            self.changed = False
+            for op in ops:
+                for i, need in self.required(op).items():
+                    if self.L(op.operands[i]) is None:
+                        self.assign(op.operands[i], need)
+                self.default(op)
+            if not self.changed:
+                break
+        self.resolve(ops)
+
+    # --- the conflict policy --------------------------------------------------------
+
+    def resolve(self, ops: list[Operation]) -> None:
+        """Make every op agree with its operands and results, in program order. Ops
+        inside a ``vector.mask`` are resolved with their mask (conversions go around
+        the mask)."""
+        for op in ops:
+            parent = op.parent_op()
+            if parent is not None and parent.name == "vector.mask":
+                continue
+            if op.name == "vector.mask" and op.masked_op is not None:
+                self.resolve_op(op.masked_op, inside_mask=True)
+            self.resolve_op(op)
+
+    def resolve_op(self, op: Operation, inside_mask: bool = False) -> None:
+        """An operand not in the layout the op requires is converted in front of the
+        use; a result not in the layout the op produces takes that layout, and its users
+        read a conversion to the one they were given (inside a mask, the mask's own
+        result is converted)."""
+        self.before_resolve(op)
+        for i, need in self.required(op).items():
+            have = self.L(op.operands[i])
+            if have is None or have == need:
+                continue
+            if self.must_convert(op, i, have, need):
+                self.convert_operand(op, i, need)
+        for r, lay in self.produced(op):
+            have = self.L(r)
+            if have is None:
+                self.layouts[r] = lay
+            elif not self.interchangeable(have, lay):
+                if inside_mask:
+                    self.layouts[r] = lay
+                else:
+                    self.convert_result(op, r, lay)
