@@ -21,18 +21,12 @@ import numpy as np
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 from simtify.sim.memory import AccessContext, Buffer, MemRef, access
 from simtify.sim.report import Finding
 
 TERMINATORS = {"scf.yield", "func.return", "gpu.return", "gpu.yield", "linalg.yield", "scf.condition",
                "vector.yield", "affine.yield", "scf.reduce.return"}
-
-
-def location_of(op: Operation) -> str:
-    """``FILE:LINE:COL`` of `op` as the IR layer recorded it when parsing."""
-    from simtify.ir import location_of as ir_location
-
-    return ir_location(op)
 
 
 def _references_of(array) -> int:

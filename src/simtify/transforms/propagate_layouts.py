@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import ArrayAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 from simtify.layout import NestedLayout
 from simtify.sim.affine_eval import result_dims
 from simtify.transforms.propagation_engine import REGION_RULES, Engine, OpRule, is_vector
@@ -115,12 +116,6 @@ class LayoutAnalysis:
         """The same registers on every thread: equal ownership maps and the same
         distributed shape, so that a value of one serves as a value of the other."""
         return a == b or (a.distributed_shape == b.distributed_shape and self.same(a, b))
-
-
-def _where(op: Operation) -> str:
-    from simtify.sim.interpreter import location_of
-
-    return location_of(op)
 
 
 class Propagation(Engine):
@@ -358,7 +353,7 @@ class Propagation(Engine):
         try:
             intr = op.intrinsic()
         except SimtifyError as e:
-            raise e.at(_where(op))
+            raise e.at(location_of(op))
         maps = [result_dims(m) for m in op.maps]
         inner = []
         for i, role in enumerate(("a", "b", "c")):
@@ -367,7 +362,7 @@ class Propagation(Engine):
             if op.inner_shape(i) != tuple(canon[p] for p in perm):
                 raise SimtifyError(f"distributing inner_tiled needs operand #{i}'s inner tile to be {intr.name}'s "
                                    f"{'x'.join(str(canon[p]) for p in perm)}, not "
-                                   f"{'x'.join(map(str, op.inner_shape(i)))}", _where(op))
+                                   f"{'x'.join(map(str, op.inner_shape(i)))}", location_of(op))
             inner.append(intr.layout(role).permute(perm))
         sizes = op.iteration_sizes()
         tiles: dict[int, tuple[int, int, int]] = {}
@@ -383,7 +378,7 @@ class Propagation(Engine):
             tiles.setdefault(d, (1, 0, size))
             if op.iterators[d] == "reduction" and tiles[d][0] != 1:
                 raise SimtifyError(f"inner_tiled: the reduction dim d{d} is split over {tiles[d][0]} subgroups; "
-                                   "each subgroup must hold all of it", _where(op))
+                                   "each subgroup must hold all of it", location_of(op))
         out = []
         for i in range(3):
             outer = [tiles[d] for d in maps[i]]
@@ -432,11 +427,11 @@ class Propagation(Engine):
             if d not in tiles:
                 if sizes[d] % u:
                     raise SimtifyError(f"the contraction's size {sizes[d]} along d{d} is not a multiple of "
-                                       f"{intr.name}'s {u}", _where(op))
+                                       f"{intr.name}'s {u}", location_of(op))
                 tiles[d] = (1, 0, sizes[d] // u)
         if tiles[dk][0] != 1:
             raise SimtifyError(f"{intr.name}: the K dim (d{dk}) is split over {tiles[dk][0]} subgroups; "
-                               "each subgroup must hold its whole K", _where(op))
+                               "each subgroup must hold its whole K", location_of(op))
         out = []
         for role, m in (("a", maps[0]), ("b", maps[1]), ("c", maps[2])):
             rows, cols = (tiles[d] for d in canon[role])
@@ -894,11 +889,11 @@ def mma_of(op: Operation):
     names = {_intrinsic_name(k) for k in kinds}
     if len(names) > 1:
         raise SimtifyError(f"the contraction's operands name different intrinsics: {', '.join(sorted(names))}",
-                           _where(op))
+                           location_of(op))
     try:
         intr = intrinsic(names.pop())
     except SimtifyError as e:
-        raise e.at(_where(op))
+        raise e.at(location_of(op))
     maps = [result_dims(m.data) for m in op.indexing_maps.data]
     iters = [it.data.value if hasattr(it.data, "value") else str(it.data) for it in op.iterator_types.data]
     lhs, rhs, acc = (set(m) for m in maps)
@@ -907,7 +902,7 @@ def mma_of(op: Operation):
     ks = [d for d in lhs & rhs if iters[d] == "reduction" and d not in acc]
     if len(iters) != 3 or len(ms) != 1 or len(ns) != 1 or len(ks) != 1 or None in maps[0] + maps[1] + maps[2]:
         raise SimtifyError(f"{intr.name} runs contractions C[m, n] += A[m, k]·B[k, n] (any operand dim order); "
-                           "this one has other dims", _where(op))
+                           "this one has other dims", location_of(op))
     return intr, (ms[0], ns[0], ks[0])
 
 
@@ -970,7 +965,7 @@ def propagate(func: Operation, launch: Launch) -> LayoutAnalysis:
             try:
                 op.nested_layout.check_launch(launch.subgroup_size, launch.threads)
             except SimtifyError as e:
-                raise SimtifyError(f"the layout does not fit the launch: {e.what}", _where(op)) from None
+                raise SimtifyError(f"the layout does not fit the launch: {e.what}", location_of(op)) from None
     propagation = Propagation(func, launch)
     propagation.run()
     analysis = propagation.analysis
@@ -986,16 +981,16 @@ def propagate(func: Operation, launch: Launch) -> LayoutAnalysis:
                     lay.check_launch(launch.subgroup_size, launch.threads)
                 except SimtifyError as e:
                     raise SimtifyError(f"the layout {lay} of this result does not fit the launch: {e.what}",
-                                       _where(op)) from None
+                                       location_of(op)) from None
             if is_vector(r) and r not in analysis.layouts:
                 _no_reshape(op, analysis)
                 raise SimtifyError(f"no layout reaches the result of '{op.name}' ({r.type}); "
-                                   "anchor it with iree_vector_ext.to_layout", _where(op))
+                                   "anchor it with iree_vector_ext.to_layout", location_of(op))
         for region in op.regions:
             for b in region.blocks:
                 for a in b.args:
                     if is_vector(a) and a not in analysis.layouts:
-                        raise SimtifyError(f"no layout reaches a {a.type} block argument of '{op.name}'", _where(op))
+                        raise SimtifyError(f"no layout reaches a {a.type} block argument of '{op.name}'", location_of(op))
     return analysis
 
 
@@ -1010,7 +1005,7 @@ def _no_reshape(op: Operation, analysis: LayoutAnalysis) -> None:
     except SimtifyError as e:
         raise SimtifyError(f"the source's layout {src} has no reshape to {op.results[0].type}: no nested layout "
                            f"keeps each element's owner and register ({e.what}); anchor the result with "
-                           "iree_vector_ext.to_layout to convert it", _where(op)) from None
+                           "iree_vector_ext.to_layout to convert it", location_of(op)) from None
 
 
 def annotate(func: Operation, analysis: LayoutAnalysis) -> None:

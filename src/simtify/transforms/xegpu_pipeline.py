@@ -19,8 +19,9 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 from simtify.transforms.launch import functions, record_launch, recorded_threads
-from simtify.transforms.xegpu_propagate import XeGPULayouts, annotate, propagate, where
+from simtify.transforms.xegpu_propagate import XeGPULayouts, annotate, propagate
 
 SUBGROUP_SIZE = 16
 TARGET = "xe"
@@ -49,7 +50,7 @@ def record_xegpu_launch(func: Operation, threads: int) -> None:
     if recorded is not None:
         if recorded != threads:
             raise SimtifyError(f"the function records {recorded} threads per workgroup, but its layouts use "
-                               f"{threads // SUBGROUP_SIZE} subgroups of {SUBGROUP_SIZE}", where(func))
+                               f"{threads // SUBGROUP_SIZE} subgroups of {SUBGROUP_SIZE}", location_of(func))
         return
     if func.name == "gpu.func":
         func.properties["known_block_size"] = DenseArrayBase.from_list(i32, (threads, 1, 1))

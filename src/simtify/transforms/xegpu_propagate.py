@@ -45,6 +45,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Operation, SSAValue
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 from simtify.layout.xegpu import (
     Layout,
     XeGPUSlice,
@@ -69,12 +70,6 @@ from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.propagate_layouts import is_elementwise
 from simtify.transforms.propagation_engine import carried_results, is_vector
 from simtify.transforms.xegpu_completion import complete, complete_gather, is_complete
-
-
-def where(op: Operation) -> str:
-    from simtify.sim.interpreter import location_of
-
-    return location_of(op)
 
 
 def shape(v: SSAValue) -> tuple[int, ...]:
@@ -462,7 +457,7 @@ class Propagation:
         try:
             return rule(op)
         except SimtifyError as e:
-            raise e if e.where else e.at(where(op))
+            raise e if e.where else e.at(location_of(op))
 
     def sweep(self) -> bool:
         changed = False
@@ -511,7 +506,7 @@ class Propagation:
                                 queued.add(id(n))
                                 work.append(n)
         except SimtifyError as e:
-            raise e if e.where else e.at(where(self.func))
+            raise e if e.where else e.at(location_of(self.func))
 
     def defaults_for_unanchored(self) -> None:
         """A program with no layout at all is one subgroup's: its dpas and stores get the
@@ -547,7 +542,7 @@ class Propagation:
                     fill = complete_gather if v in gathered else complete
                     self._set(v, fill(cur, shape(v), self.sg, inst=self.inst, lanes=self.lanes))
                 except SimtifyError as e:
-                    raise e.at(where(op))
+                    raise e.at(location_of(op))
                 self._completed = v
                 return True
         return False
@@ -580,7 +575,7 @@ class Propagation:
                 except SimtifyError as e:
                     owner = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
                     raise SimtifyError(f"{lay} does not distribute vector<{'x'.join(map(str, shape(v)))}>: {e.what}",
-                                       where(owner)) from None
+                                       location_of(owner)) from None
         return self.result
 
     # --- conflicts ------------------------------------------------------------------

@@ -23,13 +23,14 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 from simtify.ir import xegpu as xegpu_ir
 from simtify.ir.attribute_syntax import DYNAMIC, i64_array
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter, replace_entry_block
 from simtify.layout.xegpu import Layout
 from simtify.transforms.xegpu_pieces.descriptors import Descriptor, Index
-from simtify.transforms.xegpu_propagate import XeGPULayouts, is_per_element, is_vector, shape, where
+from simtify.transforms.xegpu_propagate import XeGPULayouts, is_per_element, is_vector, shape
 
 
 class Site:
@@ -40,7 +41,7 @@ class Site:
         self.loc = None
 
     def at(self, op: Operation) -> None:
-        text = where(op)
+        text = location_of(op)
         parts = text.rsplit(":", 2)
         self.loc = None
         if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
@@ -235,13 +236,13 @@ class PieceRewriter:
                         raise SimtifyError(
                             f"a {v.type} value with layout {lay} needs {words} 32-bit registers per lane; xe has "
                             f"{registers} per lane in large-GRF mode (use more subgroups or lanes, or a smaller tile)",
-                            where(op))
+                            location_of(op))
                 total += pieces
                 if total > MAX_PIECES:
                     raise SimtifyError(
                         f"{self.level} would cut the function's vector values into more than {MAX_PIECES} pieces "
                         f"(this {v.type} value alone into {pieces}); use larger inst_data / sg_data or a smaller "
-                        "tile", where(op))
+                        "tile", location_of(op))
 
     def run(self) -> None:
         self.check_budget()
@@ -251,7 +252,7 @@ class PieceRewriter:
             new.name_hint = old.name_hint
             if is_vector(old):
                 raise SimtifyError(f"vector function arguments are not distributed by {self.level}; pass memrefs",
-                                   where(self.func))
+                                   location_of(self.func))
             self.value_pieces[old] = [new]
         marker = arith.ConstantOp(IntegerAttr(0, IndexType()))
         new_entry.add_op(marker)
@@ -278,7 +279,7 @@ class PieceRewriter:
             if op.name in ("func.return", "gpu.return") and any(
                     isinstance(v.type, xegpu_ir.TensorDescType) for v in op.operands):
                 raise SimtifyError(f"a function returning a descriptor is not distributed by {self.level}",
-                                   where(op))
+                                   location_of(op))
             if op.name in ("scf.yield", "func.return", "gpu.return"):
                 return [p for v in op.operands for p in self.carried(v)]
             if op.name == "scf.condition":
@@ -287,11 +288,11 @@ class PieceRewriter:
             try:
                 self.rewrite(op, em)
             except SimtifyError as e:
-                raise e if e.where else e.at(where(op))
+                raise e if e.where else e.at(location_of(op))
             for r in op.results:
                 if is_vector(r) and len(self.value_pieces.get(r, ())) != prod(self.grid_of(r)):
                     raise SimtifyError(f"internal: {op.name} left {len(self.value_pieces.get(r, ()))} pieces for a value "
-                                       f"its layout cuts into {prod(self.grid_of(r))}", where(op))
+                                       f"its layout cuts into {prod(self.grid_of(r))}", location_of(op))
         return []
 
     def rewrite(self, op: Operation, em: Emitter) -> None:

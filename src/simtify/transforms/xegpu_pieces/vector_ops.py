@@ -11,9 +11,10 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Operation, SSAValue
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter, linear_index
-from simtify.transforms.xegpu_propagate import is_vector, shape, where
+from simtify.transforms.xegpu_propagate import is_vector, shape
 
 
 class VectorOps(PieceRewriter):
@@ -68,7 +69,7 @@ class VectorOps(PieceRewriter):
         if any(s != rgrid[lead + j] for j, s in enumerate(sgrid) if not (sshape[j] == 1 and rshape[lead + j] != 1)):
             raise SimtifyError(f"internal: a broadcast source in {'x'.join(map(str, sgrid))} pieces ({self.layout_of(src)}) "
                                f"does not line up with its result in {'x'.join(map(str, rgrid))} ({self.layout_of(r)})",
-                               where(op))
+                               location_of(op))
         out = []
         made: dict[int, SSAValue] = {}
         for q in product(*[range(n) for n in rgrid]):
