@@ -213,7 +213,7 @@ class ArithmeticOps:
         "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh",
         "sinh": "sinh", "cosh": "cosh", "asin": "asin", "acos": "acos", "atan": "atan", "asinh": "asinh",
         "acosh": "acosh", "atanh": "atanh", "absf": "fabs", "ceil": "ceil", "floor": "floor", "round": "round",
-        "roundeven": "rint", "trunc": "trunc", "erf": "erf", "cbrt": "cbrt",
+        "roundeven": "rint", "trunc": "trunc", "erf": "erf", "erfc": "erfc", "cbrt": "cbrt",
     }
     MATH_BINARY = {"powf": "pow", "atan2": "atan2", "copysign": "copysign"}
 

@@ -1,8 +1,8 @@
 """The one xDSL `Context` that knows every dialect simtify reads and writes.
 
 Where xDSL's own dialect parses and prints today's upstream syntax it is used as is
-(builtin, func, math, linalg, ub, cf). Where it lacks ops, rejects vectors, or prints an
-outdated syntax, the dialect is declared (vector, gpu) or completed (arith, affine,
+(builtin, func, linalg, ub, cf). Where it lacks ops, rejects vectors, or prints an
+outdated syntax, the dialect is declared (vector, gpu) or completed (arith, affine, math,
 memref, scf, tensor) in this package instead. The IREE, XeGPU and AMDGPU dialects live in their own modules
 (`EXTRA_DIALECT_MODULES`), each exposing ``DIALECTS: list[Dialect]``.
 
@@ -49,7 +49,7 @@ _DIALECTS: dict[str, Callable[[], Dialect]] = {
     "builtin": _from("xdsl.dialects.builtin", "Builtin"),
     "func": _from("xdsl.dialects.func", "Func"),
     "arith": _from("simtify.ir.arith", "Arith"),
-    "math": _from("xdsl.dialects.math", "Math"),
+    "math": _from("simtify.ir.math", "Math"),
     "scf": _from("simtify.ir.scf", "Scf"),
     "cf": _from("xdsl.dialects.cf", "Cf"),
     "memref": _from("simtify.ir.memref", "MemRef"),
