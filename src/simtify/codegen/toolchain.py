@@ -82,37 +82,41 @@ def combined_source(sources: dict[str, str]) -> str:
     return "".join(f'#line 1 "{name}"\n{text}\n' for name, text in sources.items())
 
 
+def _compile_device(sources: dict[str, str], workdir, file_name: str, command) -> tuple[list[str], int, str]:
+    """Write the sources as one file in `workdir` (else a temporary folder) and run
+    ``command(folder, file)``, whose first word is the compiler; (command, exit status,
+    its output)."""
+    cmd = command(Path("."), file_name)
+    if not have(cmd[0]):
+        raise SimtifyError(f"{cmd[0]} is not on PATH", cmd[0])
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(workdir or tmp)
+        src = d / file_name
+        src.write_text(combined_source(sources))
+        cmd = command(d, str(src))
+        p = subprocess.run(cmd, capture_output=True, text=True)
+    return cmd, p.returncode, p.stdout + p.stderr
+
+
 def compile_cuda(sources: dict[str, str], arch: str = "sm_90", workdir: str | Path | None = None,
                  extra: tuple[str, ...] = ()) -> CompileReport:
     """Compile CUDA files (name -> text) to one cubin with ``nvcc -arch=ARCH -cubin
     -Xptxas -v``; the report has every warning and each kernel's register use."""
-    if not have("nvcc"):
-        raise SimtifyError("nvcc is not on PATH", "nvcc")
-    with tempfile.TemporaryDirectory() as tmp:
-        d = Path(workdir or tmp)
-        src = d / "kernels.cu"
-        src.write_text(combined_source(sources))
-        cmd = ["nvcc", f"-arch={arch}", "-cubin", "-Xptxas", "-v", *extra, "-o", str(d / "kernels.cubin"), str(src)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-    log = p.stdout + p.stderr
+    cmd, returncode, log = _compile_device(
+        sources, workdir, "kernels.cu",
+        lambda d, src: ["nvcc", f"-arch={arch}", "-cubin", "-Xptxas", "-v", *extra, "-o", str(d / "kernels.cubin"), src])
     warnings, errors = _diagnostics(log)
-    return CompileReport(p.returncode == 0, cmd, log, warnings, errors, parse_ptxas(log))
+    return CompileReport(returncode == 0, cmd, log, warnings, errors, parse_ptxas(log))
 
 
 def compile_hip(sources: dict[str, str], arch: str = "gfx942", workdir: str | Path | None = None) -> CompileReport:
     """Compile HIP files to device code with ``hipcc --offload-arch=ARCH``."""
-    if not have("hipcc"):
-        raise SimtifyError("hipcc is not on PATH", "hipcc")
-    with tempfile.TemporaryDirectory() as tmp:
-        d = Path(workdir or tmp)
-        src = d / "kernels.hip"
-        src.write_text(combined_source(sources))
-        cmd = ["hipcc", f"--offload-arch={arch}", "--offload-device-only", "-c", "-Wall", "-Rpass-analysis=kernel-resource-usage",
-               "-o", str(d / "kernels.o"), str(src)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-    log = p.stdout + p.stderr
+    cmd, returncode, log = _compile_device(
+        sources, workdir, "kernels.hip",
+        lambda d, src: ["hipcc", f"--offload-arch={arch}", "--offload-device-only", "-c", "-Wall",
+                        "-Rpass-analysis=kernel-resource-usage", "-o", str(d / "kernels.o"), src])
     warnings, errors = _diagnostics("\n".join(x for x in log.splitlines() if "remark" not in x))
-    return CompileReport(p.returncode == 0, cmd, log, warnings, errors)
+    return CompileReport(returncode == 0, cmd, log, warnings, errors)
 
 
 def compile_host(source: str, binary: str | Path, *, flags: tuple[str, ...] = ("-O1",)) -> CompileReport:

@@ -331,33 +331,12 @@ def sink_extract(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> boo
     src_shape = shape(src.type)
     if inner_t != res_t:  # a split sub-vector: split the source the same way on its trailing dims
         ks = (1,) * len(pos) + ratios(inner_t, res_t)
-        b = Boundary(warp)
-        b.need(src, distributed_type(src.type, ks))
-        for p in pos:
-            if isinstance(p, SSAValue):
-                b.need(p)
-        new, vals = b.cross()
-        it = iter(vals[1:])
-        new_pos = [next(it) if isinstance(p, SSAValue) else p for p in pos]
-        made = after(new).add(vector_ir.ExtractOp(vals[0], new_pos, res_t))
-        new.results[i].replace_all_uses_with(made.results[0])
-        return True
+        return _extract_after(warp, i, src, distributed_type(src.type, ks), pos, res_t)
     scalar = not isinstance(res_t, VectorType) and len(pos) == len(src_shape)
     elt = src.type.element_type
     ks = innermost_first(src.type, cfg.warp_size) if scalar else None
     if ks is None or not isinstance(elt, (IntegerType, AnyFloat)):
-        # the whole source crosses (every lane extracts the same)
-        b = Boundary(warp)
-        b.need(src)
-        for p in pos:
-            if isinstance(p, SSAValue):
-                b.need(p)
-        new, vals = b.cross()
-        it = iter(vals[1:])
-        new_pos = [next(it) if isinstance(p, SSAValue) else p for p in pos]
-        made = after(new).add(vector_ir.ExtractOp(vals[0], new_pos, res_t))
-        new.results[i].replace_all_uses_with(made.results[0])
-        return True
+        return _extract_after(warp, i, src, src.type, pos, res_t)  # every lane extracts the same
     block = tuple(n // k for n, k in zip(src_shape, ks))
     b = Boundary(warp)
     b.need(src, distributed_type(src.type, ks))
@@ -382,6 +361,22 @@ def sink_extract(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> boo
     width = i32_const(em, cfg.subgroup_size)
     shuffled = em.add(gpu_ir.ShuffleOp("idx", part, src_lane, width)).results[0]
     new.results[i].replace_all_uses_with(shuffled)
+    return True
+
+
+def _extract_after(warp: Operation, i: int, src: SSAValue, crossing, pos: list, res_t) -> bool:
+    """`src` crosses the region as `crossing` (and the dynamic positions whole); the
+    extract of result `i` happens after it, at the same positions."""
+    b = Boundary(warp)
+    b.need(src, crossing)
+    for p in pos:
+        if isinstance(p, SSAValue):
+            b.need(p)
+    new, vals = b.cross()
+    it = iter(vals[1:])
+    new_pos = [next(it) if isinstance(p, SSAValue) else p for p in pos]
+    made = after(new).add(vector_ir.ExtractOp(vals[0], new_pos, res_t))
+    new.results[i].replace_all_uses_with(made.results[0])
     return True
 
 

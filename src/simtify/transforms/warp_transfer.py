@@ -77,11 +77,10 @@ def sink_transfer_read(warp: Operation, i: int, op: Operation, cfg: WarpConfig) 
         %r = vector.transfer_read %A[%l0, %l1 · 4] .. : vector<1x4xf32>"""
     if op.name != "vector.transfer_read":
         return False
-    y = yield_of(warp)
-    if any(use.operation is not y for use in op.results[0].uses) or writes_after(op):
+    sinking = _sinkable_read(warp, i, op)
+    if sinking is None:
         return False
-    res_t = warp.results[i].type
-    ks = ratios(op.results[0].type, res_t)
+    res_t, ks = sinking
     mask_ks = None
     if op.mask is not None:
         mask_ks = _mask_ratios(op, ks)
@@ -105,6 +104,16 @@ def sink_transfer_read(warp: Operation, i: int, op: Operation, cfg: WarpConfig) 
     made = em.add(_clone(op, [source] + indices + [padding] + mask, [res_t]))
     new.results[i].replace_all_uses_with(made.results[0])
     return True
+
+
+def _sinkable_read(warp: Operation, i: int, op: Operation):
+    """(the region's result type, the split ratios) for a read that may move after the
+    region: its only use is the yield, and no write follows it in the region."""
+    y = yield_of(warp)
+    if any(use.operation is not y for use in op.results[0].uses) or writes_after(op):
+        return None
+    res_t = warp.results[i].type
+    return res_t, ratios(op.results[0].type, res_t)
 
 
 def write_ratios(t: VectorType, cfg: WarpConfig) -> tuple[int, ...] | None:
@@ -163,11 +172,10 @@ def sink_load(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool:
         %r = memref.load %in[%c0] : memref<2xf32>"""
     if op.name not in ("memref.load", "vector.load"):
         return False
-    y = yield_of(warp)
-    if any(use.operation is not y for use in op.results[0].uses) or writes_after(op):
+    sinking = _sinkable_read(warp, i, op)
+    if sinking is None:
         return False
-    res_t = warp.results[i].type
-    ks = ratios(op.results[0].type, res_t)
+    res_t, ks = sinking
     b = Boundary(warp)
     mem = b.need(op.operands[0])
     if mem not in b.direct:
@@ -195,11 +203,10 @@ def sink_gather(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool
     region (its @transfer_read_no_prop test)."""
     if op.name != "vector.gather":
         return False
-    y = yield_of(warp)
-    if any(use.operation is not y for use in op.results[0].uses) or writes_after(op):
+    sinking = _sinkable_read(warp, i, op)
+    if sinking is None:
         return False
-    res_t = warp.results[i].type
-    ks = ratios(op.results[0].type, res_t)
+    res_t, ks = sinking
     b = Boundary(warp)
     base = b.need(op.base)
     if base not in b.direct:
