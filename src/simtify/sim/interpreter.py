@@ -26,7 +26,7 @@ from simtify.sim.memory import AccessContext, Buffer, MemRef, access
 from simtify.sim.report import Finding
 
 TERMINATORS = {"scf.yield", "func.return", "gpu.return", "gpu.yield", "linalg.yield", "scf.condition",
-               "vector.yield", "affine.yield", "scf.reduce.return"}
+               "vector.yield", "affine.yield", "scf.reduce.return", "iree_vector_ext.yield", "iree_gpu.yield"}
 
 
 def _references_of(array) -> int:

@@ -115,18 +115,6 @@ def _transfer_gather(sim, op):
     return [fit(np.where(valid, vals, pad), t)]
 
 
-def run_comparator(sim, region, a, b):
-    """The i1 an arg_compare comparator yields for (a, b), elementwise over the arrays."""
-    block = region.block
-    for arg, v in zip(block.args, (a, b)):
-        sim.set(arg, v)
-    for op in block.ops:
-        if op is block.last_op:
-            return np.asarray(sim.get(op.operands[0]), dtype=bool)
-        sim.run_op(op)
-    raise SimtifyError("the comparator region is empty")
-
-
 @handles("iree_vector_ext.arg_compare")
 def _arg_compare(sim, op):
     """In order along `dimension`, an element replaces the running value and index when
@@ -143,7 +131,7 @@ def _arg_compare(sim, op):
         base = base.reshape(base.shape + (1,) * kept) if base.ndim >= 2 else base
     for i in range(x.shape[axis]):
         candidate = np.take(x, i, axis=axis)
-        take = run_comparator(sim, op.region, candidate, best)
+        take = np.asarray(sim.run_region(op.region, [candidate, best])[0], dtype=bool)  # the comparator's i1
         cand_index = np.take(indices, i, axis=axis) if indices is not None else base + i
         best = np.where(take, candidate, best)
         best_index = np.where(take, cand_index, best_index)

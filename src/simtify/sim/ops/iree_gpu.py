@@ -153,17 +153,6 @@ def _coalesced_gather_dma(sim, op):
     return []
 
 
-def _run_combiner(sim, region, a, b):
-    block = region.block
-    for arg, v in zip(block.args, (a, b)):
-        sim.set(arg, v)
-    for op in block.ops:
-        if op is block.last_op:
-            return np.asarray(sim.get(op.operands[0]))
-        sim.run_op(op)
-    raise SimtifyError("the combiner region is empty")
-
-
 @handles("iree_gpu.subgroup_scan")
 def _subgroup_scan(sim, op):
     """IREE's cluster scan of one scalar per lane (see `SubgroupScanOp`). Counted as its
@@ -186,12 +175,12 @@ def _subgroup_scan(sim, op):
     members = [full[:, first + q * stride] for q in range(size)]
     inclusive = [members[0]]
     for q in range(1, size):
-        inclusive.append(_run_combiner(sim, op.combiner, inclusive[-1], members[q]))
+        inclusive.append(np.asarray(sim.run_region(op.combiner, [inclusive[-1], members[q]])[0]))
     if op.inclusive is not None:
         scans = inclusive
     else:
         identity = np.broadcast_to(np.asarray(sim.get(op.identity)), (sim.W, sim.T))
-        scans = [identity] + [_run_combiner(sim, op.combiner, identity, x) for x in inclusive[:-1]]
+        scans = [identity] + [np.asarray(sim.run_region(op.combiner, [identity, x])[0]) for x in inclusive[:-1]]
     stacked = np.stack([np.broadcast_to(s, (sim.W, sim.T)) for s in scans])
     result = np.take_along_axis(stacked, np.broadcast_to(p, (1, sim.W, sim.T)), axis=0)[0]
     total = np.broadcast_to(inclusive[-1], (sim.W, sim.T))
