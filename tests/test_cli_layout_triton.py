@@ -123,5 +123,5 @@ def test_convert_blocked_to_xegpu_or_explain(capsys):
     assert owners(xe, "64x64", capsys, "--subgroup-size", "32") == owners(BLOCKED, "64x64", capsys)
     rc, out, _ = run(["layout", "convert", BLOCKED, "--shape", "8x4", "--to", "xegpu"], capsys)
     assert rc == 1 and "sg_data 16 exceeds the size 4" in out
-    rc, out, _ = run(["layout", "convert", SEED_64x64, "--to", "xegpu"], capsys)
-    assert rc == 1 and "only Triton layouts" in out
+    rc, out, _ = run(["layout", "convert", SEED_64x64, "--to", "xegpu"], capsys)  # nested layouts read too
+    assert rc == 0 and out.startswith("#xegpu.layout<sg_layout = [2, 1], sg_data = [32, 64], lane_layout = [16, 4]")

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 from distribution_harness import distribute_text, nested
+from simtify.errors import SimtifyError
 from simtify.ir import parse
-from simtify.layout import XeGPULayout, xegpu_to_nested
+from simtify.layout import NestedLayout, XeGPULayout, xegpu_to_nested
+from simtify.layout.convert import nested_to_xegpu
 from simtify.sim import interpreter, run
+from strategies import nested_launches, xegpu_cases
 from xegpu_harness import distribute
 
 CASES = [
@@ -104,3 +108,58 @@ def test_xegpu_and_nested_distribute_to_the_same_owners(case, monkeypatch):
         assert sorted(ne[tid]) == sorted(xe[tid]), f"thread {tid}: nested {ne[tid]} vs XeGPU {xe[tid]}"
         if conversion.same_register_order and same_order:
             assert ne[tid] == xe[tid]
+
+
+# --- nested -> XeGPU ----------------------------------------------------------------------
+
+
+@given(nested_launches())
+@settings(max_examples=300, deadline=None)
+def test_an_xegpu_reading_of_a_nested_layout_has_its_owners(case):
+    """Whatever XeGPU layout `layout convert --to xegpu` gives for a nested layout owns
+    what the nested layout owns (and says so when the register order differs too)."""
+    layout, subgroup_size, num_threads = case
+    want = layout.ownership(subgroup_size, num_threads)
+    xe, note = nested_to_xegpu(layout, subgroup_size, num_threads)
+    if xe is None:
+        assert note
+        return
+    got = xe.ownership(want.shape, subgroup_size, num_threads)
+    assert got.same_ownership(want), (xe, note)
+    assert got.identical(want) == (note == "same owners, same register order")
+
+
+@given(xegpu_cases())
+@settings(max_examples=300, deadline=None)
+def test_a_nested_layout_read_from_xegpu_reads_back(case):
+    """Complete where it matters: the nested reading of an XeGPU layout converts back to
+    an XeGPU layout with the same owners."""
+    layout, shape = case
+    try:
+        conv = xegpu_to_nested(layout, shape)
+    except SimtifyError:
+        return  # the XeGPU layout does not fit its shape
+    if not conv.exists:
+        return
+    omap = layout.ownership(shape)
+    xe, note = nested_to_xegpu(conv.layout, omap.subgroup_size, omap.num_threads)
+    assert xe is not None, note
+    assert xe.ownership(shape, omap.subgroup_size, omap.num_threads).same_ownership(omap)
+
+
+def test_the_seed_layout_reads_as_xegpu_from_the_cli(capsys):
+    from simtify.cli.main import main
+
+    assert main(["layout", "convert", "example:seed-64x64", "--to", "xegpu"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        "#xegpu.layout<sg_layout = [2, 1], sg_data = [32, 64], lane_layout = [16, 4], lane_data = [1, 4], "
+        "order = [0, 1]>",
+        "// same owners, same register order",
+    ]
+
+
+def test_replicated_lanes_have_no_xegpu_reading():
+    layout = NestedLayout((1,), (1,), (1,), (8,), (1,), (0,), (1,))
+    xe, why = nested_to_xegpu(layout, 16)
+    assert xe is None and "spans 8 of a subgroup's 16 lanes" in why

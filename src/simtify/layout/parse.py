@@ -76,7 +76,7 @@ def convert_layout(layout: Layout, to: str, shape, subgroup_size: int | None = N
     Every answer is checked on ownership maps by the converter that makes it. A CuTe
     layout reads its digits as nested tiles, and reaches the others through its
     ``#ttg.linear`` reading."""
-    from simtify.layout.convert import xegpu_to_nested
+    from simtify.layout.convert import nested_to_xegpu, xegpu_to_nested
     from simtify.layout.cute import cute_from_ownership, nested_from_tv
     from simtify.layout.triton import (
         linear_from_ownership,
@@ -108,8 +108,8 @@ def convert_layout(layout: Layout, to: str, shape, subgroup_size: int | None = N
     if to == "xegpu":
         if isinstance(layout, (XeGPULayout, XeGPUSlice)):
             return layout, "already an XeGPU layout"
-        if not isinstance(layout, TRITON_LAYOUTS):
-            return None, "only Triton layouts convert to XeGPU here (a nested layout has no XeGPU reading yet)"
+        if isinstance(layout, NestedLayout):
+            return nested_to_xegpu(layout, subgroup_size, num_threads)
         return triton_to_xegpu(layout, shape, subgroup_size, num_threads)
     if isinstance(layout, TRITON_LAYOUTS):
         if to == "linear":
