@@ -15,10 +15,13 @@ XeGPU runs on the ``xe`` target with 16-lane subgroups.
 
 from __future__ import annotations
 
+from math import prod
+
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
+from simtify.layout.xegpu import flatten
 from simtify.ir import location_of
 from simtify.transforms.launch import functions, record_launch, recorded_threads
 from simtify.transforms.xegpu_propagate import XeGPULayouts, annotate, propagate
@@ -112,8 +115,23 @@ def xegpu_sg_to_lane(module: ModuleOp, opts) -> None:
 def _sg_to_lane(func: Operation, opts) -> None:
     from simtify.transforms.xegpu_sg_to_lane import distribute_to_lanes
 
-    distribute_to_lanes(func, _analyze(func, opts, inst=False, lanes=True))
+    analysis = _analyze(func, opts, inst=False, lanes=True)
+    _check_lane_counts(func, analysis)
+    distribute_to_lanes(func, analysis)
     verified("xegpu-sg-to-lane", func)
+
+
+def _check_lane_counts(func: Operation, analysis: XeGPULayouts) -> None:
+    """A lane layout must cover the subgroup exactly: the lanes a value is cut for are the
+    lanes that run (refused here, not by the simulator after distribution)."""
+    for op in func.walk():
+        for value in op.results:
+            layout = analysis.layouts.get(value)
+            lanes = flatten(layout)[0].lane_layout if layout is not None else None
+            if lanes and prod(lanes) != analysis.subgroup_size:
+                raise SimtifyError(f"lane_layout {list(lanes)} has {prod(lanes)} lanes, but XeGPU code runs on "
+                                   f"{analysis.subgroup_size}-lane subgroups; give the layout "
+                                   f"{analysis.subgroup_size} lanes", location_of(op))
 
 
 def xegpu_distribute(module: ModuleOp, opts) -> None:
