@@ -147,9 +147,15 @@ def first_simt_op(func: Operation) -> Operation | None:
     from simtify.sim.ops.xegpu import is_lane_level
 
     # a barrier alone does not make a program per-thread: workgroup-level XeGPU code that
-    # exchanges data through shared local memory has one and no thread ids
-    return next((op for op in func.walk() if (op.name in SIMT_OPS and op.name != "gpu.barrier") or is_lane_level(op)),
-                None)
+    # exchanges data through shared local memory has one and no thread ids; nor does a
+    # to_simt whose registers only go back through to_simd (the pair is the identity)
+    return next((op for op in func.walk() if (op.name in SIMT_OPS and op.name != "gpu.barrier"
+                                              and not _cancelled_to_simt(op)) or is_lane_level(op)), None)
+
+
+def _cancelled_to_simt(op: Operation) -> bool:
+    return op.name == "iree_vector_ext.to_simt" and bool(op.results[0].uses) and all(
+        use.operation.name == "iree_vector_ext.to_simd" for use in op.results[0].uses)
 
 
 def detect_level(func: Operation) -> str:

@@ -6,12 +6,14 @@ from xdsl.dialects.builtin import ModuleOp
 
 from simtify.errors import SimtifyError
 from simtify.transforms.launch import Options, functions, launch_for, record_launch
+from simtify.transforms.simd_boundary import fold_boundary_pairs
 
 
 def propagate_layouts(module: ModuleOp, opts: Options) -> None:
     from simtify.transforms.propagate_layouts import Launch, annotate, propagate
 
     for func in functions(module):
+        fold_boundary_pairs(func)
         sg, threads = launch_for(func, opts)
         annotate(func, propagate(func, Launch(sg, threads)))
 
@@ -23,6 +25,7 @@ def nested_distribute(module: ModuleOp, opts: Options) -> None:
     from simtify.sim.grid import implied_grid
 
     for func in functions(module):
+        fold_boundary_pairs(func)
         sg, threads = launch_for(func, opts)
         grid = implied_grid(func)  # read off the workgroup-level writes, before they are distributed
         analysis = propagate(func, Launch(sg, threads))

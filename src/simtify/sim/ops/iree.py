@@ -32,6 +32,10 @@ def anchored_layout(value):
     return None
 
 
+def _is_op(value, name: str) -> bool:
+    return getattr(getattr(value, "owner", None), "name", None) == name
+
+
 def _map(sim, op, simd_value):
     layout = anchored_layout(simd_value)
     if layout is None:
@@ -44,6 +48,8 @@ def _to_simt(sim, op):
     v = lead(sim.get(op.operands[0]))
     if sim.launch.level == "workgroup":
         return [v]
+    if _is_op(op.operands[0], "iree_vector_ext.to_simd"):  # to_simt(to_simd(r)) is r, whatever the layout
+        return [sim.get(op.operands[0].owner.operands[0])]
     omap = _map(sim, op, op.operands[0])
     shape = shape_of(op.operands[0].type)
     flat = np.broadcast_to(v, (v.shape[0], sim.T) + shape).reshape(v.shape[0], sim.T, -1)
@@ -56,6 +62,8 @@ def _to_simd(sim, op):
     v = lead(sim.get(op.operands[0]))
     if sim.launch.level == "workgroup":
         return [v]
+    if _is_op(op.operands[0], "iree_vector_ext.to_simt"):  # to_simd(to_simt(x)) is x, whatever the layout
+        return [sim.get(op.operands[0].owner.operands[0])]
     omap = _map(sim, op, op.results[0])
     order, starts, counts = omap.owner_table
     if (counts == 0).any():

@@ -13,9 +13,11 @@ on registers), scalar (cloned), or refused.
 
 from __future__ import annotations
 
-from xdsl.ir import Block, Operation
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.errors import SimtifyError
+from simtify.ir.iree_vector_ext import ToLayoutOp, ToSIMDOp, ToSIMTOp
 from simtify.transforms.emit import Emitter, replace_entry_block
 from simtify.transforms.nested import (
     arg_compare,
@@ -29,7 +31,6 @@ from simtify.transforms.nested import (
     vectors,
 )
 from simtify.transforms.nested.budget import check_unroll_budget
-from simtify.ir import location_of
 from simtify.transforms.nested.context import DistributionContext
 from simtify.transforms.nested.vectors import distribute_elementwise, distribute_zero_d
 from simtify.transforms.propagate_layouts import LayoutAnalysis, is_elementwise, is_vector
@@ -88,18 +89,44 @@ def distribute_function(func: Operation, analysis: LayoutAnalysis, subgroup_size
     check_unroll_budget(func, analysis, target)
     old_entry = func.body.blocks.first
     new_entry = Block(arg_types=[a.type for a in old_entry.args])
-    for old in old_entry.args:
-        if is_vector(old):
-            raise SimtifyError("vector function arguments are not distributed; pass memrefs", location_of(func))
     ctx = DistributionContext(func, analysis, subgroup_size, threads, target, new_entry, distribute_op)
+    body = Emitter(new_entry)
     for old, new in zip(old_entry.args, new_entry.args):
         new.name_hint = old.name_hint
-        ctx.value_map[old] = new
-    body = Emitter(new_entry)
+        ctx.value_map[old] = _to_simt(ctx, old, new, body) if is_vector(old) else new
     results = ctx.distribute_block(old_entry, body)
     terminator = old_entry.ops.last
+    if terminator.name == "func.return":
+        results = [_to_simd(ctx, old, new, body) if is_vector(old) else new
+                   for old, new in zip(terminator.operands, results)]
     body.add(type(terminator).create(operands=results, properties=dict(terminator.properties),
                                      attributes=dict(terminator.attributes)))
     ctx.prelude_end.detach()
     ctx.prelude_end.erase()
     replace_entry_block(func, old_entry, new_entry)
+
+
+def _to_simt(ctx: DistributionContext, old: SSAValue, argument: SSAValue, body: Emitter) -> SSAValue:
+    """A vector argument is the workgroup's whole vector: each thread takes its registers
+    by the argument's layout, at the boundary (IREE's ``to_simt``).
+
+        func.func @f(%x: vector<256xf32>)       // %x with layout #l
+      becomes
+        %a = iree_vector_ext.to_layout %x to layout(#l) : vector<256xf32>
+        %d = iree_vector_ext.to_simt %a : vector<256xf32> -> vector<2x1x2xf32>"""
+    layout = ctx.layout_of(old)
+    anchored = body.value(ToLayoutOp(argument, layout))
+    return body.value(ToSIMTOp(anchored, VectorType(old.type.element_type, list(layout.distributed_shape))))
+
+
+def _to_simd(ctx: DistributionContext, old: SSAValue, registers: SSAValue, body: Emitter) -> SSAValue:
+    """A returned vector leaves as the workgroup's whole vector, gathered from the
+    threads' registers by its layout (IREE's ``to_simd``); the function's type stays.
+
+        func.return %e : vector<256xf32>        // %e with layout #l
+      becomes
+        %s = iree_vector_ext.to_simd %d : vector<2x1x2xf32> -> vector<256xf32>
+        %r = iree_vector_ext.to_layout %s to layout(#l) : vector<256xf32>
+        func.return %r : vector<256xf32>"""
+    whole = body.value(ToSIMDOp(registers, old.type))
+    return body.value(ToLayoutOp(whole, ctx.layout_of(old)))
