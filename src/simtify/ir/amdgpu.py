@@ -9,6 +9,11 @@ the project follows over the seed's proposed ``... to %dst[..]``): every lane re
 `transfer type` from its own ``src[indices]``; the subgroup writes what its lanes read
 contiguously, in lane order, from ``dst[indices]`` (only lane 0's destination indices
 matter). Like ``global_load_lds`` itself, a lane moves 1, 2, 4, 12 or 16 bytes.
+
+What IREE's codegen stages print besides: ``amdgpu.fat_raw_buffer_cast %m resetOffset :
+T to T'`` (a buffer-resource view of the same memory: out-of-bounds reads give 0,
+writes are dropped) and ``amdgpu.sched_barrier allow = none`` (kept and printed back,
+no effect on values).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from xdsl.dialects.builtin import (
     VectorType,
     i1,
     i32,
+    i64,
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Data, Dialect
@@ -35,6 +41,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -565,9 +572,120 @@ class PermlaneSwapOp(IRDLOperation):
             raise VerifyException(f"row_length must be 16 or 32, got {self.row_length.value.data}")
 
 
-from simtify.ir import iree_dispatch  # noqa: E402  (amdgpu.fat_raw_buffer_cast)
+@irdl_op_definition
+class FatRawBufferCastOp(IRDLOperation):
+    """``amdgpu.fat_raw_buffer_cast %m [validBytes(%n)] [cacheSwizzleStride(%s)]
+    [boundsCheck(false)] [resetOffset] : T to T'``: the same memory as a buffer resource."""
 
-AMDGPU = Dialect("amdgpu", [DPPOp, GatherToLDSOp, MFMAOp, PermlaneSwapOp, SwizzleBitModeOp, *iree_dispatch.AMDGPU_OPS],
+    name = "amdgpu.fat_raw_buffer_cast"
+
+    source = operand_def(MemRefType)
+    valid_bytes = opt_operand_def(i64)
+    cache_swizzle_stride = opt_operand_def()
+    result = result_def(MemRefType)
+    bounds_check = opt_prop_def(Attribute, prop_name="boundsCheck")
+    reset_offset = opt_prop_def(UnitAttr, prop_name="resetOffset")
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FatRawBufferCastOp:
+        from xdsl.dialects.builtin import BoolAttr, IntegerType
+
+        source = parser.parse_unresolved_operand()
+        valid = swizzle = None
+        props: dict[str, Attribute] = {}
+        while True:
+            if parser.parse_optional_keyword("validBytes") is not None:
+                parser.parse_punctuation("(")
+                valid = parser.parse_unresolved_operand()
+                parser.parse_punctuation(")")
+            elif parser.parse_optional_keyword("cacheSwizzleStride") is not None:
+                parser.parse_punctuation("(")
+                swizzle = parser.parse_unresolved_operand()
+                parser.parse_punctuation(")")
+            elif parser.parse_optional_keyword("boundsCheck") is not None:
+                parser.parse_punctuation("(")
+                props["boundsCheck"] = BoolAttr.from_bool(parser.parse_boolean())
+                parser.parse_punctuation(")")
+            elif parser.parse_optional_keyword("resetOffset") is not None:
+                props["resetOffset"] = UnitAttr()
+            else:
+                break
+        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ("boundsCheck", "resetOffset"))
+        props.update(extra)
+        parser.parse_punctuation(":")
+        src_type = parser.parse_type()
+        parser.parse_keyword("to")
+        dst_type = parser.parse_type()
+        return cls(
+            operands=[parser.resolve_operand(source, src_type),
+                      [parser.resolve_operand(valid, i64)] if valid is not None else [],
+                      [parser.resolve_operand(swizzle, IntegerType(14))] if swizzle is not None else []],
+            result_types=[dst_type], properties=props, attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.source)
+        if self.valid_bytes is not None:
+            printer.print_string(" validBytes(")
+            printer.print_ssa_value(self.valid_bytes)
+            printer.print_string(")")
+        if self.cache_swizzle_stride is not None:
+            printer.print_string(" cacheSwizzleStride(")
+            printer.print_ssa_value(self.cache_swizzle_stride)
+            printer.print_string(")")
+        if self.bounds_check is not None and not self.checks_bounds:
+            printer.print_string(" boundsCheck(false)")
+        if self.reset_offset is not None:
+            printer.print_string(" resetOffset")
+        print_sorted_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)
+
+    @property
+    def checks_bounds(self) -> bool:
+        value = getattr(self.bounds_check, "value", None)
+        return self.bounds_check is None or bool(getattr(value, "data", 1))
+
+    def verify_(self) -> None:
+        src, dst = self.source.type, self.result.type
+        if tuple(src.get_shape()) != tuple(dst.get_shape()) or src.element_type != dst.element_type:
+            raise VerifyException(f"the result {dst} must have the shape and element type of the source {src}")
+
+
+@irdl_op_definition
+class SchedBarrierOp(IRDLOperation):
+    """``amdgpu.sched_barrier allow = none`` (or ``valu|all_vmem``..): which instructions
+    the backend's scheduler may move across this point. No effect on values."""
+
+    name = "amdgpu.sched_barrier"
+
+    opts = prop_def(Attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SchedBarrierOp:
+        from xdsl.dialects.builtin import StringAttr
+
+        parser.parse_keyword("allow")
+        parser.parse_punctuation("=")
+        names = [parser.parse_identifier()]
+        while parser.parse_optional_punctuation("|") is not None:
+            names.append(parser.parse_identifier())
+        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ())
+        return cls.build(properties={"opts": StringAttr("|".join(names))} | extra, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" allow = {self.opts.data}")
+        print_sorted_attr_dict(printer, dict(self.attributes))
+
+
+AMDGPU = Dialect("amdgpu", [DPPOp, GatherToLDSOp, MFMAOp, PermlaneSwapOp, SwizzleBitModeOp, FatRawBufferCastOp,
+                           SchedBarrierOp],
                  [AddressSpaceAttr, DPPPermAttr])
 
 DIALECTS: list[Dialect] = [AMDGPU]
@@ -580,9 +698,11 @@ __all__ = [
     "DPPOp",
     "DPPPerm",
     "DPPPermAttr",
+    "FatRawBufferCastOp",
     "GatherToLDSOp",
     "MFMAOp",
     "PermlaneSwapOp",
+    "SchedBarrierOp",
     "SwizzleBitModeOp",
     "transfer_bits",
 ]

@@ -808,7 +808,40 @@ class SubgroupScanOp(IRDLOperation):
             raise VerifyException("the combiner must end with iree_gpu.yield of one value")
 
 
-from simtify.ir import iree_dispatch  # noqa: E402  (#iree_gpu.pipeline_options)
+@irdl_attr_definition
+class PipelineOptionsAttr(Data[tuple[tuple[str, str], ...]]):
+    """``#iree_gpu.pipeline_options<key = value, ..>``: options of the LLVMGPU pipeline
+    (booleans, integers, ``<Enum>`` values), kept as written."""
+
+    name = "iree_gpu.pipeline_options"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[tuple[str, str], ...]:
+        entries = []
+        with parser.in_angle_brackets():
+            if parser.parse_optional_punctuation(">") is not None:  # pragma: no cover - empty
+                return ()
+            while True:
+                key = parser.parse_identifier()
+                parser.parse_punctuation("=")
+                pos = parser.pos
+                if parser.parse_optional_punctuation("<") is not None:
+                    value = "<" + parser.parse_identifier() + ">"
+                    parser.parse_punctuation(">")
+                elif (b := parser.parse_optional_boolean()) is not None:
+                    value = "true" if b else "false"
+                elif (n := parser.parse_optional_integer(allow_boolean=False)) is not None:
+                    value = str(n)
+                else:
+                    parser.raise_error("expected a boolean, an integer or <Enum>", pos)
+                entries.append((key, value))
+                if parser.parse_optional_punctuation(",") is None:
+                    break
+        return tuple(entries)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string("<" + ", ".join(f"{k} = {v}" for k, v in self.data) + ">")
+
 
 IREEGPU = Dialect(
     "iree_gpu",
@@ -821,7 +854,7 @@ IREEGPU = Dialect(
         PipelineAttr,
         MMALayoutAttr,
         MMASemanticsAttr,
-        *iree_dispatch.IREE_GPU_ATTRIBUTES,
+        PipelineOptionsAttr,
     ],
 )
 
@@ -840,6 +873,7 @@ __all__ = [
     "MMALayoutAttr",
     "MMASemanticsAttr",
     "PipelineAttr",
+    "PipelineOptionsAttr",
     "TILE_LEVELS",
     "UseGlobalLoadDMAAttr",
 ]
