@@ -55,6 +55,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from simtify.ir.assembly import AngleBracketEnum, parse_enum_keyword
+from simtify.ir.effects import Collective
 from simtify.ir.attribute_syntax import (
     memory_space_name,
     print_sorted_attr_dict,
@@ -343,7 +344,7 @@ class DPPOp(IRDLOperation):
     row_mask = opt_prop_def(IntegerAttr)
     bank_mask = opt_prop_def(IntegerAttr)
     bound_ctrl = opt_prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
 
     PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("kind", "permArgument", "row_mask", "bank_mask", "bound_ctrl")
     MASKS: ClassVar[tuple[str, ...]] = ("row_mask", "bank_mask", "bound_ctrl")
@@ -462,7 +463,7 @@ class SwizzleBitModeOp(IRDLOperation):
     and_mask = prop_def(IntegerAttr)
     or_mask = prop_def(IntegerAttr)
     xor_mask = prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
 
     MASK_NAMES: ClassVar[tuple[str, ...]] = ("and_mask", "or_mask", "xor_mask")
 
@@ -516,7 +517,7 @@ class PermlaneSwapOp(IRDLOperation):
     row_length = prop_def(IntegerAttr)
     fetch_inactive = opt_prop_def(IntegerAttr)
     bound_ctrl = opt_prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
 
     FLAGS: ClassVar[tuple[str, ...]] = ("fetch_inactive", "bound_ctrl")
 

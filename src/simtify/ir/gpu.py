@@ -67,6 +67,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from simtify.ir.assembly import AngleBracketEnum, parse_enum_keyword, split_properties
+from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform
 
 # ------------------------------------------------------------------------ attributes
 
@@ -261,6 +262,7 @@ class ThreadIdOp(_DimensionIdOp):
     """``gpu.thread_id x``: the thread's index within its workgroup along x."""
 
     name = "gpu.thread_id"
+    traits = traits_def(Pure(), LaneVariant())
 
 
 @irdl_op_definition
@@ -268,6 +270,7 @@ class BlockIdOp(_DimensionIdOp):
     """``gpu.block_id x``: the workgroup's index within the grid along x."""
 
     name = "gpu.block_id"
+    traits = traits_def(Pure(), SubgroupUniform())
 
 
 @irdl_op_definition
@@ -275,6 +278,7 @@ class BlockDimOp(_DimensionIdOp):
     """``gpu.block_dim x``: the number of threads of a workgroup along x."""
 
     name = "gpu.block_dim"
+    traits = traits_def(Pure(), SubgroupUniform())
 
 
 @irdl_op_definition
@@ -282,6 +286,7 @@ class GridDimOp(_DimensionIdOp):
     """``gpu.grid_dim x``: the number of workgroups along x."""
 
     name = "gpu.grid_dim"
+    traits = traits_def(Pure(), SubgroupUniform())
 
 
 @irdl_op_definition
@@ -289,6 +294,7 @@ class GlobalIdOp(_DimensionIdOp):
     """``gpu.global_id x``: block_id * block_dim + thread_id along x."""
 
     name = "gpu.global_id"
+    traits = traits_def(Pure(), LaneVariant())
 
 
 @irdl_op_definition
@@ -305,7 +311,7 @@ class LaneIdOp(IRDLOperation):
     name = "gpu.lane_id"
     upper_bound = opt_prop_def(IntegerAttr)
     result = result_def(IndexType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaneVariant())
 
     def __init__(self, upper_bound: int | None = None):
         properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
@@ -330,7 +336,7 @@ class _SubgroupQueryOp(IRDLOperation):
 
     upper_bound = opt_prop_def(IntegerAttr)
     result = result_def(IndexType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), SubgroupUniform())
 
     def __init__(self, upper_bound: int | None = None):
         properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
@@ -385,6 +391,7 @@ class BarrierOp(IRDLOperation):
     ``memfence []`` fences none; the default scope (workgroup) is not printed."""
 
     name = "gpu.barrier"
+    traits = traits_def(Collective())
     address_spaces = opt_prop_def(ArrayAttr[AddressSpaceAttr])
     scope = prop_def(BarrierScopeAttr, default_value=BarrierScopeAttr(BarrierScope.WORKGROUP))
 
@@ -444,7 +451,7 @@ class ShuffleOp(IRDLOperation):
     mode = prop_def(ShuffleModeAttr)
     shuffle_result = result_def()
     valid = result_def(i1)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
 
     def __init__(self, mode: ShuffleMode | str, value: SSAValue | Operation, offset: SSAValue | Operation, width: SSAValue | Operation):
         value = SSAValue.get(value)
@@ -504,7 +511,7 @@ class SubgroupReduceOp(IRDLOperation):
     uniform = opt_prop_def(UnitAttr)
     cluster_size = opt_prop_def(IntegerAttr)
     cluster_stride = prop_def(IntegerAttr, default_value=IntegerAttr(1, i32))
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
 
     def __init__(
         self,
@@ -596,6 +603,7 @@ class BallotOp(IRDLOperation):
     of the subgroup is active and its predicate is true."""
 
     name = "gpu.ballot"
+    traits = traits_def(Pure(), Collective())
     predicate = operand_def(i1)
     result = result_def(IntegerType)
 
@@ -641,7 +649,7 @@ class SubgroupBroadcastOp(IRDLOperation):
     lane = opt_operand_def(i32)
     result = result_def()
     broadcast_type = prop_def(BroadcastTypeAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
 
     def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation | None = None):
         src = SSAValue.get(src)
@@ -694,7 +702,7 @@ class RotateOp(IRDLOperation):
     valid = result_def(i1)
     offset = prop_def(IntegerAttr)
     width = prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
 
     def __init__(self, value: SSAValue | Operation, offset: int, width: int):
         value = SSAValue.get(value)
@@ -814,7 +822,7 @@ class WarpExecuteOnLane0Op(IRDLOperation):
     warp_results = var_result_def()
     warp_size = prop_def(IntegerAttr)
     warp_region = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect())
+    traits = traits_def(RecursiveMemoryEffect(), Collective())
 
     def __init__(self, laneid: SSAValue | Operation, warp_size: int, args: Sequence[SSAValue | Operation], result_types: Sequence[Attribute], region: Region):
         super().__init__(

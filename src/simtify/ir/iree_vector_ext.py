@@ -55,7 +55,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, Pure
+from xdsl.traits import IsTerminator, MemoryReadEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
@@ -339,6 +339,7 @@ class TransferGatherOp(IRDLOperation):
     and ``in_bounds`` (default: all false)."""
 
     name = "iree_vector_ext.transfer_gather"
+    traits = traits_def(MemoryReadEffect())
 
     base = operand_def(MemRefType | TensorType)
     offsets = var_operand_def(IndexType)

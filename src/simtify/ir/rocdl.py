@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import FunctionType, IntegerType, i32
 from xdsl.ir import Dialect, Operation, SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.attribute_syntax import print_sorted_attr_dict
+from simtify.ir.effects import Collective
 
 
 @irdl_op_definition
@@ -21,6 +23,7 @@ class ReadlaneOp(IRDLOperation):
     """``%r = rocdl.readlane %v, %lane : (f32, i32) -> f32``."""
 
     name = "rocdl.readlane"
+    traits = traits_def(Pure(), Collective())
     src = operand_def()
     lane = operand_def(IntegerType)
     res = result_def()
@@ -69,6 +72,7 @@ class ReadfirstlaneOp(IRDLOperation):
     """``%r = rocdl.readfirstlane %v : f32``."""
 
     name = "rocdl.readfirstlane"
+    traits = traits_def(Pure(), Collective())
     src = operand_def()
     res = result_def()
 

@@ -71,7 +71,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, Pure, RecursiveMemoryEffect
+from xdsl.traits import IsTerminator, MemoryReadEffect, MemoryWriteEffect, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -201,6 +201,7 @@ class LoadOp(IRDLOperation):
     the innermost dims of the memref at the given indices."""
 
     name = "vector.load"
+    traits = traits_def(MemoryReadEffect())
     base = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
     result = result_def(VectorType)
@@ -249,6 +250,7 @@ class StoreOp(IRDLOperation):
     """``vector.store %v, %base[%i, %j] : memref<..>, vector<..>``."""
 
     name = "vector.store"
+    traits = traits_def(MemoryWriteEffect())
     value_to_store = operand_def(VectorType)
     base = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
@@ -307,6 +309,7 @@ class GatherOp(IRDLOperation):
     pass_thru."""
 
     name = "vector.gather"
+    traits = traits_def(MemoryReadEffect())
     base = operand_def(MemRefType | TensorType)
     offsets = var_operand_def(IndexType)
     indices = operand_def(VectorType)
@@ -403,6 +406,7 @@ class TransferReadOp(IRDLOperation):
     elements take the padding value."""
 
     name = "vector.transfer_read"
+    traits = traits_def(MemoryReadEffect())
     source = operand_def(TensorType | MemRefType)
     indices = var_operand_def(IndexType)
     padding = operand_def()
@@ -462,6 +466,7 @@ class TransferWriteOp(IRDLOperation):
     (on a tensor it returns the updated tensor)."""
 
     name = "vector.transfer_write"
+    traits = traits_def(MemoryWriteEffect())
     vector = operand_def(VectorType)
     source = operand_def(TensorType | MemRefType)
     indices = var_operand_def(IndexType)
