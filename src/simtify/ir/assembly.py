@@ -6,24 +6,47 @@ i64]``), enum attributes printed as ``#dialect.name<value>`` (xDSL's default is 
 older ``#dialect<name value>``), and keyword-introduced optional properties
 (``upper_bound 64``). The helpers below keep every dialect file spelling them the same
 way.
+
+Ops declared with `mlir_op` use xDSL's declarative ``assembly_format`` with MLIR's
+dictionaries (`MLIRAttrDict`: sorted by name, integer lists bare, the properties the
+format places nowhere else in a ``<{...}>`` before it) and, for mixed static/dynamic
+index lists (``%t[%i, 0]``), the `IndexList` / `OptionalIndexList` directives.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, i64
 from xdsl.ir import Attribute
-from xdsl.irdl import IRDLOperation
+from xdsl.irdl import IRDLOperation, irdl_op_definition
+from xdsl.irdl.declarative_assembly_format import (
+    AttrDictDirective,
+    AttributeVariable,
+    CustomDirective,
+    FormatProgram,
+    ParsingState,
+    PrintingState,
+    VariadicOperandVariable,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from simtify.ir import attribute_syntax as syntax
+
 __all__ = [
     "AngleBracketEnum",
+    "IndexList",
+    "MLIRAttrDict",
+    "OptionalIndexList",
     "i64_array",
     "i64_dense",
     "int_values",
+    "mlir_op",
     "parse_int_list",
     "parse_keyword_int_list",
     "print_int_list",
@@ -105,3 +128,101 @@ def split_properties(op_type: type[IRDLOperation], attributes: dict[str, Attribu
     properties = {k: v for k, v in attributes.items() if k in property_names}
     others = {k: v for k, v in attributes.items() if k not in property_names}
     return properties, others
+
+
+# --- declarative formats with MLIR's dictionaries and index lists ------------------------
+
+
+@dataclass(frozen=True)
+class MLIRAttrDict(AttrDictDirective):
+    """``attr-dict`` as MLIR prints it: sorted by name, integer lists bare. The op's
+    properties that the format places nowhere else print as ``<{...}>`` before it, or
+    inside it where `merged` (``xegpu.dpas``); either spelling is read."""
+
+    merged: bool = False
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        names = [n for n in state.op_type.get_irdl_definition().properties if n in self.expected_properties]
+        properties, attributes = syntax.parse_properties_and_attributes(parser, names)
+        state.properties |= properties
+        state.attributes |= attributes
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        properties = {k: v for k, v in op.properties.items() if k in self.expected_properties}
+        if self.merged:
+            syntax.print_sorted_attr_dict(printer, properties | dict(op.attributes))
+        else:
+            syntax.print_sorted_attr_dict(printer, properties, braces="<{}>")
+            syntax.print_sorted_attr_dict(printer, op.attributes)
+        if properties or op.attributes:
+            state.last_was_punctuation = False
+            state.should_emit_space = True
+
+
+OpT = TypeVar("OpT", bound=IRDLOperation)
+
+
+def mlir_op(cls: type[OpT]) -> type[OpT]:
+    """`irdl_op_definition` for an op whose ``assembly_format`` prints its dictionaries as
+    MLIR does (`MLIRAttrDict`; ``PROPERTIES_IN_ATTR_DICT = True`` merges the properties
+    into the attr-dict). The op needs the ``ParsePropInAttrDict`` option."""
+    cls = irdl_op_definition(cls)
+    merged = bool(getattr(cls, "PROPERTIES_IN_ATTR_DICT", False))
+    program = FormatProgram.from_str(cls.assembly_format, cls.get_irdl_definition())
+    program = FormatProgram(tuple(
+        MLIRAttrDict(s.with_keyword, s.reserved_attr_names, s.expected_properties, merged)
+        if isinstance(s, AttrDictDirective) else s for s in program.stmts))
+    cls.parse = classmethod(lambda c, parser: program.parse(parser, c))  # type: ignore[method-assign]
+    cls.print = lambda op, printer: program.print(printer, op)  # type: ignore[method-assign]
+    return cls
+
+
+def _parse_index_list(directive, parser: Parser, state: ParsingState, optional: bool) -> None:
+    found = syntax.parse_optional_mixed_indices(parser)
+    if found is None and not optional:
+        parser.raise_error("expected a list of indices [..]")
+    dynamic, static = found if found is not None else ([], None)
+    directive.dynamic.set(state, dynamic)
+    if static is not None:
+        directive.static.set(state, syntax.i64_array(static))
+
+
+def _print_index_list(directive, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+    """Straight after a value (``%t[%i, 0]``), after a space otherwise (``, [%i, 0]``)."""
+    static = directive.static.get(op)
+    if static is None:
+        return
+    if state.last_was_punctuation:
+        state.print_whitespace(printer)
+    syntax.print_mixed_indices(printer, getattr(op, directive.dynamic.name), static.get_values())
+    state.last_was_punctuation = False
+    state.should_emit_space = True
+
+
+@irdl_custom_directive
+class IndexList(CustomDirective):
+    """``[%i, 4, %j]``: MLIR's DynamicIndexList, SSA values in `dynamic` and a static list
+    holding `DYNAMIC` where they go."""
+
+    dynamic: VariadicOperandVariable
+    static: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        _parse_index_list(self, parser, state, optional=False)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        _print_index_list(self, printer, state, op)
+
+
+@irdl_custom_directive
+class OptionalIndexList(CustomDirective):
+    """An `IndexList` that may be absent (its static list is then unset)."""
+
+    dynamic: VariadicOperandVariable
+    static: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        _parse_index_list(self, parser, state, optional=True)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        _print_index_list(self, printer, state, op)
