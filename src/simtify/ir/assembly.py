@@ -40,6 +40,7 @@ from simtify.ir import attribute_syntax as syntax
 
 __all__ = [
     "AngleBracketEnum",
+    "EnumKeyword",
     "IndexList",
     "MLIRAttrDict",
     "OptionalIndexList",
@@ -226,3 +227,20 @@ class OptionalIndexList(CustomDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         _print_index_list(self, printer, state, op)
+
+
+@irdl_custom_directive
+class EnumKeyword(CustomDirective):
+    """An enum property spelled as a bare keyword (``gpu.thread_id x``, ``gpu.shuffle xor``);
+    the attribute's ``KEYWORD_OF`` names the values in errors."""
+
+    attribute: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        (attr_type,) = state.op_type.get_irdl_definition().properties[self.attribute.name].constr.get_bases()
+        what = getattr(attr_type, "KEYWORD_OF", attr_type.name)
+        self.attribute.set(state, attr_type(parse_enum_keyword(parser, attr_type.enum_type, what)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string(self.attribute.get(op).data.value)  # type: ignore[union-attr]

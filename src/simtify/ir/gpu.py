@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import auto
 from math import prod
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
     DenseArrayBase,
+    I32,
     DictionaryAttr,
     FunctionType,
     IndexType,
@@ -38,7 +40,9 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
     IRDLOperation,
+    VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -66,7 +70,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, parse_enum_keyword, split_properties
+from simtify.ir.assembly import AngleBracketEnum, EnumKeyword, parse_enum_keyword, split_properties
 from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform
 
 # ------------------------------------------------------------------------ attributes
@@ -83,6 +87,7 @@ class DimensionAttr(AngleBracketEnum, EnumAttribute[Dimension]):
     """``#gpu.dim<x>``: one of the three launch dimensions."""
 
     name = "gpu.dim"
+    KEYWORD_OF: ClassVar[str] = "a launch dimension"
 
 
 class AddressSpace(StrEnum):
@@ -138,6 +143,7 @@ class ShuffleModeAttr(AngleBracketEnum, EnumAttribute[ShuffleMode]):
     """``#gpu.shuffle_mode<xor>``: which lane a shuffle reads from."""
 
     name = "gpu.shuffle_mode"
+    KEYWORD_OF: ClassVar[str] = "a shuffle mode"
 
 
 class BarrierScope(StrEnum):
@@ -209,25 +215,16 @@ class LaneMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
 # ---------------------------------------------------------------- id and size ops
 
 
-def _parse_upper_bound(parser: Parser) -> dict[str, Attribute]:
-    if parser.parse_optional_keyword("upper_bound") is None:
-        return {}
-    return {"upper_bound": IntegerAttr(parser.parse_integer(allow_boolean=False, allow_negative=False), IndexType())}
-
-
-def _print_upper_bound(printer: Printer, op: IRDLOperation) -> None:
-    bound = op.properties.get("upper_bound")
-    if isinstance(bound, IntegerAttr):
-        printer.print_string(f" upper_bound {bound.value.data}")
-
-
 class _DimensionIdOp(IRDLOperation):
     """``%t = gpu.thread_id x (upper_bound 64)?``: an index along a launch dimension."""
 
     dimension = prop_def(DimensionAttr)
-    upper_bound = opt_prop_def(IntegerAttr)
+    upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
     traits = traits_def(Pure())
+
+    custom_directives = (EnumKeyword,)
+    assembly_format = "custom<EnumKeyword>($dimension) (`upper_bound` $upper_bound^)? attr-dict"
 
     def __init__(self, dimension: Dimension | str, upper_bound: int | None = None):
         properties: dict[str, Attribute] = {"dimension": DimensionAttr(Dimension(dimension))}
@@ -235,21 +232,8 @@ class _DimensionIdOp(IRDLOperation):
             properties["upper_bound"] = IntegerAttr(upper_bound, IndexType())
         super().__init__(result_types=[IndexType()], properties=properties)
 
-    @classmethod
-    def parse(cls, parser: Parser):
-        dimension = parse_enum_keyword(parser, Dimension, "a launch dimension")
-        properties: dict[str, Attribute] = {"dimension": DimensionAttr(dimension)} | _parse_upper_bound(parser)
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        return cls.build(result_types=[IndexType()], properties=properties | extra, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.dimension.data.value}")
-        _print_upper_bound(printer, self)
-        printer.print_op_attributes(self.attributes)
-
     def verify_(self) -> None:
         _check_upper_bound(self)
-
 
 def _check_upper_bound(op: IRDLOperation) -> None:
     bound = op.properties.get("upper_bound")
@@ -309,23 +293,15 @@ class LaneIdOp(IRDLOperation):
     """``%l = gpu.lane_id (upper_bound 64)?``: the thread's lane within its subgroup."""
 
     name = "gpu.lane_id"
-    upper_bound = opt_prop_def(IntegerAttr)
+    upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
     traits = traits_def(Pure(), LaneVariant())
+
+    assembly_format = "(`upper_bound` $upper_bound^)? attr-dict"
 
     def __init__(self, upper_bound: int | None = None):
         properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
         super().__init__(result_types=[IndexType()], properties=properties)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LaneIdOp:
-        properties = _parse_upper_bound(parser)
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        return cls.build(result_types=[IndexType()], properties=properties | extra, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        _print_upper_bound(printer, self)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         _check_upper_bound(self)
@@ -334,27 +310,15 @@ class LaneIdOp(IRDLOperation):
 class _SubgroupQueryOp(IRDLOperation):
     """``%s = gpu.subgroup_size (upper_bound 64)? : index``."""
 
-    upper_bound = opt_prop_def(IntegerAttr)
+    upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
     traits = traits_def(Pure(), SubgroupUniform())
+
+    assembly_format = "(`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
 
     def __init__(self, upper_bound: int | None = None):
         properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
         super().__init__(result_types=[IndexType()], properties=properties)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        properties = _parse_upper_bound(parser)
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        result_type = parser.parse_type()
-        return cls.build(result_types=[result_type], properties=properties | extra, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        _print_upper_bound(printer, self)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
         _check_upper_bound(self)
@@ -445,13 +409,17 @@ class ShuffleOp(IRDLOperation):
     lane offset); %valid is false where that lane is at or beyond %width."""
 
     name = "gpu.shuffle"
-    value = operand_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
     offset = operand_def(i32)
     width = operand_def(i32)
     mode = prop_def(ShuffleModeAttr)
-    shuffle_result = result_def()
+    shuffle_result = result_def(T)
     valid = result_def(i1)
     traits = traits_def(Pure(), Collective())
+
+    custom_directives = (EnumKeyword,)
+    assembly_format = "custom<EnumKeyword>($mode) $value `,` $offset `,` $width attr-dict `:` type($value)"
 
     def __init__(self, mode: ShuffleMode | str, value: SSAValue | Operation, offset: SSAValue | Operation, width: SSAValue | Operation):
         value = SSAValue.get(value)
@@ -461,37 +429,11 @@ class ShuffleOp(IRDLOperation):
             properties={"mode": ShuffleModeAttr(ShuffleMode(mode))},
         )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ShuffleOp:
-        mode = parse_enum_keyword(parser, ShuffleMode, "a shuffle mode")
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        offset = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        width = parser.parse_unresolved_operand()
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        value_type = parser.parse_type()
-        return cls.build(
-            operands=[parser.resolve_operand(value, value_type), parser.resolve_operand(offset, i32), parser.resolve_operand(width, i32)],
-            result_types=[value_type, i1],
-            properties={"mode": ShuffleModeAttr(mode)} | extra,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.mode.data.value} ")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
-
     def verify_(self) -> None:
         if not _is_int_or_float_or_1d_vector(self.value.type):
             raise VerifyException(f"can only shuffle an integer, a float or a 1-D vector of them, got {self.value.type}")
         if self.shuffle_result.type != self.value.type:
             raise VerifyException(f"result type {self.shuffle_result.type} must be the shuffled type {self.value.type}")
-
 
 def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
@@ -607,23 +549,10 @@ class BallotOp(IRDLOperation):
     predicate = operand_def(i1)
     result = result_def(IntegerType)
 
+    assembly_format = "$predicate attr-dict `:` type($result)"
+
     def __init__(self, predicate: SSAValue | Operation, result_type: IntegerType = i64):
         super().__init__(operands=[predicate], result_types=[result_type])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> BallotOp:
-        pred = parser.parse_unresolved_operand()
-        _, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(pred, i1)], result_types=[type_], attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.predicate)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
 
 class BroadcastType(StrEnum):
@@ -636,6 +565,7 @@ class BroadcastTypeAttr(AngleBracketEnum, EnumAttribute[BroadcastType]):
     """``#gpu.broadcast<first_active_lane>``: where `gpu.subgroup_broadcast` reads."""
 
     name = "gpu.broadcast"
+    KEYWORD_OF: ClassVar[str] = "a broadcast type"
 
 
 @irdl_op_definition
@@ -645,41 +575,21 @@ class SubgroupBroadcastOp(IRDLOperation):
     i32 that must be uniform and name an active lane)."""
 
     name = "gpu.subgroup_broadcast"
-    src = operand_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    src = operand_def(T)
     lane = opt_operand_def(i32)
-    result = result_def()
+    result = result_def(T)
     broadcast_type = prop_def(BroadcastTypeAttr)
     traits = traits_def(Pure(), Collective())
+
+    custom_directives = (EnumKeyword,)
+    assembly_format = "$src `,` custom<EnumKeyword>($broadcast_type) ($lane^)? attr-dict `:` type($result)"
 
     def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation | None = None):
         src = SSAValue.get(src)
         kind = BroadcastType.FIRST_ACTIVE_LANE if lane is None else BroadcastType.SPECIFIC_LANE
         super().__init__(operands=[src, [] if lane is None else [lane]], result_types=[src.type],
                          properties={"broadcast_type": BroadcastTypeAttr(kind)})
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SubgroupBroadcastOp:
-        src = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        kind = parse_enum_keyword(parser, BroadcastType, "a broadcast type")
-        lane = parser.parse_unresolved_operand() if kind == BroadcastType.SPECIFIC_LANE else None
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        lanes = [] if lane is None else [parser.resolve_operand(lane, i32)]
-        return cls.build(operands=[parser.resolve_operand(src, type_), lanes], result_types=[type_],
-                         properties=extra | {"broadcast_type": BroadcastTypeAttr(kind)}, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.src)
-        printer.print_string(f", {self.broadcast_type.data.value}")
-        if self.lane is not None:
-            printer.print_string(" ")
-            printer.print_operand(self.lane)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
         if not _is_int_or_float_or_1d_vector(self.src.type) or self.result.type != self.src.type:
@@ -697,39 +607,20 @@ class RotateOp(IRDLOperation):
     beyond `width` (their value is poison)."""
 
     name = "gpu.rotate"
-    value = operand_def()
-    rotate_result = result_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
+    rotate_result = result_def(T)
     valid = result_def(i1)
-    offset = prop_def(IntegerAttr)
-    width = prop_def(IntegerAttr)
+    offset = prop_def(IntegerAttr[I32])
+    width = prop_def(IntegerAttr[I32])
     traits = traits_def(Pure(), Collective())
+
+    assembly_format = "$value `,` $offset `,` $width attr-dict `:` type($value)"
 
     def __init__(self, value: SSAValue | Operation, offset: int, width: int):
         value = SSAValue.get(value)
         super().__init__(operands=[value], result_types=[value.type, i1],
                          properties={"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)})
-
-    @classmethod
-    def parse(cls, parser: Parser) -> RotateOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        offset = parser.parse_integer(allow_negative=False)
-        parser.parse_punctuation(",")
-        width = parser.parse_integer(allow_negative=False)
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(value, type_)], result_types=[type_, i1],
-                         properties=extra | {"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)},
-                         attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.value)
-        printer.print_string(f", {self.offset.value.data}, {self.width.value.data}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
 
     def verify_(self) -> None:
         if not _is_int_or_float_or_1d_vector(self.value.type) or self.rotate_result.type != self.value.type:
