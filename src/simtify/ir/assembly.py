@@ -138,12 +138,13 @@ def split_properties(op_type: type[IRDLOperation], attributes: dict[str, Attribu
 class MLIRAttrDict(AttrDictDirective):
     """``attr-dict`` as MLIR prints it: sorted by name, integer lists bare. The op's
     properties that the format places nowhere else print as ``<{...}>`` before it, or
-    inside it where `merged` (``xegpu.dpas``); either spelling is read."""
+    inside it where `merged` (``xegpu.dpas``); either spelling is read, and any property
+    found in the attr-dict is taken as one, as MLIR's generic form has them."""
 
     merged: bool = False
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
-        names = [n for n in state.op_type.get_irdl_definition().properties if n in self.expected_properties]
+        names = list(state.op_type.get_irdl_definition().properties)  # older IR has them in the attr-dict
         properties, attributes = syntax.parse_properties_and_attributes(parser, names)
         state.properties |= properties
         state.attributes |= attributes
