@@ -22,6 +22,7 @@ from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    I32,
     ArrayAttr,
     IndexType,
     IntegerAttr,
@@ -36,8 +37,10 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Data, Dialect
 from xdsl.irdl import (
+    AnyAttr,
     AttrSizedOperandSegments,
     IRDLOperation,
+    VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -54,7 +57,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, parse_enum_keyword
+from simtify.ir.assembly import AngleBracketEnum, mlir_op, parse_enum_keyword
 from simtify.ir.effects import Collective
 from simtify.ir.attribute_syntax import (
     memory_space_name,
@@ -100,7 +103,7 @@ class AddressSpaceAttr(Data[str]):
         printer.print_string(f"<{self.data}>")
 
 
-@irdl_op_definition
+@mlir_op
 class GatherToLDSOp(IRDLOperation):
     """A subgroup's gather from global memory (or a fat raw buffer) into LDS."""
 
@@ -114,58 +117,10 @@ class GatherToLDSOp(IRDLOperation):
     is_async = opt_prop_def(UnitAttr, prop_name="async")
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("async",)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> GatherToLDSOp:
-        is_async = parser.parse_optional_keyword("async") is not None
-        src = parser.parse_unresolved_operand()
-        src_idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-        parser.parse_punctuation(",")
-        dst = parser.parse_unresolved_operand()
-        dst_idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-        props, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        parser.parse_punctuation(":")
-        transfer = parser.parse_type()
-        parser.parse_punctuation(",")
-        src_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        dst_type = parser.parse_type()
-        index = IndexType()
-        properties: dict[str, Attribute] = {"transferType": transfer}
-        if is_async or "async" in props:
-            properties["async"] = UnitAttr()
-        return cls(
-            operands=[
-                parser.resolve_operand(src, src_type),
-                [parser.resolve_operand(o, index) for o in src_idx],
-                parser.resolve_operand(dst, dst_type),
-                [parser.resolve_operand(o, index) for o in dst_idx],
-            ],
-            properties=properties,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        if self.is_async is not None:
-            printer.print_string(" async")
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        printer.print_string("[")
-        printer.print_list(self.src_indices, printer.print_ssa_value)
-        printer.print_string("], ")
-        printer.print_ssa_value(self.dst)
-        printer.print_string("[")
-        printer.print_list(self.dst_indices, printer.print_ssa_value)
-        printer.print_string("]")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.transfer_type)
-        printer.print_string(", ")
-        printer.print_attribute(self.src.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.dst.type)
+    assembly_format = (
+        "(`async` $async^)? $src `[` $src_indices `]` `,` $dst `[` $dst_indices `]` attr-dict `:` $transferType `,` "
+        "type($src) `,` type($dst)"
+    )
 
     def verify_(self) -> None:
         src, dst = self.src.type, self.dst.type
@@ -451,19 +406,22 @@ class DPPOp(IRDLOperation):
                 raise VerifyException(f"{what} is a 4-bit mask, got {mask}")
 
 
-@irdl_op_definition
+@mlir_op
 class SwizzleBitModeOp(IRDLOperation):
     """``%r = amdgpu.swizzle_bitmode %src 0 31 0 : f32``: ``ds_swizzle_b32`` in bit-mask
     mode: within each group of 32 lanes, lane l reads lane ((l & and) | or) ^ xor."""
 
     name = "amdgpu.swizzle_bitmode"
 
-    src = operand_def()
-    result = result_def()
-    and_mask = prop_def(IntegerAttr)
-    or_mask = prop_def(IntegerAttr)
-    xor_mask = prop_def(IntegerAttr)
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    src = operand_def(T)
+    result = result_def(T)
+    and_mask = prop_def(IntegerAttr[I32])
+    or_mask = prop_def(IntegerAttr[I32])
+    xor_mask = prop_def(IntegerAttr[I32])
     traits = traits_def(Pure(), Collective())
+
+    assembly_format = "$src $and_mask $or_mask $xor_mask attr-dict `:` type($result)"
 
     MASK_NAMES: ClassVar[tuple[str, ...]] = ("and_mask", "or_mask", "xor_mask")
 
@@ -476,24 +434,6 @@ class SwizzleBitModeOp(IRDLOperation):
     @property
     def mask_values(self) -> tuple[int, int, int]:
         return tuple(int(getattr(self, n).value.data) for n in self.MASK_NAMES)  # type: ignore[return-value]
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SwizzleBitModeOp:
-        src = parser.parse_unresolved_operand()
-        masks = {n: _i32(parser.parse_integer(allow_negative=False)) for n in cls.MASK_NAMES}
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.MASK_NAMES)
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(src, type_)], result_types=[type_],
-                         properties=extra | masks, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        printer.print_string(" " + " ".join(str(m) for m in self.mask_values))
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
         if not _is_lane_value(self.src.type) or self.result.type != self.src.type:
