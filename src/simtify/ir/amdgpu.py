@@ -22,10 +22,13 @@ from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    I1,
     I32,
     ArrayAttr,
+    BoolAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StridedLayoutAttr,
     UnitAttr,
@@ -40,6 +43,7 @@ from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
     IRDLOperation,
+    ParsePropInAttrDict,
     VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
@@ -513,7 +517,7 @@ class PermlaneSwapOp(IRDLOperation):
             raise VerifyException(f"row_length must be 16 or 32, got {self.row_length.value.data}")
 
 
-@irdl_op_definition
+@mlir_op
 class FatRawBufferCastOp(IRDLOperation):
     """``amdgpu.fat_raw_buffer_cast %m [validBytes(%n)] [cacheSwizzleStride(%s)]
     [boundsCheck(false)] [resetOffset] : T to T'``: the same memory as a buffer resource."""
@@ -522,71 +526,18 @@ class FatRawBufferCastOp(IRDLOperation):
 
     source = operand_def(MemRefType)
     valid_bytes = opt_operand_def(i64)
-    cache_swizzle_stride = opt_operand_def()
+    cache_swizzle_stride = opt_operand_def(IntegerType(14))
     result = result_def(MemRefType)
-    bounds_check = opt_prop_def(Attribute, prop_name="boundsCheck")
+    bounds_check = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(True), prop_name="boundsCheck")
     reset_offset = opt_prop_def(UnitAttr, prop_name="resetOffset")
 
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
     traits = traits_def(Pure())
-
-    @classmethod
-    def parse(cls, parser: Parser) -> FatRawBufferCastOp:
-        from xdsl.dialects.builtin import BoolAttr, IntegerType
-
-        source = parser.parse_unresolved_operand()
-        valid = swizzle = None
-        props: dict[str, Attribute] = {}
-        while True:
-            if parser.parse_optional_keyword("validBytes") is not None:
-                parser.parse_punctuation("(")
-                valid = parser.parse_unresolved_operand()
-                parser.parse_punctuation(")")
-            elif parser.parse_optional_keyword("cacheSwizzleStride") is not None:
-                parser.parse_punctuation("(")
-                swizzle = parser.parse_unresolved_operand()
-                parser.parse_punctuation(")")
-            elif parser.parse_optional_keyword("boundsCheck") is not None:
-                parser.parse_punctuation("(")
-                props["boundsCheck"] = BoolAttr.from_bool(parser.parse_boolean())
-                parser.parse_punctuation(")")
-            elif parser.parse_optional_keyword("resetOffset") is not None:
-                props["resetOffset"] = UnitAttr()
-            else:
-                break
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ("boundsCheck", "resetOffset"))
-        props.update(extra)
-        parser.parse_punctuation(":")
-        src_type = parser.parse_type()
-        parser.parse_keyword("to")
-        dst_type = parser.parse_type()
-        return cls(
-            operands=[parser.resolve_operand(source, src_type),
-                      [parser.resolve_operand(valid, i64)] if valid is not None else [],
-                      [parser.resolve_operand(swizzle, IntegerType(14))] if swizzle is not None else []],
-            result_types=[dst_type], properties=props, attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        if self.valid_bytes is not None:
-            printer.print_string(" validBytes(")
-            printer.print_ssa_value(self.valid_bytes)
-            printer.print_string(")")
-        if self.cache_swizzle_stride is not None:
-            printer.print_string(" cacheSwizzleStride(")
-            printer.print_ssa_value(self.cache_swizzle_stride)
-            printer.print_string(")")
-        if self.bounds_check is not None and not self.checks_bounds:
-            printer.print_string(" boundsCheck(false)")
-        if self.reset_offset is not None:
-            printer.print_string(" resetOffset")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.result.type)
+    assembly_format = (
+        "$source (`validBytes` `(` $valid_bytes^ `)`)? (`cacheSwizzleStride` `(` $cache_swizzle_stride^ `)`)? "
+        "(`boundsCheck` `(` $boundsCheck^ `)`)? (`resetOffset` $resetOffset^)? attr-dict `:` type($source) `to` "
+        "type($result)"
+    )
 
     @property
     def checks_bounds(self) -> bool:

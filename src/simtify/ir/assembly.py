@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, i64
 from xdsl.ir import Attribute
@@ -179,55 +179,41 @@ def mlir_op(cls: type[OpT]) -> type[OpT]:
     return cls
 
 
-def _parse_index_list(directive, parser: Parser, state: ParsingState, optional: bool) -> None:
-    found = syntax.parse_optional_mixed_indices(parser)
-    if found is None and not optional:
-        parser.raise_error("expected a list of indices [..]")
-    dynamic, static = found if found is not None else ([], None)
-    directive.dynamic.set(state, dynamic)
-    if static is not None:
-        directive.static.set(state, syntax.i64_array(static))
-
-
-def _print_index_list(directive, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-    """Straight after a value (``%t[%i, 0]``), after a space otherwise (``, [%i, 0]``)."""
-    static = directive.static.get(op)
-    if static is None:
-        return
-    if state.last_was_punctuation:
-        state.print_whitespace(printer)
-    syntax.print_mixed_indices(printer, getattr(op, directive.dynamic.name), static.get_values())
-    state.last_was_punctuation = False
-    state.should_emit_space = True
-
-
 @irdl_custom_directive
 class IndexList(CustomDirective):
     """``[%i, 4, %j]``: MLIR's DynamicIndexList, SSA values in `dynamic` and a static list
-    holding `DYNAMIC` where they go."""
+    holding `DYNAMIC` where they go. Printed straight after a value (``%t[%i, 0]``), after
+    a space otherwise (``, [%i, 0]``)."""
 
     dynamic: VariadicOperandVariable
     static: AttributeVariable
 
+    OPTIONAL: ClassVar[bool] = False
+
     def parse(self, parser: Parser, state: ParsingState) -> None:
-        _parse_index_list(self, parser, state, optional=False)
+        found = syntax.parse_optional_mixed_indices(parser)
+        if found is None and not self.OPTIONAL:
+            parser.raise_error("expected a list of indices [..]")
+        dynamic, static = found if found is not None else ([], None)
+        self.dynamic.set(state, dynamic)
+        if static is not None:
+            self.static.set(state, syntax.i64_array(static))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        _print_index_list(self, printer, state, op)
+        static = self.static.get(op)
+        if static is None:
+            return
+        if state.last_was_punctuation:
+            state.print_whitespace(printer)
+        syntax.print_mixed_indices(printer, getattr(op, self.dynamic.name), static.get_values())  # type: ignore[union-attr]
+        state.last_was_punctuation = False
+        state.should_emit_space = True
 
 
-@irdl_custom_directive
-class OptionalIndexList(CustomDirective):
+class OptionalIndexList(IndexList):
     """An `IndexList` that may be absent (its static list is then unset)."""
 
-    dynamic: VariadicOperandVariable
-    static: AttributeVariable
-
-    def parse(self, parser: Parser, state: ParsingState) -> None:
-        _parse_index_list(self, parser, state, optional=True)
-
-    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        _print_index_list(self, printer, state, op)
+    OPTIONAL: ClassVar[bool] = True
 
 
 @irdl_custom_directive

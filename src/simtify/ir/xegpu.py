@@ -421,15 +421,20 @@ class _XeGPUOp(IRDLOperation):
     custom_directives = (IndexList, OptionalIndexList, ShapeAndStrides)
 
 
-class _NdAccessOp(_XeGPUOp):
-    """What load_nd, store_nd and prefetch_nd share: offsets after the descriptor
-    (``%t[%i, 0]``), cache hints and the layout."""
+class _MemoryAccessOp(_XeGPUOp):
+    """What the loads, stores and prefetches share: cache hints and the layout."""
 
-    const_offsets = opt_prop_def(DenseArrayBase)
     l1_hint = opt_prop_def(CacheHintAttr)
     l2_hint = opt_prop_def(CacheHintAttr)
     l3_hint = opt_prop_def(CacheHintAttr)
     layout = opt_prop_def(Attribute)
+
+
+class _NdAccessOp(_MemoryAccessOp):
+    """What load_nd, store_nd and prefetch_nd share: offsets after the descriptor
+    (``%t[%i, 0]``)."""
+
+    const_offsets = opt_prop_def(DenseArrayBase)
 
 
 @mlir_op
@@ -748,14 +753,10 @@ def _check_scatter(op: IRDLOperation, what: str, memory: Attribute, value_type: 
         f"{what} of {shape_text(offsets) or 'one'} offset(s) with chunk_size {chunk} moves vector<{shape_text(want)}x"
         f"{getattr(value_type, 'element_type', value_type)}>, not {value_type}")
 
-class _ScatterOp(_XeGPUOp):
-    """What gathers, scatters and prefetches share: the chunk, the cache hints and the layout."""
+class _ScatterOp(_MemoryAccessOp):
+    """What gathers, scatters and prefetches share: the chunk of each offset."""
 
     chunk_size = opt_prop_def(IntegerAttr)
-    l1_hint = opt_prop_def(CacheHintAttr)
-    l2_hint = opt_prop_def(CacheHintAttr)
-    l3_hint = opt_prop_def(CacheHintAttr)
-    layout = opt_prop_def(Attribute)
 
     @property
     def chunk(self) -> int:
