@@ -448,7 +448,7 @@ class SwizzleBitModeOp(IRDLOperation):
                 raise VerifyException(f"{name} is a 5-bit lane mask, got {m}")
 
 
-@irdl_op_definition
+@mlir_op
 class PermlaneSwapOp(IRDLOperation):
     """``%r = amdgpu.permlane_swap %src 16 [fetch_inactive(true)] [bound_ctrl(true)] : f32``
     (gfx950's ``v_permlane16/32_swap``): lane l reads lane l ^ 16 (odd and even rows of
@@ -456,14 +456,18 @@ class PermlaneSwapOp(IRDLOperation):
 
     name = "amdgpu.permlane_swap"
 
-    src = operand_def()
-    result = result_def()
-    row_length = prop_def(IntegerAttr)
-    fetch_inactive = opt_prop_def(IntegerAttr)
-    bound_ctrl = opt_prop_def(IntegerAttr)
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    src = operand_def(T)
+    result = result_def(T)
+    row_length = prop_def(IntegerAttr[I32])
+    fetch_inactive = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
+    bound_ctrl = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
     traits = traits_def(Pure(), Collective())
 
-    FLAGS: ClassVar[tuple[str, ...]] = ("fetch_inactive", "bound_ctrl")
+    assembly_format = (
+        "$src $row_length (`fetch_inactive` `(` $fetch_inactive^ `)`)? (`bound_ctrl` `(` $bound_ctrl^ `)`)? attr-dict "
+        "`:` type($result)"
+    )
 
     def __init__(self, src, row_length: int, *, fetch_inactive: bool = False, bound_ctrl: bool = False):
         from xdsl.ir import SSAValue
@@ -480,42 +484,12 @@ class PermlaneSwapOp(IRDLOperation):
         """(fetch_inactive, bound_ctrl)."""
         return bool(_int_of(self.fetch_inactive, 0)), bool(_int_of(self.bound_ctrl, 0))
 
-    @classmethod
-    def parse(cls, parser: Parser) -> PermlaneSwapOp:
-        src = parser.parse_unresolved_operand()
-        props: dict[str, Attribute] = {"row_length": _i32(parser.parse_integer(allow_negative=False))}
-        while (word := parser.parse_optional_keyword_in(cls.FLAGS)) is not None:
-            parser.parse_punctuation("(")
-            pos = parser.pos
-            flag = parser.parse_optional_keyword_in(("true", "false"))
-            if flag is None:
-                parser.raise_error("expected true or false", pos)
-            props[word] = IntegerAttr(int(flag == "true"), i1)
-            parser.parse_punctuation(")")
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ("row_length",) + cls.FLAGS)
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(src, type_)], result_types=[type_],
-                         properties=extra | props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        printer.print_string(f" {int(self.row_length.value.data)}")
-        for name, flag in zip(self.FLAGS, self.flags):
-            if flag:
-                printer.print_string(f" {name}(true)")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
     def verify_(self) -> None:
         if not _is_lane_value(self.src.type) or self.result.type != self.src.type:
             raise VerifyException(f"permutes an integer, float or 1-D vector into its own type, got "
                                   f"{self.src.type} -> {self.result.type}")
         if int(self.row_length.value.data) not in (16, 32):
             raise VerifyException(f"row_length must be 16 or 32, got {self.row_length.value.data}")
-
 
 @mlir_op
 class FatRawBufferCastOp(IRDLOperation):
