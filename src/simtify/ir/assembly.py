@@ -139,9 +139,12 @@ class MLIRAttrDict(AttrDictDirective):
     """``attr-dict`` as MLIR prints it: sorted by name, integer lists bare. The op's
     properties that the format places nowhere else print as ``<{...}>`` before it, or
     inside it where `merged` (``xegpu.dpas``); either spelling is read, and any property
-    found in the attr-dict is taken as one, as MLIR's generic form has them."""
+    found in the attr-dict is taken as one, as MLIR's generic form has them. Without
+    `sort`, the attributes print in xDSL's order and spelling (the upstream dialects here
+    have always printed them so)."""
 
     merged: bool = False
+    sort: bool = True
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
         names = list(state.op_type.get_irdl_definition().properties)  # older IR has them in the attr-dict
@@ -151,7 +154,9 @@ class MLIRAttrDict(AttrDictDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         properties = {k: v for k, v in op.properties.items() if k in self.expected_properties}
-        if self.merged:
+        if not self.sort:
+            printer.print_op_attributes(properties | dict(op.attributes))
+        elif self.merged:
             syntax.print_sorted_attr_dict(printer, properties | dict(op.attributes))
         else:
             syntax.print_sorted_attr_dict(printer, properties, braces="<{}>")
@@ -167,12 +172,14 @@ OpT = TypeVar("OpT", bound=IRDLOperation)
 def mlir_op(cls: type[OpT]) -> type[OpT]:
     """`irdl_op_definition` for an op whose ``assembly_format`` prints its dictionaries as
     MLIR does (`MLIRAttrDict`; ``PROPERTIES_IN_ATTR_DICT = True`` merges the properties
-    into the attr-dict). The op needs the ``ParsePropInAttrDict`` option."""
+    into the attr-dict, ``SORTED_ATTR_DICT = False`` keeps xDSL's order). An op with
+    properties its format does not place needs the ``ParsePropInAttrDict`` option."""
     cls = irdl_op_definition(cls)
     merged = bool(getattr(cls, "PROPERTIES_IN_ATTR_DICT", False))
+    sort = bool(getattr(cls, "SORTED_ATTR_DICT", True))
     program = FormatProgram.from_str(cls.assembly_format, cls.get_irdl_definition())
     program = FormatProgram(tuple(
-        MLIRAttrDict(s.with_keyword, s.reserved_attr_names, s.expected_properties, merged)
+        MLIRAttrDict(s.with_keyword, s.reserved_attr_names, s.expected_properties, merged, sort)
         if isinstance(s, AttrDictDirective) else s for s in program.stmts))
     cls.parse = classmethod(lambda c, parser: program.parse(parser, c))  # type: ignore[method-assign]
     cls.print = lambda op, printer: program.print(printer, op)  # type: ignore[method-assign]

@@ -70,7 +70,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, EnumKeyword, parse_enum_keyword, split_properties
+from simtify.ir.assembly import AngleBracketEnum, EnumKeyword, mlir_op, parse_enum_keyword, split_properties
 from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform
 
 # ------------------------------------------------------------------------ attributes
@@ -223,6 +223,7 @@ class _DimensionIdOp(IRDLOperation):
     result = result_def(IndexType)
     traits = traits_def(Pure())
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
     custom_directives = (EnumKeyword,)
     assembly_format = "custom<EnumKeyword>($dimension) (`upper_bound` $upper_bound^)? attr-dict"
 
@@ -241,7 +242,7 @@ def _check_upper_bound(op: IRDLOperation) -> None:
         raise VerifyException(f"upper_bound must be a positive index, got {bound}")
 
 
-@irdl_op_definition
+@mlir_op
 class ThreadIdOp(_DimensionIdOp):
     """``gpu.thread_id x``: the thread's index within its workgroup along x."""
 
@@ -249,7 +250,7 @@ class ThreadIdOp(_DimensionIdOp):
     traits = traits_def(Pure(), LaneVariant())
 
 
-@irdl_op_definition
+@mlir_op
 class BlockIdOp(_DimensionIdOp):
     """``gpu.block_id x``: the workgroup's index within the grid along x."""
 
@@ -257,7 +258,7 @@ class BlockIdOp(_DimensionIdOp):
     traits = traits_def(Pure(), SubgroupUniform())
 
 
-@irdl_op_definition
+@mlir_op
 class BlockDimOp(_DimensionIdOp):
     """``gpu.block_dim x``: the number of threads of a workgroup along x."""
 
@@ -265,7 +266,7 @@ class BlockDimOp(_DimensionIdOp):
     traits = traits_def(Pure(), SubgroupUniform())
 
 
-@irdl_op_definition
+@mlir_op
 class GridDimOp(_DimensionIdOp):
     """``gpu.grid_dim x``: the number of workgroups along x."""
 
@@ -273,7 +274,7 @@ class GridDimOp(_DimensionIdOp):
     traits = traits_def(Pure(), SubgroupUniform())
 
 
-@irdl_op_definition
+@mlir_op
 class GlobalIdOp(_DimensionIdOp):
     """``gpu.global_id x``: block_id * block_dim + thread_id along x."""
 
@@ -281,14 +282,14 @@ class GlobalIdOp(_DimensionIdOp):
     traits = traits_def(Pure(), LaneVariant())
 
 
-@irdl_op_definition
+@mlir_op
 class ClusterIdOp(_DimensionIdOp):
     """``gpu.cluster_id x``: the cluster's index within the grid along x."""
 
     name = "gpu.cluster_id"
 
 
-@irdl_op_definition
+@mlir_op
 class LaneIdOp(IRDLOperation):
     """``%l = gpu.lane_id (upper_bound 64)?``: the thread's lane within its subgroup."""
 
@@ -297,6 +298,7 @@ class LaneIdOp(IRDLOperation):
     result = result_def(IndexType)
     traits = traits_def(Pure(), LaneVariant())
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "(`upper_bound` $upper_bound^)? attr-dict"
 
     def __init__(self, upper_bound: int | None = None):
@@ -314,6 +316,7 @@ class _SubgroupQueryOp(IRDLOperation):
     result = result_def(IndexType)
     traits = traits_def(Pure(), SubgroupUniform())
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "(`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
 
     def __init__(self, upper_bound: int | None = None):
@@ -324,21 +327,21 @@ class _SubgroupQueryOp(IRDLOperation):
         _check_upper_bound(self)
 
 
-@irdl_op_definition
+@mlir_op
 class SubgroupIdOp(_SubgroupQueryOp):
     """``gpu.subgroup_id : index``: the subgroup's index within its workgroup."""
 
     name = "gpu.subgroup_id"
 
 
-@irdl_op_definition
+@mlir_op
 class SubgroupSizeOp(_SubgroupQueryOp):
     """``gpu.subgroup_size : index``: lanes per subgroup (32 or 64)."""
 
     name = "gpu.subgroup_size"
 
 
-@irdl_op_definition
+@mlir_op
 class NumSubgroupsOp(_SubgroupQueryOp):
     """``gpu.num_subgroups : index``: subgroups per workgroup."""
 
@@ -402,7 +405,7 @@ def _is_int_or_float_or_1d_vector(type_: Attribute) -> bool:
     return isinstance(element, IntegerType | AnyFloat | IndexType)
 
 
-@irdl_op_definition
+@mlir_op
 class ShuffleOp(IRDLOperation):
     """``%r, %valid = gpu.shuffle xor %v, %offset, %width : f32``: read %v from
     another lane of the subgroup (xor: lane ^ offset; up/down: lane -/+ offset; idx:
@@ -419,6 +422,7 @@ class ShuffleOp(IRDLOperation):
     traits = traits_def(Pure(), Collective())
 
     custom_directives = (EnumKeyword,)
+    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "custom<EnumKeyword>($mode) $value `,` $offset `,` $width attr-dict `:` type($value)"
 
     def __init__(self, mode: ShuffleMode | str, value: SSAValue | Operation, offset: SSAValue | Operation, width: SSAValue | Operation):
@@ -539,7 +543,7 @@ class SubgroupReduceOp(IRDLOperation):
             raise VerifyException("a cluster stride needs a cluster size")
 
 
-@irdl_op_definition
+@mlir_op
 class BallotOp(IRDLOperation):
     """``%mask = gpu.ballot %pred : i64``: bit l of every lane's result is set where lane l
     of the subgroup is active and its predicate is true."""
@@ -549,6 +553,7 @@ class BallotOp(IRDLOperation):
     predicate = operand_def(i1)
     result = result_def(IntegerType)
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$predicate attr-dict `:` type($result)"
 
     def __init__(self, predicate: SSAValue | Operation, result_type: IntegerType = i64):
@@ -568,7 +573,7 @@ class BroadcastTypeAttr(AngleBracketEnum, EnumAttribute[BroadcastType]):
     KEYWORD_OF: ClassVar[str] = "a broadcast type"
 
 
-@irdl_op_definition
+@mlir_op
 class SubgroupBroadcastOp(IRDLOperation):
     """``gpu.subgroup_broadcast %v, first_active_lane : f32`` or ``..., specific_lane %lane
     : f32``: every lane gets %v of the subgroup's first active lane, or of lane %lane (an
@@ -583,6 +588,7 @@ class SubgroupBroadcastOp(IRDLOperation):
     traits = traits_def(Pure(), Collective())
 
     custom_directives = (EnumKeyword,)
+    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$src `,` custom<EnumKeyword>($broadcast_type) ($lane^)? attr-dict `:` type($result)"
 
     def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation | None = None):
@@ -600,7 +606,7 @@ class SubgroupBroadcastOp(IRDLOperation):
             raise VerifyException("specific_lane takes a lane operand; first_active_lane takes none")
 
 
-@irdl_op_definition
+@mlir_op
 class RotateOp(IRDLOperation):
     """``%r, %valid = gpu.rotate %v, 3, 16 : f32``: lane k of each group of `width` lanes
     reads lane ((k + offset) mod width) of its group; %valid is false for lanes at or
@@ -615,6 +621,7 @@ class RotateOp(IRDLOperation):
     width = prop_def(IntegerAttr[I32])
     traits = traits_def(Pure(), Collective())
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$value `,` $offset `,` $width attr-dict `:` type($value)"
 
     def __init__(self, value: SSAValue | Operation, offset: int, width: int):

@@ -24,6 +24,7 @@ from xdsl.dialects import vector as xdsl_vector
 from xdsl.dialects.arith import FastMathFlagsAttr
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    I1,
     I64,
     AffineMapAttr,
     AnyFloat,
@@ -80,6 +81,7 @@ from simtify.ir.assembly import (
     i64_array,
     i64_dense,
     int_values,
+    mlir_op,
     parse_keyword_int_list,
     print_int_list,
     split_properties,
@@ -159,29 +161,6 @@ class IteratorTypeAttr(AngleBracketEnum, EnumAttribute[IteratorType]):
 # -------------------------------------------------------------------- memory access
 
 
-def _parse_access_keywords(parser: Parser) -> dict[str, Attribute]:
-    """``alignment = 16`` and ``nontemporal = true``, in either order, both optional."""
-    properties: dict[str, Attribute] = {}
-    while True:
-        if parser.parse_optional_keyword("alignment") is not None:
-            parser.parse_punctuation("=")
-            properties["alignment"] = IntegerAttr(parser.parse_integer(allow_boolean=False, allow_negative=False), i64)
-        elif parser.parse_optional_keyword("nontemporal") is not None:
-            parser.parse_punctuation("=")
-            properties["nontemporal"] = IntegerAttr(int(parser.parse_boolean()), i1)
-        else:
-            return properties
-
-
-def _print_access_keywords(printer: Printer, op: IRDLOperation) -> None:
-    alignment = op.properties.get("alignment")
-    if isinstance(alignment, IntegerAttr):
-        printer.print_string(f" alignment = {alignment.value.data}")
-    nontemporal = op.properties.get("nontemporal")
-    if isinstance(nontemporal, IntegerAttr) and nontemporal.value.data:
-        printer.print_string(" nontemporal = true")
-
-
 def _check_access(base: Attribute, indices: Sequence[SSAValue], vector: Attribute) -> None:
     """vector.load / vector.store: one index per memref dim; element types agree (a
     memref of vectors must hold exactly the accessed vector type)."""
@@ -195,7 +174,7 @@ def _check_access(base: Attribute, indices: Sequence[SSAValue], vector: Attribut
         raise VerifyException(f"memref element type {base.element_type} does not match vector element type {element_type_of(vector)}")
 
 
-@irdl_op_definition
+@mlir_op
 class LoadOp(IRDLOperation):
     """``%v = vector.load %base[%i, %j] : memref<..>, vector<..>``: a contiguous read of
     the innermost dims of the memref at the given indices."""
@@ -205,47 +184,23 @@ class LoadOp(IRDLOperation):
     base = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
     result = result_def(VectorType)
-    nontemporal = opt_prop_def(IntegerAttr)
+    nontemporal = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
     alignment = opt_prop_def(IntegerAttr[I64])
+
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = (
+        "$base `[` $indices `]` (`alignment` `=` $alignment^)? (`nontemporal` `=` $nontemporal^)? attr-dict `:` "
+        "type($base) `,` type($result)"
+    )
 
     def __init__(self, base: SSAValue | Operation, indices: Sequence[SSAValue | Operation], result_type: VectorType):
         super().__init__(operands=[base, indices], result_types=[result_type])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadOp:
-        base = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-        properties = _parse_access_keywords(parser)
-        extra_properties, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        base_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        result_type = parser.parse_type()
-        return cls.build(
-            operands=[parser.resolve_operand(base, base_type), [parser.resolve_operand(i, IndexType()) for i in indices]],
-            result_types=[result_type],
-            properties=properties | extra_properties,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.base)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_operand)
-        printer.print_string("]")
-        _print_access_keywords(printer, self)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.base.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
         _check_access(self.base.type, self.indices, self.result.type)
 
 
-@irdl_op_definition
+@mlir_op
 class StoreOp(IRDLOperation):
     """``vector.store %v, %base[%i, %j] : memref<..>, vector<..>``."""
 
@@ -254,48 +209,17 @@ class StoreOp(IRDLOperation):
     value_to_store = operand_def(VectorType)
     base = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
-    nontemporal = opt_prop_def(IntegerAttr)
+    nontemporal = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
     alignment = opt_prop_def(IntegerAttr[I64])
+
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = (
+        "$value_to_store `,` $base `[` $indices `]` (`alignment` `=` $alignment^)? (`nontemporal` `=` "
+        "$nontemporal^)? attr-dict `:` type($base) `,` type($value_to_store)"
+    )
 
     def __init__(self, value: SSAValue | Operation, base: SSAValue | Operation, indices: Sequence[SSAValue | Operation]):
         super().__init__(operands=[value, base, indices])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        base = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-        properties = _parse_access_keywords(parser)
-        extra_properties, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        base_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        value_type = parser.parse_type()
-        return cls.build(
-            operands=[
-                parser.resolve_operand(value, value_type),
-                parser.resolve_operand(base, base_type),
-                [parser.resolve_operand(i, IndexType()) for i in indices],
-            ],
-            properties=properties | extra_properties,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.value_to_store)
-        printer.print_string(", ")
-        printer.print_operand(self.base)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_operand)
-        printer.print_string("]")
-        _print_access_keywords(printer, self)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.base.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.value_to_store.type)
 
     def verify_(self) -> None:
         _check_access(self.base.type, self.indices, self.value_to_store.type)
