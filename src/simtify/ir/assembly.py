@@ -42,6 +42,7 @@ __all__ = [
     "AngleBracketEnum",
     "EnumKeyword",
     "IndexList",
+    "IntList",
     "MLIRAttrDict",
     "OptionalIndexList",
     "i64_array",
@@ -49,7 +50,6 @@ __all__ = [
     "int_values",
     "mlir_op",
     "parse_int_list",
-    "parse_keyword_int_list",
     "print_int_list",
     "split_properties",
 ]
@@ -109,13 +109,6 @@ def parse_int_list(parser: Parser) -> list[int]:
     return parser.parse_comma_separated_list(
         Parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
     )
-
-
-def parse_keyword_int_list(parser: Parser, keyword: str) -> list[int]:
-    """``keyword = [1, 2, 3]``."""
-    parser.parse_keyword(keyword)
-    parser.parse_punctuation("=")
-    return parse_int_list(parser)
 
 
 def print_int_list(printer: Printer, values: Sequence[int]) -> None:
@@ -238,3 +231,17 @@ class EnumKeyword(CustomDirective):
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         state.print_whitespace(printer)
         printer.print_string(self.attribute.get(op).data.value)  # type: ignore[union-attr]
+
+
+@irdl_custom_directive
+class IntList(CustomDirective):
+    """An I64ArrayAttr property printed bare: ``offsets = [0, 4]``."""
+
+    values: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.values.set(state, i64_array(parse_int_list(parser)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        print_int_list(printer, int_values(self.values.get(op)))  # type: ignore[arg-type]

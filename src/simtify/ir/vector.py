@@ -78,12 +78,11 @@ from xdsl.utils.str_enum import StrEnum
 
 from simtify.ir.assembly import (
     AngleBracketEnum,
+    IntList,
     i64_array,
     i64_dense,
     int_values,
     mlir_op,
-    parse_keyword_int_list,
-    print_int_list,
     split_properties,
 )
 
@@ -605,7 +604,7 @@ def _check_position(static: DenseArrayBase, dynamic: Sequence[SSAValue], vector:
         raise VerifyException(f"{part_name} type {part} does not match the {'element' if not trailing else 'sub-vector'} type {expected[0]} of {vector} at {len(positions)} positions")
 
 
-@irdl_op_definition
+@mlir_op
 class ExtractStridedSliceOp(IRDLOperation):
     """``vector.extract_strided_slice %v offsets = [0, 4], sizes = [2, 4], strides =
     [1, 1] : vector<4x8xf32> to vector<2x4xf32>`` (no braces: today's syntax)."""
@@ -618,45 +617,19 @@ class ExtractStridedSliceOp(IRDLOperation):
     result = result_def(VectorType)
     traits = traits_def(Pure())
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    custom_directives = (IntList,)
+    assembly_format = (
+        "$source `offsets` `=` custom<IntList>($offsets) `,` `sizes` `=` custom<IntList>($sizes) `,` `strides` `=` "
+        "custom<IntList>($strides) attr-dict `:` type($source) `to` type($result)"
+    )
+
     def __init__(self, source: SSAValue | Operation, offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int], result_type: VectorType):
         super().__init__(
             operands=[source],
             result_types=[result_type],
             properties={"offsets": i64_array(offsets), "sizes": i64_array(sizes), "strides": i64_array(strides)},
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ExtractStridedSliceOp:
-        source = parser.parse_unresolved_operand()
-        offsets = parse_keyword_int_list(parser, "offsets")
-        parser.parse_punctuation(",")
-        sizes = parse_keyword_int_list(parser, "sizes")
-        parser.parse_punctuation(",")
-        strides = parse_keyword_int_list(parser, "strides")
-        extra_properties, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_keyword("to")
-        result_type = parser.parse_type()
-        return cls.build(
-            operands=[parser.resolve_operand(source, source_type)],
-            result_types=[result_type],
-            properties={"offsets": i64_array(offsets), "sizes": i64_array(sizes), "strides": i64_array(strides)} | extra_properties,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        for index, name in enumerate(("offsets", "sizes", "strides")):
-            printer.print_string(", " if index else " ")
-            printer.print_string(f"{name} = ")
-            print_int_list(printer, int_values(self.properties[name]))
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
         source, result = self.source.type, self.result.type
@@ -673,7 +646,7 @@ class ExtractStridedSliceOp(IRDLOperation):
             raise VerifyException(f"slice of sizes {list(sizes)} from {source} has shape {list(expected)}, but the result is {result}")
 
 
-@irdl_op_definition
+@mlir_op
 class InsertStridedSliceOp(IRDLOperation):
     """``vector.insert_strided_slice %s, %v offsets = [0, 4], strides = [1, 1] :
     vector<2x4xf32> into vector<4x8xf32>``."""
@@ -687,6 +660,13 @@ class InsertStridedSliceOp(IRDLOperation):
     result = result_def(T)
     traits = traits_def(Pure())
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    custom_directives = (IntList,)
+    assembly_format = (
+        "$value_to_store `,` $dest `offsets` `=` custom<IntList>($offsets) `,` `strides` `=` custom<IntList>($strides) "
+        "attr-dict `:` type($value_to_store) `into` type($dest)"
+    )
+
     def __init__(self, value: SSAValue | Operation, dest: SSAValue | Operation, offsets: Sequence[int], strides: Sequence[int]):
         dest = SSAValue.get(dest)
         super().__init__(
@@ -694,41 +674,6 @@ class InsertStridedSliceOp(IRDLOperation):
             result_types=[dest.type],
             properties={"offsets": i64_array(offsets), "strides": i64_array(strides)},
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> InsertStridedSliceOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        dest = parser.parse_unresolved_operand()
-        offsets = parse_keyword_int_list(parser, "offsets")
-        parser.parse_punctuation(",")
-        strides = parse_keyword_int_list(parser, "strides")
-        extra_properties, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        value_type = parser.parse_type()
-        parser.parse_keyword("into")
-        dest_type = parser.parse_type()
-        return cls.build(
-            operands=[parser.resolve_operand(value, value_type), parser.resolve_operand(dest, dest_type)],
-            result_types=[dest_type],
-            properties={"offsets": i64_array(offsets), "strides": i64_array(strides)} | extra_properties,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.value_to_store)
-        printer.print_string(", ")
-        printer.print_operand(self.dest)
-        printer.print_string(" offsets = ")
-        print_int_list(printer, int_values(self.offsets))
-        printer.print_string(", strides = ")
-        print_int_list(printer, int_values(self.strides))
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value_to_store.type)
-        printer.print_string(" into ")
-        printer.print_attribute(self.dest.type)
 
     def verify_(self) -> None:
         value, dest = self.value_to_store.type, self.dest.type
