@@ -59,6 +59,7 @@ from xdsl.traits import IsTerminator, MemoryReadEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
+from simtify.ir.assembly import mlir_op
 from simtify.ir.attribute_syntax import (
     layout_parse_error,
     parse_keyed_int_lists,
@@ -240,28 +241,10 @@ class _SIMDSIMTCast(IRDLOperation):
     output = result_def(VectorType)
 
     traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
 
     def __init__(self, input: SSAValue, result_type: VectorType, attributes: dict[str, Attribute] | None = None):
         super().__init__(operands=[input], result_types=[result_type], attributes=attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        source = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        in_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        out_type = parser.parse_type()
-        return cls(parser.resolve_operand(source, in_type), out_type, attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.input)
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.output.type)
 
     def verify_(self) -> None:
         assert isinstance(self.input.type, VectorType) and isinstance(self.output.type, VectorType)
@@ -276,7 +259,7 @@ def _num_elements(type_: VectorType) -> int:
     return prod(type_.get_shape())
 
 
-@irdl_op_definition
+@mlir_op
 class ToSIMTOp(_SIMDSIMTCast):
     """From the workgroup-level vector to one thread's registers.
 
@@ -300,7 +283,7 @@ class ToSIMTOp(_SIMDSIMTCast):
                 )
 
 
-@irdl_op_definition
+@mlir_op
 class ToSIMDOp(_SIMDSIMTCast):
     """From one thread's registers back to the workgroup-level vector."""
 
