@@ -21,7 +21,7 @@ from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, i64
 from xdsl.ir import Attribute
-from xdsl.irdl import IRDLOperation, irdl_op_definition
+from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def, var_operand_def
 from xdsl.irdl.declarative_assembly_format import (
     AttrDictDirective,
     AttributeVariable,
@@ -34,6 +34,7 @@ from xdsl.irdl.declarative_assembly_format import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir import attribute_syntax as syntax
@@ -45,6 +46,7 @@ __all__ = [
     "IntList",
     "MLIRAttrDict",
     "OptionalIndexList",
+    "YieldTerminator",
     "i64_array",
     "i64_dense",
     "int_values",
@@ -245,3 +247,12 @@ class IntList(CustomDirective):
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         state.print_whitespace(printer)
         print_int_list(printer, int_values(self.values.get(op)))  # type: ignore[arg-type]
+
+
+class YieldTerminator(IRDLOperation):
+    """A region's terminator handing out values: ``<dialect>.yield %a, %b : f32, i1``
+    (bare when it hands out none); pure."""
+
+    values = var_operand_def()
+    traits = traits_def(IsTerminator(), Pure())
+    assembly_format = "attr-dict ($values^ `:` type($values))?"

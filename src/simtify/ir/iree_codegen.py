@@ -50,9 +50,10 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, Pure
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from simtify.ir.assembly import YieldTerminator
 from simtify.ir.attribute_syntax import (
     ParameterlessAttr,
     int_tree_of,
@@ -560,15 +561,10 @@ class WorkgroupCountHintOp(IRDLOperation):
 
 
 @irdl_op_definition
-class CodegenYieldOp(IRDLOperation):
+class CodegenYieldOp(YieldTerminator):
     """``iree_codegen.yield %x, %y, %z : index, index, index``."""
 
     name = "iree_codegen.yield"
-
-    values = var_operand_def()
-    traits = traits_def(IsTerminator())
-
-    assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
 @irdl_op_definition

@@ -45,15 +45,14 @@ from xdsl.irdl import (
     prop_def,
     region_def,
     result_def,
-    traits_def,
     var_operand_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
+from simtify.ir.assembly import YieldTerminator
 from simtify.ir.attribute_syntax import (
     DYNAMIC,
     ParameterlessAttr,
@@ -714,13 +713,10 @@ class AsyncDMAOp(IRDLOperation):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(YieldTerminator):
     """``iree_gpu.yield %v : f32``: the combined value of a subgroup_scan combiner."""
 
     name = "iree_gpu.yield"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator())
-    assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
 @irdl_op_definition

@@ -55,11 +55,11 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, MemoryReadEffect, Pure
+from xdsl.traits import MemoryReadEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import mlir_op
+from simtify.ir.assembly import YieldTerminator, mlir_op
 from simtify.ir.attribute_syntax import (
     layout_parse_error,
     parse_keyed_int_lists,
@@ -586,13 +586,10 @@ class TransferGatherOp(IRDLOperation):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(YieldTerminator):
     """``iree_vector_ext.yield %cmp : i1``: the comparator's answer in an arg_compare."""
 
     name = "iree_vector_ext.yield"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator(), Pure())
-    assembly_format = "attr-dict ($values^ `:` type($values))?"
 
     def __init__(self, values: Sequence[SSAValue] = ()):
         super().__init__(operands=[values])

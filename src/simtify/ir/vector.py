@@ -79,6 +79,7 @@ from xdsl.utils.str_enum import StrEnum
 from simtify.ir.assembly import (
     AngleBracketEnum,
     IntList,
+    YieldTerminator,
     i64_array,
     i64_dense,
     int_values,
@@ -1168,18 +1169,14 @@ def _parse_iterator_types(parser: Parser, value: Attribute, position) -> ArrayAt
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(YieldTerminator):
     """``vector.yield %v : vector<4xf32>``: the values a ``vector.mask`` region hands out
     (left implicit in the printed form)."""
 
     name = "vector.yield"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator(), Pure())
 
     def __init__(self, values: Sequence[SSAValue | Operation] = ()):
         super().__init__(operands=[values])
-
-    assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
 def mask_type_for(op: Operation) -> VectorType | None:
