@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith
 from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.errors import SimtifyError
+from simtify.ir import arith
 from simtify.ir import gpu as gpu_ir
 from simtify.ir.effects import Collective, LaneVariant
 from simtify.transforms.emit import Emitter
