@@ -15,8 +15,9 @@ directly only when every lane of the warp holds the same one (`Uniformity`), and
 otherwise must receive it through the region.
 
 This module holds what every warp pattern needs: the ratios and distributed types,
-the lane digits of a distribution, which ops may move across the boundary (their
-memory effects), uniformity, and rebuilding a warp op with more or fewer results.
+the lane digits of a distribution, uniformity, and rebuilding a warp op with more or
+fewer results. Which ops may move across the boundary is decided by their memory
+effects, as their traits declare them (`simtify.ir.effects`).
 """
 
 from __future__ import annotations
