@@ -42,7 +42,7 @@ from simtify.codegen.control_flow import ControlFlowOps
 from simtify.codegen.expressions import Fact, Lin, paren, pow2_divisor
 from simtify.codegen.index_ops import IndexOps
 from simtify.codegen.lane_ops import LaneOps
-from simtify.codegen.live_ops import is_pure, live_ops
+from simtify.codegen.live_ops import live_ops
 from simtify.codegen.matrix_ops import MatrixOps
 from simtify.codegen.memory_ops import MemoryOps
 from simtify.codegen.vector_ops import VectorOps
@@ -50,6 +50,7 @@ from simtify.codegen.vector_reductions import ReductionOps
 from simtify.codegen.vector_transfers import TransferOps
 from simtify.errors import SimtifyError
 from simtify.ir import location_of
+from simtify.ir.effects import is_pure
 
 XE_ONLY = "XeGPU code runs on Intel Xe GPUs, which have no CUDA or HIP; simulate it instead: simtify run --target xe"
 
@@ -372,9 +373,7 @@ class KernelWriter(ArithmeticOps, IndexOps, MemoryOps, TransferOps, VectorOps, R
         return ""
 
     def _cse_key(self, op: Operation):
-        if not is_pure(op) or op.regions or not op.results or op.name in (
-                "memref.load", "vector.transfer_read", "vector.load", "memref.alloc", "memref.alloca",
-                "gpu.shuffle", "gpu.subgroup_reduce", "gpu.ballot"):
+        if not is_pure(op) or op.regions or not op.results:
             return None
         props = tuple(sorted((k, str(v)) for k, v in op.properties.items()))
         attrs = tuple(sorted((k, str(v)) for k, v in op.attributes.items()))

@@ -1,28 +1,12 @@
-"""Which ops a kernel must emit: those with effects, and what they depend on. Pure ops
-nothing live reads are left out (distribution leaves many behind)."""
+"""Which ops a kernel must emit: those with effects, and what they depend on. Ops that at
+most read or allocate memory (their traits say so) and that nothing live reads are left
+out (distribution leaves many behind)."""
 
 from __future__ import annotations
 
 from xdsl.ir import BlockArgument, Operation, OpResult
 
-PURE_PREFIXES = ("arith.", "math.")
-PURE = frozenset([
-    "affine.apply", "affine.linearize_index", "affine.delinearize_index", "affine.min", "affine.max",
-    "vector.broadcast", "vector.shape_cast", "vector.transpose", "vector.extract", "vector.insert",
-    "vector.extract_strided_slice", "vector.insert_strided_slice", "vector.multi_reduction", "vector.reduction",
-    "vector.contract", "vector.fma", "vector.step", "vector.create_mask", "vector.constant_mask",
-    "vector.from_elements", "vector.to_elements", "vector.interleave", "vector.deinterleave",
-    "vector.transfer_read", "vector.load", "vector.bitcast", "vector.gather", "vector.scan", "ub.poison",
-    "iree_vector_ext.transfer_gather", "memref.load", "memref.alloc", "memref.alloca",
-    "memref.subview", "memref.cast", "memref.memory_space_cast", "memref.expand_shape", "memref.collapse_shape",
-    "gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.global_id", "gpu.lane_id",
-    "gpu.subgroup_id", "gpu.subgroup_size", "gpu.num_subgroups", "gpu.shuffle", "gpu.subgroup_reduce",
-    "gpu.ballot",
-])
-
-
-def is_pure(op: Operation) -> bool:
-    return op.name in PURE or op.name.startswith(PURE_PREFIXES)
+from simtify.ir.effects import removable_when_unused
 
 
 def read_operands(op: Operation):
@@ -36,8 +20,7 @@ def read_operands(op: Operation):
 def live_ops(func: Operation) -> set[Operation]:
     """Ops whose effects or results matter: side effects, and what they depend on."""
     live: set[Operation] = set()
-    work = [op for op in func.walk() if op is not func and not is_pure(op)
-            and op.name not in ("scf.for", "scf.if", "scf.yield")]
+    work = [op for op in func.walk() if op is not func and not removable_when_unused(op)]
 
     def mark(op):
         if op is not None and op is not func and op not in live:
@@ -56,7 +39,7 @@ def live_ops(func: Operation) -> set[Operation]:
         parent = op.parent_op()
         if parent is not None and parent is not func:
             mark(parent)
-        if op.name in ("scf.for", "scf.if", "scf.while"):
+        if op.regions:  # a live op's terminators are live
             for r in op.regions:
                 for b in r.blocks:
                     if b.ops.last is not None:

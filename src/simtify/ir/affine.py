@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import affine as xdsl_affine
-from xdsl.dialects.builtin import DYNAMIC_INDEX, DenseArrayBase, IndexType, UnitAttr, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, AffineMapAttr, DenseArrayBase, IndexType, UnitAttr, i64
 from xdsl.dialects.utils import (
     get_dynamic_index_list,
     parse_dynamic_index_list_without_types,
@@ -183,8 +183,26 @@ class DelinearizeIndexOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class MinOp(xdsl_affine.MinOp):
+    """xDSL's ``affine.min``, pure as upstream's is."""
+
+    arguments = var_operand_def(IndexType())
+    result = result_def(IndexType())
+    map = prop_def(AffineMapAttr)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MinOp:
+        parsed = super().parse(parser)  # (xDSL's parser builds its own class)
+        op = cls(list(parsed.arguments), parsed.map)
+        parsed.erase()
+        return op
+
+
 Affine = Dialect(
     "affine",
-    [*xdsl_affine.Affine.operations, LinearizeIndexOp, DelinearizeIndexOp],
+    [*(op for op in xdsl_affine.Affine.operations if op is not xdsl_affine.MinOp), MinOp, LinearizeIndexOp,
+     DelinearizeIndexOp],
     list(xdsl_affine.Affine.attributes),
 )

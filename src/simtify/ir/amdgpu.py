@@ -9,6 +9,11 @@ the project follows over the seed's proposed ``... to %dst[..]``): every lane re
 `transfer type` from its own ``src[indices]``; the subgroup writes what its lanes read
 contiguously, in lane order, from ``dst[indices]`` (only lane 0's destination indices
 matter). Like ``global_load_lds`` itself, a lane moves 1, 2, 4, 12 or 16 bytes.
+
+What IREE's codegen stages print besides: ``amdgpu.fat_raw_buffer_cast %m resetOffset :
+T to T'`` (a buffer-resource view of the same memory: out-of-bounds reads give 0,
+writes are dropped) and ``amdgpu.sched_barrier allow = none`` (kept and printed back,
+no effect on values).
 """
 
 from __future__ import annotations
@@ -17,24 +22,33 @@ from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    I1,
+    I32,
     ArrayAttr,
+    BoolAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StridedLayoutAttr,
     UnitAttr,
     VectorType,
     i1,
     i32,
+    i64,
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Data, Dialect
 from xdsl.irdl import (
+    AnyAttr,
     AttrSizedOperandSegments,
     IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -47,7 +61,8 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, parse_enum_keyword
+from simtify.ir.assembly import AngleBracketEnum, mlir_op, parse_enum_keyword
+from simtify.ir.effects import Collective
 from simtify.ir.attribute_syntax import (
     memory_space_name,
     print_sorted_attr_dict,
@@ -92,7 +107,7 @@ class AddressSpaceAttr(Data[str]):
         printer.print_string(f"<{self.data}>")
 
 
-@irdl_op_definition
+@mlir_op
 class GatherToLDSOp(IRDLOperation):
     """A subgroup's gather from global memory (or a fat raw buffer) into LDS."""
 
@@ -106,58 +121,10 @@ class GatherToLDSOp(IRDLOperation):
     is_async = opt_prop_def(UnitAttr, prop_name="async")
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("async",)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> GatherToLDSOp:
-        is_async = parser.parse_optional_keyword("async") is not None
-        src = parser.parse_unresolved_operand()
-        src_idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-        parser.parse_punctuation(",")
-        dst = parser.parse_unresolved_operand()
-        dst_idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-        props, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        parser.parse_punctuation(":")
-        transfer = parser.parse_type()
-        parser.parse_punctuation(",")
-        src_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        dst_type = parser.parse_type()
-        index = IndexType()
-        properties: dict[str, Attribute] = {"transferType": transfer}
-        if is_async or "async" in props:
-            properties["async"] = UnitAttr()
-        return cls(
-            operands=[
-                parser.resolve_operand(src, src_type),
-                [parser.resolve_operand(o, index) for o in src_idx],
-                parser.resolve_operand(dst, dst_type),
-                [parser.resolve_operand(o, index) for o in dst_idx],
-            ],
-            properties=properties,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        if self.is_async is not None:
-            printer.print_string(" async")
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        printer.print_string("[")
-        printer.print_list(self.src_indices, printer.print_ssa_value)
-        printer.print_string("], ")
-        printer.print_ssa_value(self.dst)
-        printer.print_string("[")
-        printer.print_list(self.dst_indices, printer.print_ssa_value)
-        printer.print_string("]")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.transfer_type)
-        printer.print_string(", ")
-        printer.print_attribute(self.src.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.dst.type)
+    assembly_format = (
+        "(`async` $async^)? $src `[` $src_indices `]` `,` $dst `[` $dst_indices `]` attr-dict `:` $transferType `,` "
+        "type($src) `,` type($dst)"
+    )
 
     def verify_(self) -> None:
         src, dst = self.src.type, self.dst.type
@@ -336,7 +303,7 @@ class DPPOp(IRDLOperation):
     row_mask = opt_prop_def(IntegerAttr)
     bank_mask = opt_prop_def(IntegerAttr)
     bound_ctrl = opt_prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
 
     PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("kind", "permArgument", "row_mask", "bank_mask", "bound_ctrl")
     MASKS: ClassVar[tuple[str, ...]] = ("row_mask", "bank_mask", "bound_ctrl")
@@ -443,19 +410,22 @@ class DPPOp(IRDLOperation):
                 raise VerifyException(f"{what} is a 4-bit mask, got {mask}")
 
 
-@irdl_op_definition
+@mlir_op
 class SwizzleBitModeOp(IRDLOperation):
     """``%r = amdgpu.swizzle_bitmode %src 0 31 0 : f32``: ``ds_swizzle_b32`` in bit-mask
     mode: within each group of 32 lanes, lane l reads lane ((l & and) | or) ^ xor."""
 
     name = "amdgpu.swizzle_bitmode"
 
-    src = operand_def()
-    result = result_def()
-    and_mask = prop_def(IntegerAttr)
-    or_mask = prop_def(IntegerAttr)
-    xor_mask = prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    src = operand_def(T)
+    result = result_def(T)
+    and_mask = prop_def(IntegerAttr[I32])
+    or_mask = prop_def(IntegerAttr[I32])
+    xor_mask = prop_def(IntegerAttr[I32])
+    traits = traits_def(Pure(), Collective())
+
+    assembly_format = "$src $and_mask $or_mask $xor_mask attr-dict `:` type($result)"
 
     MASK_NAMES: ClassVar[tuple[str, ...]] = ("and_mask", "or_mask", "xor_mask")
 
@@ -469,24 +439,6 @@ class SwizzleBitModeOp(IRDLOperation):
     def mask_values(self) -> tuple[int, int, int]:
         return tuple(int(getattr(self, n).value.data) for n in self.MASK_NAMES)  # type: ignore[return-value]
 
-    @classmethod
-    def parse(cls, parser: Parser) -> SwizzleBitModeOp:
-        src = parser.parse_unresolved_operand()
-        masks = {n: _i32(parser.parse_integer(allow_negative=False)) for n in cls.MASK_NAMES}
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.MASK_NAMES)
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(src, type_)], result_types=[type_],
-                         properties=extra | masks, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        printer.print_string(" " + " ".join(str(m) for m in self.mask_values))
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
     def verify_(self) -> None:
         if not _is_lane_value(self.src.type) or self.result.type != self.src.type:
             raise VerifyException(f"swizzles an integer, float or 1-D vector into its own type, got "
@@ -496,7 +448,7 @@ class SwizzleBitModeOp(IRDLOperation):
                 raise VerifyException(f"{name} is a 5-bit lane mask, got {m}")
 
 
-@irdl_op_definition
+@mlir_op
 class PermlaneSwapOp(IRDLOperation):
     """``%r = amdgpu.permlane_swap %src 16 [fetch_inactive(true)] [bound_ctrl(true)] : f32``
     (gfx950's ``v_permlane16/32_swap``): lane l reads lane l ^ 16 (odd and even rows of
@@ -504,14 +456,18 @@ class PermlaneSwapOp(IRDLOperation):
 
     name = "amdgpu.permlane_swap"
 
-    src = operand_def()
-    result = result_def()
-    row_length = prop_def(IntegerAttr)
-    fetch_inactive = opt_prop_def(IntegerAttr)
-    bound_ctrl = opt_prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    src = operand_def(T)
+    result = result_def(T)
+    row_length = prop_def(IntegerAttr[I32])
+    fetch_inactive = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
+    bound_ctrl = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure(), Collective())
 
-    FLAGS: ClassVar[tuple[str, ...]] = ("fetch_inactive", "bound_ctrl")
+    assembly_format = (
+        "$src $row_length (`fetch_inactive` `(` $fetch_inactive^ `)`)? (`bound_ctrl` `(` $bound_ctrl^ `)`)? attr-dict "
+        "`:` type($result)"
+    )
 
     def __init__(self, src, row_length: int, *, fetch_inactive: bool = False, bound_ctrl: bool = False):
         from xdsl.ir import SSAValue
@@ -528,35 +484,6 @@ class PermlaneSwapOp(IRDLOperation):
         """(fetch_inactive, bound_ctrl)."""
         return bool(_int_of(self.fetch_inactive, 0)), bool(_int_of(self.bound_ctrl, 0))
 
-    @classmethod
-    def parse(cls, parser: Parser) -> PermlaneSwapOp:
-        src = parser.parse_unresolved_operand()
-        props: dict[str, Attribute] = {"row_length": _i32(parser.parse_integer(allow_negative=False))}
-        while (word := parser.parse_optional_keyword_in(cls.FLAGS)) is not None:
-            parser.parse_punctuation("(")
-            pos = parser.pos
-            flag = parser.parse_optional_keyword_in(("true", "false"))
-            if flag is None:
-                parser.raise_error("expected true or false", pos)
-            props[word] = IntegerAttr(int(flag == "true"), i1)
-            parser.parse_punctuation(")")
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ("row_length",) + cls.FLAGS)
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(src, type_)], result_types=[type_],
-                         properties=extra | props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        printer.print_string(f" {int(self.row_length.value.data)}")
-        for name, flag in zip(self.FLAGS, self.flags):
-            if flag:
-                printer.print_string(f" {name}(true)")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
     def verify_(self) -> None:
         if not _is_lane_value(self.src.type) or self.result.type != self.src.type:
             raise VerifyException(f"permutes an integer, float or 1-D vector into its own type, got "
@@ -564,10 +491,67 @@ class PermlaneSwapOp(IRDLOperation):
         if int(self.row_length.value.data) not in (16, 32):
             raise VerifyException(f"row_length must be 16 or 32, got {self.row_length.value.data}")
 
+@mlir_op
+class FatRawBufferCastOp(IRDLOperation):
+    """``amdgpu.fat_raw_buffer_cast %m [validBytes(%n)] [cacheSwizzleStride(%s)]
+    [boundsCheck(false)] [resetOffset] : T to T'``: the same memory as a buffer resource."""
 
-from simtify.ir import iree_dispatch  # noqa: E402  (amdgpu.fat_raw_buffer_cast)
+    name = "amdgpu.fat_raw_buffer_cast"
 
-AMDGPU = Dialect("amdgpu", [DPPOp, GatherToLDSOp, MFMAOp, PermlaneSwapOp, SwizzleBitModeOp, *iree_dispatch.AMDGPU_OPS],
+    source = operand_def(MemRefType)
+    valid_bytes = opt_operand_def(i64)
+    cache_swizzle_stride = opt_operand_def(IntegerType(14))
+    result = result_def(MemRefType)
+    bounds_check = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(True), prop_name="boundsCheck")
+    reset_offset = opt_prop_def(UnitAttr, prop_name="resetOffset")
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$source (`validBytes` `(` $valid_bytes^ `)`)? (`cacheSwizzleStride` `(` $cache_swizzle_stride^ `)`)? "
+        "(`boundsCheck` `(` $boundsCheck^ `)`)? (`resetOffset` $resetOffset^)? attr-dict `:` type($source) `to` "
+        "type($result)"
+    )
+
+    @property
+    def checks_bounds(self) -> bool:
+        value = getattr(self.bounds_check, "value", None)
+        return self.bounds_check is None or bool(getattr(value, "data", 1))
+
+    def verify_(self) -> None:
+        src, dst = self.source.type, self.result.type
+        if tuple(src.get_shape()) != tuple(dst.get_shape()) or src.element_type != dst.element_type:
+            raise VerifyException(f"the result {dst} must have the shape and element type of the source {src}")
+
+
+@irdl_op_definition
+class SchedBarrierOp(IRDLOperation):
+    """``amdgpu.sched_barrier allow = none`` (or ``valu|all_vmem``..): which instructions
+    the backend's scheduler may move across this point. No effect on values."""
+
+    name = "amdgpu.sched_barrier"
+
+    opts = prop_def(Attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SchedBarrierOp:
+        from xdsl.dialects.builtin import StringAttr
+
+        parser.parse_keyword("allow")
+        parser.parse_punctuation("=")
+        names = [parser.parse_identifier()]
+        while parser.parse_optional_punctuation("|") is not None:
+            names.append(parser.parse_identifier())
+        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ())
+        return cls.build(properties={"opts": StringAttr("|".join(names))} | extra, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" allow = {self.opts.data}")
+        print_sorted_attr_dict(printer, dict(self.attributes))
+
+
+AMDGPU = Dialect("amdgpu", [DPPOp, GatherToLDSOp, MFMAOp, PermlaneSwapOp, SwizzleBitModeOp, FatRawBufferCastOp,
+                           SchedBarrierOp],
                  [AddressSpaceAttr, DPPPermAttr])
 
 DIALECTS: list[Dialect] = [AMDGPU]
@@ -580,9 +564,11 @@ __all__ = [
     "DPPOp",
     "DPPPerm",
     "DPPPermAttr",
+    "FatRawBufferCastOp",
     "GatherToLDSOp",
     "MFMAOp",
     "PermlaneSwapOp",
+    "SchedBarrierOp",
     "SwizzleBitModeOp",
     "transfer_bits",
 ]

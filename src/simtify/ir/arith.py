@@ -30,7 +30,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import NoMemoryEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.assembly import split_properties
@@ -370,8 +370,16 @@ class TruncFOp(_Cast):
         return _is_float(s) and _is_float(t) and t.bitwidth < s.bitwidth
 
 
+@irdl_op_definition
+class RemUIOp(xdsl_arith.SignlessIntegerBinaryOperation):
+    """``arith.remui``, free of memory effects as upstream's is (xDSL declares none)."""
+
+    name = "arith.remui"
+    traits = traits_def(NoMemoryEffect())
+
+
 _REPLACEMENTS = [
-    CmpiOp, CmpfOp, SelectOp, IndexCastOp, IndexCastUIOp, SIToFPOp, UIToFPOp, FPToSIOp, FPToUIOp,
+    RemUIOp, CmpiOp, CmpfOp, SelectOp, IndexCastOp, IndexCastUIOp, SIToFPOp, UIToFPOp, FPToSIOp, FPToUIOp,
     ExtSIOp, ExtUIOp, TruncIOp, ExtFOp, TruncFOp,
 ]
 _REPLACED = {op.name for op in _REPLACEMENTS}

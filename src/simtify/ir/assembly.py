@@ -6,26 +6,52 @@ i64]``), enum attributes printed as ``#dialect.name<value>`` (xDSL's default is 
 older ``#dialect<name value>``), and keyword-introduced optional properties
 (``upper_bound 64``). The helpers below keep every dialect file spelling them the same
 way.
+
+Ops declared with `mlir_op` use xDSL's declarative ``assembly_format`` with MLIR's
+dictionaries (`MLIRAttrDict`: sorted by name, integer lists bare, the properties the
+format places nowhere else in a ``<{...}>`` before it) and, for mixed static/dynamic
+index lists (``%t[%i, 0]``), the `IndexList` / `OptionalIndexList` directives.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, i64
 from xdsl.ir import Attribute
-from xdsl.irdl import IRDLOperation
+from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def, var_operand_def
+from xdsl.irdl.declarative_assembly_format import (
+    AttrDictDirective,
+    AttributeVariable,
+    CustomDirective,
+    FormatProgram,
+    ParsingState,
+    PrintingState,
+    VariadicOperandVariable,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
+
+from simtify.ir import attribute_syntax as syntax
 
 __all__ = [
     "AngleBracketEnum",
+    "EnumKeyword",
+    "IndexList",
+    "IntList",
+    "MLIRAttrDict",
+    "OptionalIndexList",
+    "YieldTerminator",
     "i64_array",
     "i64_dense",
     "int_values",
+    "mlir_op",
     "parse_int_list",
-    "parse_keyword_int_list",
     "print_int_list",
     "split_properties",
 ]
@@ -87,13 +113,6 @@ def parse_int_list(parser: Parser) -> list[int]:
     )
 
 
-def parse_keyword_int_list(parser: Parser, keyword: str) -> list[int]:
-    """``keyword = [1, 2, 3]``."""
-    parser.parse_keyword(keyword)
-    parser.parse_punctuation("=")
-    return parse_int_list(parser)
-
-
 def print_int_list(printer: Printer, values: Sequence[int]) -> None:
     printer.print_string("[" + ", ".join(str(v) for v in values) + "]")
 
@@ -105,3 +124,135 @@ def split_properties(op_type: type[IRDLOperation], attributes: dict[str, Attribu
     properties = {k: v for k, v in attributes.items() if k in property_names}
     others = {k: v for k, v in attributes.items() if k not in property_names}
     return properties, others
+
+
+# --- declarative formats with MLIR's dictionaries and index lists ------------------------
+
+
+@dataclass(frozen=True)
+class MLIRAttrDict(AttrDictDirective):
+    """``attr-dict`` as MLIR prints it: sorted by name, integer lists bare. The op's
+    properties that the format places nowhere else print as ``<{...}>`` before it, or
+    inside it where `merged` (``xegpu.dpas``); either spelling is read, and any property
+    found in the attr-dict is taken as one, as MLIR's generic form has them. Without
+    `sort`, the attributes print in xDSL's order and spelling (the upstream dialects here
+    have always printed them so)."""
+
+    merged: bool = False
+    sort: bool = True
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        names = list(state.op_type.get_irdl_definition().properties)  # older IR has them in the attr-dict
+        properties, attributes = syntax.parse_properties_and_attributes(parser, names)
+        state.properties |= properties
+        state.attributes |= attributes
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        properties = {k: v for k, v in op.properties.items() if k in self.expected_properties}
+        if not self.sort:
+            printer.print_op_attributes(properties | dict(op.attributes))
+        elif self.merged:
+            syntax.print_sorted_attr_dict(printer, properties | dict(op.attributes))
+        else:
+            syntax.print_sorted_attr_dict(printer, properties, braces="<{}>")
+            syntax.print_sorted_attr_dict(printer, op.attributes)
+        if properties or op.attributes:
+            state.last_was_punctuation = False
+            state.should_emit_space = True
+
+
+OpT = TypeVar("OpT", bound=IRDLOperation)
+
+
+def mlir_op(cls: type[OpT]) -> type[OpT]:
+    """`irdl_op_definition` for an op whose ``assembly_format`` prints its dictionaries as
+    MLIR does (`MLIRAttrDict`; ``PROPERTIES_IN_ATTR_DICT = True`` merges the properties
+    into the attr-dict, ``SORTED_ATTR_DICT = False`` keeps xDSL's order). An op with
+    properties its format does not place needs the ``ParsePropInAttrDict`` option."""
+    cls = irdl_op_definition(cls)
+    merged = bool(getattr(cls, "PROPERTIES_IN_ATTR_DICT", False))
+    sort = bool(getattr(cls, "SORTED_ATTR_DICT", True))
+    program = FormatProgram.from_str(cls.assembly_format, cls.get_irdl_definition())
+    program = FormatProgram(tuple(
+        MLIRAttrDict(s.with_keyword, s.reserved_attr_names, s.expected_properties, merged, sort)
+        if isinstance(s, AttrDictDirective) else s for s in program.stmts))
+    cls.parse = classmethod(lambda c, parser: program.parse(parser, c))  # type: ignore[method-assign]
+    cls.print = lambda op, printer: program.print(printer, op)  # type: ignore[method-assign]
+    return cls
+
+
+@irdl_custom_directive
+class IndexList(CustomDirective):
+    """``[%i, 4, %j]``: MLIR's DynamicIndexList, SSA values in `dynamic` and a static list
+    holding `DYNAMIC` where they go. Printed straight after a value (``%t[%i, 0]``), after
+    a space otherwise (``, [%i, 0]``)."""
+
+    dynamic: VariadicOperandVariable
+    static: AttributeVariable
+
+    OPTIONAL: ClassVar[bool] = False
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        found = syntax.parse_optional_mixed_indices(parser)
+        if found is None and not self.OPTIONAL:
+            parser.raise_error("expected a list of indices [..]")
+        dynamic, static = found if found is not None else ([], None)
+        self.dynamic.set(state, dynamic)
+        if static is not None:
+            self.static.set(state, syntax.i64_array(static))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        static = self.static.get(op)
+        if static is None:
+            return
+        if state.last_was_punctuation:
+            state.print_whitespace(printer)
+        syntax.print_mixed_indices(printer, getattr(op, self.dynamic.name), static.get_values())  # type: ignore[union-attr]
+        state.last_was_punctuation = False
+        state.should_emit_space = True
+
+
+class OptionalIndexList(IndexList):
+    """An `IndexList` that may be absent (its static list is then unset)."""
+
+    OPTIONAL: ClassVar[bool] = True
+
+
+@irdl_custom_directive
+class EnumKeyword(CustomDirective):
+    """An enum property spelled as a bare keyword (``gpu.thread_id x``, ``gpu.shuffle xor``);
+    the attribute's ``KEYWORD_OF`` names the values in errors."""
+
+    attribute: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        (attr_type,) = state.op_type.get_irdl_definition().properties[self.attribute.name].constr.get_bases()
+        what = getattr(attr_type, "KEYWORD_OF", attr_type.name)
+        self.attribute.set(state, attr_type(parse_enum_keyword(parser, attr_type.enum_type, what)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string(self.attribute.get(op).data.value)  # type: ignore[union-attr]
+
+
+@irdl_custom_directive
+class IntList(CustomDirective):
+    """An I64ArrayAttr property printed bare: ``offsets = [0, 4]``."""
+
+    values: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.values.set(state, i64_array(parse_int_list(parser)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        print_int_list(printer, int_values(self.values.get(op)))  # type: ignore[arg-type]
+
+
+class YieldTerminator(IRDLOperation):
+    """A region's terminator handing out values: ``<dialect>.yield %a, %b : f32, i1``
+    (bare when it hands out none); pure."""
+
+    values = var_operand_def()
+    traits = traits_def(IsTerminator(), Pure())
+    assembly_format = "attr-dict ($values^ `:` type($values))?"

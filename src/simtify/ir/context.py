@@ -30,7 +30,7 @@ EXTRA_DIALECT_MODULES = {
     "amdgpu": "simtify.ir.amdgpu",
     "rocdl": "simtify.ir.rocdl",
     "hal": "simtify.ir.hal",
-    "iree_tensor_ext": "simtify.ir.iree_dispatch",
+    "iree_tensor_ext": "simtify.ir.iree_tensor_ext",
     "nvgpu": "simtify.ir.nvgpu",
 }
 

@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import auto
 from math import prod
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
     DenseArrayBase,
+    I32,
     DictionaryAttr,
     FunctionType,
     IndexType,
@@ -38,7 +40,9 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
     IRDLOperation,
+    VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -66,7 +70,8 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, parse_enum_keyword, split_properties
+from simtify.ir.assembly import AngleBracketEnum, EnumKeyword, mlir_op, parse_enum_keyword, split_properties
+from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform
 
 # ------------------------------------------------------------------------ attributes
 
@@ -82,6 +87,7 @@ class DimensionAttr(AngleBracketEnum, EnumAttribute[Dimension]):
     """``#gpu.dim<x>``: one of the three launch dimensions."""
 
     name = "gpu.dim"
+    KEYWORD_OF: ClassVar[str] = "a launch dimension"
 
 
 class AddressSpace(StrEnum):
@@ -137,6 +143,7 @@ class ShuffleModeAttr(AngleBracketEnum, EnumAttribute[ShuffleMode]):
     """``#gpu.shuffle_mode<xor>``: which lane a shuffle reads from."""
 
     name = "gpu.shuffle_mode"
+    KEYWORD_OF: ClassVar[str] = "a shuffle mode"
 
 
 class BarrierScope(StrEnum):
@@ -208,25 +215,17 @@ class LaneMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
 # ---------------------------------------------------------------- id and size ops
 
 
-def _parse_upper_bound(parser: Parser) -> dict[str, Attribute]:
-    if parser.parse_optional_keyword("upper_bound") is None:
-        return {}
-    return {"upper_bound": IntegerAttr(parser.parse_integer(allow_boolean=False, allow_negative=False), IndexType())}
-
-
-def _print_upper_bound(printer: Printer, op: IRDLOperation) -> None:
-    bound = op.properties.get("upper_bound")
-    if isinstance(bound, IntegerAttr):
-        printer.print_string(f" upper_bound {bound.value.data}")
-
-
 class _DimensionIdOp(IRDLOperation):
     """``%t = gpu.thread_id x (upper_bound 64)?``: an index along a launch dimension."""
 
     dimension = prop_def(DimensionAttr)
-    upper_bound = opt_prop_def(IntegerAttr)
+    upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
     traits = traits_def(Pure())
+
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    custom_directives = (EnumKeyword,)
+    assembly_format = "custom<EnumKeyword>($dimension) (`upper_bound` $upper_bound^)? attr-dict"
 
     def __init__(self, dimension: Dimension | str, upper_bound: int | None = None):
         properties: dict[str, Attribute] = {"dimension": DimensionAttr(Dimension(dimension))}
@@ -234,21 +233,8 @@ class _DimensionIdOp(IRDLOperation):
             properties["upper_bound"] = IntegerAttr(upper_bound, IndexType())
         super().__init__(result_types=[IndexType()], properties=properties)
 
-    @classmethod
-    def parse(cls, parser: Parser):
-        dimension = parse_enum_keyword(parser, Dimension, "a launch dimension")
-        properties: dict[str, Attribute] = {"dimension": DimensionAttr(dimension)} | _parse_upper_bound(parser)
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        return cls.build(result_types=[IndexType()], properties=properties | extra, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.dimension.data.value}")
-        _print_upper_bound(printer, self)
-        printer.print_op_attributes(self.attributes)
-
     def verify_(self) -> None:
         _check_upper_bound(self)
-
 
 def _check_upper_bound(op: IRDLOperation) -> None:
     bound = op.properties.get("upper_bound")
@@ -256,70 +242,68 @@ def _check_upper_bound(op: IRDLOperation) -> None:
         raise VerifyException(f"upper_bound must be a positive index, got {bound}")
 
 
-@irdl_op_definition
+@mlir_op
 class ThreadIdOp(_DimensionIdOp):
     """``gpu.thread_id x``: the thread's index within its workgroup along x."""
 
     name = "gpu.thread_id"
+    traits = traits_def(Pure(), LaneVariant())
 
 
-@irdl_op_definition
+@mlir_op
 class BlockIdOp(_DimensionIdOp):
     """``gpu.block_id x``: the workgroup's index within the grid along x."""
 
     name = "gpu.block_id"
+    traits = traits_def(Pure(), SubgroupUniform())
 
 
-@irdl_op_definition
+@mlir_op
 class BlockDimOp(_DimensionIdOp):
     """``gpu.block_dim x``: the number of threads of a workgroup along x."""
 
     name = "gpu.block_dim"
+    traits = traits_def(Pure(), SubgroupUniform())
 
 
-@irdl_op_definition
+@mlir_op
 class GridDimOp(_DimensionIdOp):
     """``gpu.grid_dim x``: the number of workgroups along x."""
 
     name = "gpu.grid_dim"
+    traits = traits_def(Pure(), SubgroupUniform())
 
 
-@irdl_op_definition
+@mlir_op
 class GlobalIdOp(_DimensionIdOp):
     """``gpu.global_id x``: block_id * block_dim + thread_id along x."""
 
     name = "gpu.global_id"
+    traits = traits_def(Pure(), LaneVariant())
 
 
-@irdl_op_definition
+@mlir_op
 class ClusterIdOp(_DimensionIdOp):
     """``gpu.cluster_id x``: the cluster's index within the grid along x."""
 
     name = "gpu.cluster_id"
 
 
-@irdl_op_definition
+@mlir_op
 class LaneIdOp(IRDLOperation):
     """``%l = gpu.lane_id (upper_bound 64)?``: the thread's lane within its subgroup."""
 
     name = "gpu.lane_id"
-    upper_bound = opt_prop_def(IntegerAttr)
+    upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LaneVariant())
+
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = "(`upper_bound` $upper_bound^)? attr-dict"
 
     def __init__(self, upper_bound: int | None = None):
         properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
         super().__init__(result_types=[IndexType()], properties=properties)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LaneIdOp:
-        properties = _parse_upper_bound(parser)
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        return cls.build(result_types=[IndexType()], properties=properties | extra, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        _print_upper_bound(printer, self)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         _check_upper_bound(self)
@@ -328,47 +312,36 @@ class LaneIdOp(IRDLOperation):
 class _SubgroupQueryOp(IRDLOperation):
     """``%s = gpu.subgroup_size (upper_bound 64)? : index``."""
 
-    upper_bound = opt_prop_def(IntegerAttr)
+    upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), SubgroupUniform())
+
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = "(`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
 
     def __init__(self, upper_bound: int | None = None):
         properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
         super().__init__(result_types=[IndexType()], properties=properties)
 
-    @classmethod
-    def parse(cls, parser: Parser):
-        properties = _parse_upper_bound(parser)
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        result_type = parser.parse_type()
-        return cls.build(result_types=[result_type], properties=properties | extra, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        _print_upper_bound(printer, self)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
     def verify_(self) -> None:
         _check_upper_bound(self)
 
 
-@irdl_op_definition
+@mlir_op
 class SubgroupIdOp(_SubgroupQueryOp):
     """``gpu.subgroup_id : index``: the subgroup's index within its workgroup."""
 
     name = "gpu.subgroup_id"
 
 
-@irdl_op_definition
+@mlir_op
 class SubgroupSizeOp(_SubgroupQueryOp):
     """``gpu.subgroup_size : index``: lanes per subgroup (32 or 64)."""
 
     name = "gpu.subgroup_size"
 
 
-@irdl_op_definition
+@mlir_op
 class NumSubgroupsOp(_SubgroupQueryOp):
     """``gpu.num_subgroups : index``: subgroups per workgroup."""
 
@@ -385,6 +358,7 @@ class BarrierOp(IRDLOperation):
     ``memfence []`` fences none; the default scope (workgroup) is not printed."""
 
     name = "gpu.barrier"
+    traits = traits_def(Collective())
     address_spaces = opt_prop_def(ArrayAttr[AddressSpaceAttr])
     scope = prop_def(BarrierScopeAttr, default_value=BarrierScopeAttr(BarrierScope.WORKGROUP))
 
@@ -431,20 +405,25 @@ def _is_int_or_float_or_1d_vector(type_: Attribute) -> bool:
     return isinstance(element, IntegerType | AnyFloat | IndexType)
 
 
-@irdl_op_definition
+@mlir_op
 class ShuffleOp(IRDLOperation):
     """``%r, %valid = gpu.shuffle xor %v, %offset, %width : f32``: read %v from
     another lane of the subgroup (xor: lane ^ offset; up/down: lane -/+ offset; idx:
     lane offset); %valid is false where that lane is at or beyond %width."""
 
     name = "gpu.shuffle"
-    value = operand_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
     offset = operand_def(i32)
     width = operand_def(i32)
     mode = prop_def(ShuffleModeAttr)
-    shuffle_result = result_def()
+    shuffle_result = result_def(T)
     valid = result_def(i1)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
+
+    custom_directives = (EnumKeyword,)
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = "custom<EnumKeyword>($mode) $value `,` $offset `,` $width attr-dict `:` type($value)"
 
     def __init__(self, mode: ShuffleMode | str, value: SSAValue | Operation, offset: SSAValue | Operation, width: SSAValue | Operation):
         value = SSAValue.get(value)
@@ -454,37 +433,11 @@ class ShuffleOp(IRDLOperation):
             properties={"mode": ShuffleModeAttr(ShuffleMode(mode))},
         )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ShuffleOp:
-        mode = parse_enum_keyword(parser, ShuffleMode, "a shuffle mode")
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        offset = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        width = parser.parse_unresolved_operand()
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        value_type = parser.parse_type()
-        return cls.build(
-            operands=[parser.resolve_operand(value, value_type), parser.resolve_operand(offset, i32), parser.resolve_operand(width, i32)],
-            result_types=[value_type, i1],
-            properties={"mode": ShuffleModeAttr(mode)} | extra,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.mode.data.value} ")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
-
     def verify_(self) -> None:
         if not _is_int_or_float_or_1d_vector(self.value.type):
             raise VerifyException(f"can only shuffle an integer, a float or a 1-D vector of them, got {self.value.type}")
         if self.shuffle_result.type != self.value.type:
             raise VerifyException(f"result type {self.shuffle_result.type} must be the shuffled type {self.value.type}")
-
 
 def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
@@ -504,7 +457,7 @@ class SubgroupReduceOp(IRDLOperation):
     uniform = opt_prop_def(UnitAttr)
     cluster_size = opt_prop_def(IntegerAttr)
     cluster_stride = prop_def(IntegerAttr, default_value=IntegerAttr(1, i32))
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
 
     def __init__(
         self,
@@ -590,32 +543,21 @@ class SubgroupReduceOp(IRDLOperation):
             raise VerifyException("a cluster stride needs a cluster size")
 
 
-@irdl_op_definition
+@mlir_op
 class BallotOp(IRDLOperation):
     """``%mask = gpu.ballot %pred : i64``: bit l of every lane's result is set where lane l
     of the subgroup is active and its predicate is true."""
 
     name = "gpu.ballot"
+    traits = traits_def(Pure(), Collective())
     predicate = operand_def(i1)
     result = result_def(IntegerType)
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = "$predicate attr-dict `:` type($result)"
+
     def __init__(self, predicate: SSAValue | Operation, result_type: IntegerType = i64):
         super().__init__(operands=[predicate], result_types=[result_type])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> BallotOp:
-        pred = parser.parse_unresolved_operand()
-        _, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(pred, i1)], result_types=[type_], attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.predicate)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
 
 class BroadcastType(StrEnum):
@@ -628,50 +570,32 @@ class BroadcastTypeAttr(AngleBracketEnum, EnumAttribute[BroadcastType]):
     """``#gpu.broadcast<first_active_lane>``: where `gpu.subgroup_broadcast` reads."""
 
     name = "gpu.broadcast"
+    KEYWORD_OF: ClassVar[str] = "a broadcast type"
 
 
-@irdl_op_definition
+@mlir_op
 class SubgroupBroadcastOp(IRDLOperation):
     """``gpu.subgroup_broadcast %v, first_active_lane : f32`` or ``..., specific_lane %lane
     : f32``: every lane gets %v of the subgroup's first active lane, or of lane %lane (an
     i32 that must be uniform and name an active lane)."""
 
     name = "gpu.subgroup_broadcast"
-    src = operand_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    src = operand_def(T)
     lane = opt_operand_def(i32)
-    result = result_def()
+    result = result_def(T)
     broadcast_type = prop_def(BroadcastTypeAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Collective())
+
+    custom_directives = (EnumKeyword,)
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = "$src `,` custom<EnumKeyword>($broadcast_type) ($lane^)? attr-dict `:` type($result)"
 
     def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation | None = None):
         src = SSAValue.get(src)
         kind = BroadcastType.FIRST_ACTIVE_LANE if lane is None else BroadcastType.SPECIFIC_LANE
         super().__init__(operands=[src, [] if lane is None else [lane]], result_types=[src.type],
                          properties={"broadcast_type": BroadcastTypeAttr(kind)})
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SubgroupBroadcastOp:
-        src = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        kind = parse_enum_keyword(parser, BroadcastType, "a broadcast type")
-        lane = parser.parse_unresolved_operand() if kind == BroadcastType.SPECIFIC_LANE else None
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        lanes = [] if lane is None else [parser.resolve_operand(lane, i32)]
-        return cls.build(operands=[parser.resolve_operand(src, type_), lanes], result_types=[type_],
-                         properties=extra | {"broadcast_type": BroadcastTypeAttr(kind)}, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.src)
-        printer.print_string(f", {self.broadcast_type.data.value}")
-        if self.lane is not None:
-            printer.print_string(" ")
-            printer.print_operand(self.lane)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
         if not _is_int_or_float_or_1d_vector(self.src.type) or self.result.type != self.src.type:
@@ -682,46 +606,28 @@ class SubgroupBroadcastOp(IRDLOperation):
             raise VerifyException("specific_lane takes a lane operand; first_active_lane takes none")
 
 
-@irdl_op_definition
+@mlir_op
 class RotateOp(IRDLOperation):
     """``%r, %valid = gpu.rotate %v, 3, 16 : f32``: lane k of each group of `width` lanes
     reads lane ((k + offset) mod width) of its group; %valid is false for lanes at or
     beyond `width` (their value is poison)."""
 
     name = "gpu.rotate"
-    value = operand_def()
-    rotate_result = result_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
+    rotate_result = result_def(T)
     valid = result_def(i1)
-    offset = prop_def(IntegerAttr)
-    width = prop_def(IntegerAttr)
-    traits = traits_def(Pure())
+    offset = prop_def(IntegerAttr[I32])
+    width = prop_def(IntegerAttr[I32])
+    traits = traits_def(Pure(), Collective())
+
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = "$value `,` $offset `,` $width attr-dict `:` type($value)"
 
     def __init__(self, value: SSAValue | Operation, offset: int, width: int):
         value = SSAValue.get(value)
         super().__init__(operands=[value], result_types=[value.type, i1],
                          properties={"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)})
-
-    @classmethod
-    def parse(cls, parser: Parser) -> RotateOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        offset = parser.parse_integer(allow_negative=False)
-        parser.parse_punctuation(",")
-        width = parser.parse_integer(allow_negative=False)
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(value, type_)], result_types=[type_, i1],
-                         properties=extra | {"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)},
-                         attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.value)
-        printer.print_string(f", {self.offset.value.data}, {self.width.value.data}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
 
     def verify_(self) -> None:
         if not _is_int_or_float_or_1d_vector(self.value.type) or self.rotate_result.type != self.value.type:
@@ -814,7 +720,7 @@ class WarpExecuteOnLane0Op(IRDLOperation):
     warp_results = var_result_def()
     warp_size = prop_def(IntegerAttr)
     warp_region = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect())
+    traits = traits_def(RecursiveMemoryEffect(), Collective())
 
     def __init__(self, laneid: SSAValue | Operation, warp_size: int, args: Sequence[SSAValue | Operation], result_types: Sequence[Attribute], region: Region):
         super().__init__(

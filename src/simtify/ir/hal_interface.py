@@ -36,6 +36,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from simtify.ir.assembly import mlir_op
 from simtify.ir.attribute_syntax import print_sorted_attr_dict, split_properties
 
 _BARE = re.compile(r"^[A-Za-z_][\w$.]*$")
@@ -249,49 +250,29 @@ class InterfaceBindingSubspanOp(IRDLOperation):
 class _WorkgroupQuery(IRDLOperation):
     """``hal.interface.workgroup.<id|count|size>[D] (upper_bound N)? : index``."""
 
-    dimension = prop_def(IntegerAttr)
-    upper_bound = opt_prop_def(IntegerAttr)
+    dimension = prop_def(IntegerAttr[IndexType])
+    upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
     traits = traits_def(Pure())
 
-    @classmethod
-    def parse(cls, parser: Parser):
-        index = IndexType()
-        parser.parse_punctuation("[")
-        pos = parser.pos
-        dim = parser.parse_integer(allow_boolean=False)
-        if not 0 <= dim <= 2:
-            parser.raise_error(f"dimension {dim} must be 0, 1 or 2", pos)
-        parser.parse_punctuation("]")
-        props: dict[str, Attribute] = {"dimension": IntegerAttr(dim, index)}
-        if parser.parse_optional_keyword("upper_bound") is not None:
-            props["upper_bound"] = IntegerAttr(parser.parse_integer(allow_boolean=False), index)
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ("dimension", "upper_bound"))
-        props.update(extra)
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        return cls(result_types=[t], properties=props, attributes=attrs)
+    assembly_format = "`[` $dimension `]` (`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f"[{self.dimension.value.data}]")
-        if self.upper_bound is not None:
-            printer.print_string(f" upper_bound {self.upper_bound.value.data}")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+    def verify_(self) -> None:
+        if not 0 <= self.dimension.value.data <= 2:
+            raise VerifyException(f"dimension {self.dimension.value.data} must be 0, 1 or 2")
 
 
-@irdl_op_definition
+@mlir_op
 class InterfaceWorkgroupIDOp(_WorkgroupQuery):
     name = "hal.interface.workgroup.id"
 
 
-@irdl_op_definition
+@mlir_op
 class InterfaceWorkgroupCountOp(_WorkgroupQuery):
     name = "hal.interface.workgroup.count"
 
 
-@irdl_op_definition
+@mlir_op
 class InterfaceWorkgroupSizeOp(_WorkgroupQuery):
     name = "hal.interface.workgroup.size"
 

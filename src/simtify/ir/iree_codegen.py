@@ -7,6 +7,12 @@ threads of a workgroup and the lanes of a subgroup, which vector distribution ne
 attribute; the older bare names (``pipeline = LLVMGPUVectorDistribute``) are read and
 printed in the 3.12 form. ``#iree_codegen.lowering_config<tile_sizes = [[..], ..]>``
 is IREE's default (non-GPU-specific) config.
+
+The dispatch-level ops: ``iree_codegen.workgroup_count_hint(512)`` (the grid the
+function wants), ``iree_codegen.dispatch_config @f workgroup_size = [..] subgroup_size
+= N {..}`` (the launch of ``@f`` once the translation_info is gone, with its workgroup
+count region ending in ``iree_codegen.yield``), and ``#iree_codegen.workgroup_mapping<x>``
+on the ``scf.forall`` over workgroups of the tiled stages.
 """
 
 from __future__ import annotations
@@ -19,13 +25,16 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
+    FlatSymbolRefAttr,
+    IndexType,
+    IntegerAttr,
     MemRefType,
     ShapedType,
     SymbolRefAttr,
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Data, Dialect, SSAValue
+from xdsl.ir import Attribute, Data, Dialect, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -34,6 +43,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     opt_prop_def,
     prop_def,
+    region_def,
     traits_def,
     var_operand_def,
     var_result_def,
@@ -43,6 +53,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from simtify.ir.assembly import YieldTerminator
 from simtify.ir.attribute_syntax import (
     ParameterlessAttr,
     int_tree_of,
@@ -461,14 +472,146 @@ def _same_tiles(a, b) -> bool:
         b.batch_tile, b.outer_tile, b.thread_tile, b.element_tile, b.thread_strides)
 
 
-from simtify.ir import iree_dispatch  # noqa: E402  (dispatch-level ops and the workgroup mapping)
+WORKGROUP_DIMS = ("x", "y", "z")
+
+
+@irdl_attr_definition
+class WorkgroupMappingAttr(Data[tuple[str, int]]):
+    """``#iree_codegen.workgroup_mapping<x>`` (or ``<z:1>``, a further z dim): an
+    ``scf.forall`` dim distributed over workgroups."""
+
+    name = "iree_codegen.workgroup_mapping"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[str, int]:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            text = parser.parse_identifier()
+            dim, _, extra = text.partition(":")
+            delta = 0
+            if not extra and dim == "z" and parser.parse_optional_punctuation(":") is not None:
+                delta = parser.parse_integer(allow_boolean=False)
+            elif extra:
+                delta = int(extra) if extra.isdigit() else -1
+            if dim not in WORKGROUP_DIMS or delta < 0:
+                parser.raise_error(f"expected x, y, z or z:N, got '{text}'", pos)
+        return (dim, delta)
+
+    def print_parameter(self, printer: Printer) -> None:
+        dim, delta = self.data
+        printer.print_string(f"<{dim}:{delta}>" if delta else f"<{dim}>")
+
+    @property
+    def mapping_id(self) -> int:
+        """0, 1, 2 for x, y, z; 2 + N for z:N."""
+        dim, delta = self.data
+        return WORKGROUP_DIMS.index(dim) + delta
+
+
+def _parse_dynamic_index_list(parser: Parser):
+    """``(512, %n)``: static sizes and SSA values, MLIR's dynamic index list."""
+    static: list[int] = []
+    dynamic = []
+
+    def item() -> None:
+        operand = parser.parse_optional_unresolved_operand()
+        if operand is not None:
+            dynamic.append(operand)
+            static.append(-(2**63))
+        else:
+            static.append(parser.parse_integer(allow_boolean=False))
+
+    parser.parse_comma_separated_list(parser.Delimiter.PAREN, item)
+    return static, dynamic
+
+
+@irdl_op_definition
+class WorkgroupCountHintOp(IRDLOperation):
+    """``iree_codegen.workgroup_count_hint(512)``: the workgroup count the function wants."""
+
+    name = "iree_codegen.workgroup_count_hint"
+
+    sizes = var_operand_def(IndexType)
+    static_sizes = prop_def(DenseArrayBase)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WorkgroupCountHintOp:
+        static, dynamic = _parse_dynamic_index_list(parser)
+        props, attrs = split_properties(parser.parse_optional_attr_dict(), ("static_sizes",))
+        props.setdefault("static_sizes", DenseArrayBase.from_list(i64, static))
+        return cls(operands=[[parser.resolve_operand(d, IndexType()) for d in dynamic]],
+                   properties=props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        dynamic = iter(self.sizes)
+        printer.print_string("(")
+        for i, s in enumerate(self.static_sizes.get_values()):
+            if i:
+                printer.print_string(", ")
+            if s == -(2**63):
+                printer.print_ssa_value(next(dynamic))
+            else:
+                printer.print_string(str(s))
+        printer.print_string(")")
+        print_sorted_attr_dict(printer, self.attributes)
+
+    def static_counts(self) -> tuple[int, ...] | None:
+        values = tuple(int(v) for v in self.static_sizes.get_values())
+        return None if any(v < 0 for v in values) else values
+
+
+@irdl_op_definition
+class CodegenYieldOp(YieldTerminator):
+    """``iree_codegen.yield %x, %y, %z : index, index, index``."""
+
+    name = "iree_codegen.yield"
+
+
+@irdl_op_definition
+class DispatchConfigOp(IRDLOperation):
+    """``iree_codegen.dispatch_config @f workgroup_size = [X, Y, Z] subgroup_size = N {..}``:
+    the launch configuration of ``@f`` and its workgroup count region."""
+
+    name = "iree_codegen.dispatch_config"
+
+    function_ref = prop_def(FlatSymbolRefAttr)
+    workgroup_size = opt_prop_def(DenseArrayBase)
+    subgroup_size = opt_prop_def(IntegerAttr)
+    body = region_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DispatchConfigOp:
+        symbol = parser.parse_symbol_name()
+        props: dict[str, Attribute] = {"function_ref": FlatSymbolRefAttr(symbol.data)}
+        if parser.parse_optional_keyword("workgroup_size") is not None:
+            parser.parse_punctuation("=")
+            sizes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
+                                                      lambda: parser.parse_integer(allow_boolean=False))
+            props["workgroup_size"] = DenseArrayBase.from_list(i64, sizes)
+        if parser.parse_optional_keyword("subgroup_size") is not None:
+            parser.parse_punctuation("=")
+            props["subgroup_size"] = IntegerAttr(parser.parse_integer(allow_boolean=False), i64)
+        region = parser.parse_optional_region() or Region()  # (its braces leave no room for an attr-dict)
+        return cls(properties=props, regions=[region])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.function_ref)
+        if self.workgroup_size is not None:
+            printer.print_string(" workgroup_size = [" + ", ".join(map(str, self.workgroup_size.get_values())) + "]")
+        if self.subgroup_size is not None:
+            printer.print_string(f" subgroup_size = {self.subgroup_size.value.data}")
+        if self.body.blocks:
+            printer.print_string(" ")
+            printer.print_region(self.body, print_entry_block_args=True)
+
 
 IREECodegen = Dialect(
     "iree_codegen",
-    [InnerTiledOp, *iree_dispatch.IREE_CODEGEN_OPS],
+    [InnerTiledOp, WorkgroupCountHintOp, DispatchConfigOp, CodegenYieldOp],
     [TranslationInfoAttr, CodegenLoweringConfigAttr, NoPipelineAttr, TransformDialectCodegenAttr, PassPipelineAttr,
      DenormalFpMathAttr,
-     *iree_dispatch.IREE_CODEGEN_ATTRIBUTES],
+     WorkgroupMappingAttr],
 )
 
 DIALECTS: list[Dialect] = [IREECodegen]
@@ -476,10 +619,14 @@ DIALECTS: list[Dialect] = [IREECodegen]
 __all__ = [
     "DIALECTS",
     "CodegenLoweringConfigAttr",
+    "CodegenYieldOp",
+    "DispatchConfigOp",
     "IREECodegen",
     "InnerTiledOp",
     "NoPipelineAttr",
     "PassPipelineAttr",
     "TransformDialectCodegenAttr",
     "TranslationInfoAttr",
+    "WorkgroupCountHintOp",
+    "WorkgroupMappingAttr",
 ]

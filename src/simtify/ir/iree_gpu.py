@@ -45,15 +45,14 @@ from xdsl.irdl import (
     prop_def,
     region_def,
     result_def,
-    traits_def,
     var_operand_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
+from simtify.ir.assembly import YieldTerminator
 from simtify.ir.attribute_syntax import (
     DYNAMIC,
     ParameterlessAttr,
@@ -714,13 +713,10 @@ class AsyncDMAOp(IRDLOperation):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(YieldTerminator):
     """``iree_gpu.yield %v : f32``: the combined value of a subgroup_scan combiner."""
 
     name = "iree_gpu.yield"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator())
-    assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
 @irdl_op_definition
@@ -808,7 +804,40 @@ class SubgroupScanOp(IRDLOperation):
             raise VerifyException("the combiner must end with iree_gpu.yield of one value")
 
 
-from simtify.ir import iree_dispatch  # noqa: E402  (#iree_gpu.pipeline_options)
+@irdl_attr_definition
+class PipelineOptionsAttr(Data[tuple[tuple[str, str], ...]]):
+    """``#iree_gpu.pipeline_options<key = value, ..>``: options of the LLVMGPU pipeline
+    (booleans, integers, ``<Enum>`` values), kept as written."""
+
+    name = "iree_gpu.pipeline_options"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[tuple[str, str], ...]:
+        entries = []
+        with parser.in_angle_brackets():
+            if parser.parse_optional_punctuation(">") is not None:  # pragma: no cover - empty
+                return ()
+            while True:
+                key = parser.parse_identifier()
+                parser.parse_punctuation("=")
+                pos = parser.pos
+                if parser.parse_optional_punctuation("<") is not None:
+                    value = "<" + parser.parse_identifier() + ">"
+                    parser.parse_punctuation(">")
+                elif (b := parser.parse_optional_boolean()) is not None:
+                    value = "true" if b else "false"
+                elif (n := parser.parse_optional_integer(allow_boolean=False)) is not None:
+                    value = str(n)
+                else:
+                    parser.raise_error("expected a boolean, an integer or <Enum>", pos)
+                entries.append((key, value))
+                if parser.parse_optional_punctuation(",") is None:
+                    break
+        return tuple(entries)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string("<" + ", ".join(f"{k} = {v}" for k, v in self.data) + ">")
+
 
 IREEGPU = Dialect(
     "iree_gpu",
@@ -821,7 +850,7 @@ IREEGPU = Dialect(
         PipelineAttr,
         MMALayoutAttr,
         MMASemanticsAttr,
-        *iree_dispatch.IREE_GPU_ATTRIBUTES,
+        PipelineOptionsAttr,
     ],
 )
 
@@ -840,6 +869,7 @@ __all__ = [
     "MMALayoutAttr",
     "MMASemanticsAttr",
     "PipelineAttr",
+    "PipelineOptionsAttr",
     "TILE_LEVELS",
     "UseGlobalLoadDMAAttr",
 ]

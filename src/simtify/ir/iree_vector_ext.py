@@ -55,10 +55,11 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, Pure
+from xdsl.traits import MemoryReadEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
+from simtify.ir.assembly import YieldTerminator, mlir_op
 from simtify.ir.attribute_syntax import (
     layout_parse_error,
     parse_keyed_int_lists,
@@ -240,28 +241,10 @@ class _SIMDSIMTCast(IRDLOperation):
     output = result_def(VectorType)
 
     traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
 
     def __init__(self, input: SSAValue, result_type: VectorType, attributes: dict[str, Attribute] | None = None):
         super().__init__(operands=[input], result_types=[result_type], attributes=attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        source = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        in_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        out_type = parser.parse_type()
-        return cls(parser.resolve_operand(source, in_type), out_type, attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.input)
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.output.type)
 
     def verify_(self) -> None:
         assert isinstance(self.input.type, VectorType) and isinstance(self.output.type, VectorType)
@@ -276,7 +259,7 @@ def _num_elements(type_: VectorType) -> int:
     return prod(type_.get_shape())
 
 
-@irdl_op_definition
+@mlir_op
 class ToSIMTOp(_SIMDSIMTCast):
     """From the workgroup-level vector to one thread's registers.
 
@@ -300,7 +283,7 @@ class ToSIMTOp(_SIMDSIMTCast):
                 )
 
 
-@irdl_op_definition
+@mlir_op
 class ToSIMDOp(_SIMDSIMTCast):
     """From one thread's registers back to the workgroup-level vector."""
 
@@ -339,6 +322,7 @@ class TransferGatherOp(IRDLOperation):
     and ``in_bounds`` (default: all false)."""
 
     name = "iree_vector_ext.transfer_gather"
+    traits = traits_def(MemoryReadEffect())
 
     base = operand_def(MemRefType | TensorType)
     offsets = var_operand_def(IndexType)
@@ -602,13 +586,10 @@ class TransferGatherOp(IRDLOperation):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(YieldTerminator):
     """``iree_vector_ext.yield %cmp : i1``: the comparator's answer in an arg_compare."""
 
     name = "iree_vector_ext.yield"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator(), Pure())
-    assembly_format = "attr-dict ($values^ `:` type($values))?"
 
     def __init__(self, values: Sequence[SSAValue] = ()):
         super().__init__(operands=[values])

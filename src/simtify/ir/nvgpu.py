@@ -22,13 +22,13 @@ from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    I32,
     ArrayAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
     UnitAttr,
     VectorType,
-    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
@@ -50,6 +50,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from simtify.ir.assembly import mlir_op
 from simtify.ir.attribute_syntax import print_sorted_attr_dict, split_properties
 
 
@@ -60,13 +61,7 @@ class DeviceAsyncTokenType(ParametrizedAttribute, TypeAttribute):
     name = "nvgpu.device.async.token"
 
 
-def _parse_indexed(parser: Parser):
-    operand = parser.parse_unresolved_operand()
-    indices = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-    return operand, indices
-
-
-@irdl_op_definition
+@mlir_op
 class DeviceAsyncCopyOp(IRDLOperation):
     """One thread's ``cp.async`` of `dstElements` elements from `src` to shared `dst`."""
 
@@ -77,64 +72,19 @@ class DeviceAsyncCopyOp(IRDLOperation):
     src = operand_def(MemRefType)
     src_indices = var_operand_def(IndexType)
     src_elements = opt_operand_def(IndexType)
-    dstElements = prop_def(IntegerAttr)
+    dstElements = prop_def(IntegerAttr[IndexType])
     bypassL1 = opt_prop_def(UnitAttr)
     async_token = result_def(DeviceAsyncTokenType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("dstElements", "bypassL1")
+    assembly_format = (
+        "$src `[` $src_indices `]` `,` $dst `[` $dst_indices `]` `,` $dstElements (`,` $src_elements^)? "
+        "(`bypassL1` $bypassL1^)? attr-dict `:` type($src) `to` type($dst)"
+    )
 
     @property
     def elements(self) -> int:
         return int(self.dstElements.value.data)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> DeviceAsyncCopyOp:
-        src, src_idx = _parse_indexed(parser)
-        parser.parse_punctuation(",")
-        dst, dst_idx = _parse_indexed(parser)
-        parser.parse_punctuation(",")
-        n = parser.parse_integer()
-        src_elements = None
-        if parser.parse_optional_punctuation(",") is not None:
-            src_elements = parser.parse_unresolved_operand()
-        props: dict[str, Attribute] = {"dstElements": IntegerAttr(n, IndexType())}
-        if parser.parse_optional_keyword("bypassL1") is not None:
-            props["bypassL1"] = UnitAttr()
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        props.update(extra)
-        parser.parse_punctuation(":")
-        src_type = parser.parse_type()
-        parser.parse_keyword("to")
-        dst_type = parser.parse_type()
-        index = IndexType()
-        return cls.build(
-            operands=[parser.resolve_operand(dst, dst_type), [parser.resolve_operand(o, index) for o in dst_idx],
-                      parser.resolve_operand(src, src_type), [parser.resolve_operand(o, index) for o in src_idx],
-                      [] if src_elements is None else [parser.resolve_operand(src_elements, index)]],
-            result_types=[DeviceAsyncTokenType()], properties=props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        printer.print_string("[")
-        printer.print_list(self.src_indices, printer.print_ssa_value)
-        printer.print_string("], ")
-        printer.print_ssa_value(self.dst)
-        printer.print_string("[")
-        printer.print_list(self.dst_indices, printer.print_ssa_value)
-        printer.print_string(f"], {self.elements}")
-        if self.src_elements is not None:
-            printer.print_string(", ")
-            printer.print_ssa_value(self.src_elements)
-        if self.bypassL1 is not None:
-            printer.print_string(" bypassL1")
-        print_sorted_attr_dict(printer, dict(self.attributes))
-        printer.print_string(" : ")
-        printer.print_attribute(self.src.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.dst.type)
 
     def verify_(self) -> None:
         src, dst = self.src.type, self.dst.type
@@ -151,7 +101,7 @@ class DeviceAsyncCopyOp(IRDLOperation):
                                   "or 16 bytes")
 
 
-@irdl_op_definition
+@mlir_op
 class DeviceAsyncCreateGroupOp(IRDLOperation):
     """Commit the copies issued so far as one group (``cp.async.commit_group``)."""
 
@@ -160,53 +110,23 @@ class DeviceAsyncCreateGroupOp(IRDLOperation):
     inputTokens = var_operand_def(DeviceAsyncTokenType)
     async_token = result_def(DeviceAsyncTokenType)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> DeviceAsyncCreateGroupOp:
-        tokens = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
-        attrs = parser.parse_optional_attr_dict()
-        t = DeviceAsyncTokenType()
-        return cls.build(operands=[[parser.resolve_operand(o, t) for o in tokens]], result_types=[t],
-                         attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.inputTokens, printer.print_ssa_value)
-        print_sorted_attr_dict(printer, dict(self.attributes))
+    assembly_format = "$inputTokens attr-dict"
 
 
-@irdl_op_definition
+@mlir_op
 class DeviceAsyncWaitOp(IRDLOperation):
     """Wait until at most `numGroups` (default 0) committed groups are in flight."""
 
     name = "nvgpu.device_async_wait"
 
     asyncDependencies = operand_def(DeviceAsyncTokenType)
-    numGroups = opt_prop_def(IntegerAttr)
+    numGroups = opt_prop_def(IntegerAttr[I32])
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("numGroups",)
+    assembly_format = "$asyncDependencies (`numGroups` `=` $numGroups^)? attr-dict"
 
     @property
     def groups_left(self) -> int:
         return 0 if self.numGroups is None else int(self.numGroups.value.data)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> DeviceAsyncWaitOp:
-        token = parser.parse_unresolved_operand()
-        props: dict[str, Attribute] = {}
-        if parser.parse_optional_keyword("numGroups") is not None:
-            parser.parse_punctuation("=")
-            props["numGroups"] = IntegerAttr(parser.parse_integer(), i32)
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        props.update(extra)
-        return cls.build(operands=[parser.resolve_operand(token, DeviceAsyncTokenType())], properties=props,
-                         attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.asyncDependencies)
-        if self.numGroups is not None:
-            printer.print_string(f" numGroups = {self.groups_left}")
-        print_sorted_attr_dict(printer, dict(self.attributes))
 
 
 @irdl_op_definition

@@ -6,56 +6,33 @@ lane). Upstream's syntax; the other ROCDL intrinsics are out of scope (semantics
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import FunctionType, IntegerType, i32
+from typing import ClassVar
+
+from xdsl.dialects.builtin import IntegerType, i32
 from xdsl.ir import Dialect, Operation, SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
-from xdsl.parser import Parser
-from xdsl.printer import Printer
+from xdsl.irdl import AnyAttr, IRDLOperation, VarConstraint, operand_def, result_def, traits_def
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.attribute_syntax import print_sorted_attr_dict
+from simtify.ir.assembly import mlir_op
+from simtify.ir.effects import Collective
 
 
-@irdl_op_definition
+@mlir_op
 class ReadlaneOp(IRDLOperation):
     """``%r = rocdl.readlane %v, %lane : (f32, i32) -> f32``."""
 
     name = "rocdl.readlane"
+    traits = traits_def(Pure(), Collective())
     src = operand_def()
     lane = operand_def(IntegerType)
     res = result_def()
 
+    assembly_format = "$src `,` $lane attr-dict `:` functional-type(operands, results)"
+
     def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation):
         src = SSAValue.get(src)
         super().__init__(operands=[src, lane], result_types=[src.type])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ReadlaneOp:
-        src = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        lane = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        ftype = parser.parse_type()
-        if not isinstance(ftype, FunctionType) or len(ftype.inputs) != 2 or len(ftype.outputs) != 1:
-            parser.raise_error("expected a function type (value type, i32) -> value type", pos)
-        vt, lt = ftype.inputs.data
-        return cls.build(operands=[parser.resolve_operand(src, vt), parser.resolve_operand(lane, lt)],
-                         result_types=[ftype.outputs.data[0]], attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        printer.print_string(", ")
-        printer.print_ssa_value(self.lane)
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : (")
-        printer.print_attribute(self.src.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.lane.type)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.res.type)
 
     def verify_(self) -> None:
         if self.res.type != self.src.type:
@@ -64,32 +41,22 @@ class ReadlaneOp(IRDLOperation):
             raise VerifyException(f"the lane is an i32, got {self.lane.type}")
 
 
-@irdl_op_definition
+@mlir_op
 class ReadfirstlaneOp(IRDLOperation):
     """``%r = rocdl.readfirstlane %v : f32``."""
 
     name = "rocdl.readfirstlane"
-    src = operand_def()
-    res = result_def()
+    traits = traits_def(Pure(), Collective())
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    src = operand_def(T)
+    res = result_def(T)
+
+    assembly_format = "$src attr-dict `:` type($res)"
 
     def __init__(self, src: SSAValue | Operation):
         src = SSAValue.get(src)
         super().__init__(operands=[src], result_types=[src.type])
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ReadfirstlaneOp:
-        src = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(src, type_)], result_types=[type_], attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.res.type)
 
 
 ROCDL = Dialect("rocdl", [ReadfirstlaneOp, ReadlaneOp], [])

@@ -24,6 +24,7 @@ from xdsl.dialects import vector as xdsl_vector
 from xdsl.dialects.arith import FastMathFlagsAttr
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    I1,
     I64,
     AffineMapAttr,
     AnyFloat,
@@ -71,17 +72,18 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, Pure, RecursiveMemoryEffect
+from xdsl.traits import IsTerminator, MemoryReadEffect, MemoryWriteEffect, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from simtify.ir.assembly import (
     AngleBracketEnum,
+    IntList,
+    YieldTerminator,
     i64_array,
     i64_dense,
     int_values,
-    parse_keyword_int_list,
-    print_int_list,
+    mlir_op,
     split_properties,
 )
 
@@ -159,29 +161,6 @@ class IteratorTypeAttr(AngleBracketEnum, EnumAttribute[IteratorType]):
 # -------------------------------------------------------------------- memory access
 
 
-def _parse_access_keywords(parser: Parser) -> dict[str, Attribute]:
-    """``alignment = 16`` and ``nontemporal = true``, in either order, both optional."""
-    properties: dict[str, Attribute] = {}
-    while True:
-        if parser.parse_optional_keyword("alignment") is not None:
-            parser.parse_punctuation("=")
-            properties["alignment"] = IntegerAttr(parser.parse_integer(allow_boolean=False, allow_negative=False), i64)
-        elif parser.parse_optional_keyword("nontemporal") is not None:
-            parser.parse_punctuation("=")
-            properties["nontemporal"] = IntegerAttr(int(parser.parse_boolean()), i1)
-        else:
-            return properties
-
-
-def _print_access_keywords(printer: Printer, op: IRDLOperation) -> None:
-    alignment = op.properties.get("alignment")
-    if isinstance(alignment, IntegerAttr):
-        printer.print_string(f" alignment = {alignment.value.data}")
-    nontemporal = op.properties.get("nontemporal")
-    if isinstance(nontemporal, IntegerAttr) and nontemporal.value.data:
-        printer.print_string(" nontemporal = true")
-
-
 def _check_access(base: Attribute, indices: Sequence[SSAValue], vector: Attribute) -> None:
     """vector.load / vector.store: one index per memref dim; element types agree (a
     memref of vectors must hold exactly the accessed vector type)."""
@@ -195,105 +174,52 @@ def _check_access(base: Attribute, indices: Sequence[SSAValue], vector: Attribut
         raise VerifyException(f"memref element type {base.element_type} does not match vector element type {element_type_of(vector)}")
 
 
-@irdl_op_definition
+@mlir_op
 class LoadOp(IRDLOperation):
     """``%v = vector.load %base[%i, %j] : memref<..>, vector<..>``: a contiguous read of
     the innermost dims of the memref at the given indices."""
 
     name = "vector.load"
+    traits = traits_def(MemoryReadEffect())
     base = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
     result = result_def(VectorType)
-    nontemporal = opt_prop_def(IntegerAttr)
+    nontemporal = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
     alignment = opt_prop_def(IntegerAttr[I64])
+
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = (
+        "$base `[` $indices `]` (`alignment` `=` $alignment^)? (`nontemporal` `=` $nontemporal^)? attr-dict `:` "
+        "type($base) `,` type($result)"
+    )
 
     def __init__(self, base: SSAValue | Operation, indices: Sequence[SSAValue | Operation], result_type: VectorType):
         super().__init__(operands=[base, indices], result_types=[result_type])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadOp:
-        base = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-        properties = _parse_access_keywords(parser)
-        extra_properties, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        base_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        result_type = parser.parse_type()
-        return cls.build(
-            operands=[parser.resolve_operand(base, base_type), [parser.resolve_operand(i, IndexType()) for i in indices]],
-            result_types=[result_type],
-            properties=properties | extra_properties,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.base)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_operand)
-        printer.print_string("]")
-        _print_access_keywords(printer, self)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.base.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
         _check_access(self.base.type, self.indices, self.result.type)
 
 
-@irdl_op_definition
+@mlir_op
 class StoreOp(IRDLOperation):
     """``vector.store %v, %base[%i, %j] : memref<..>, vector<..>``."""
 
     name = "vector.store"
+    traits = traits_def(MemoryWriteEffect())
     value_to_store = operand_def(VectorType)
     base = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
-    nontemporal = opt_prop_def(IntegerAttr)
+    nontemporal = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
     alignment = opt_prop_def(IntegerAttr[I64])
+
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = (
+        "$value_to_store `,` $base `[` $indices `]` (`alignment` `=` $alignment^)? (`nontemporal` `=` "
+        "$nontemporal^)? attr-dict `:` type($base) `,` type($value_to_store)"
+    )
 
     def __init__(self, value: SSAValue | Operation, base: SSAValue | Operation, indices: Sequence[SSAValue | Operation]):
         super().__init__(operands=[value, base, indices])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        base = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-        properties = _parse_access_keywords(parser)
-        extra_properties, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        base_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        value_type = parser.parse_type()
-        return cls.build(
-            operands=[
-                parser.resolve_operand(value, value_type),
-                parser.resolve_operand(base, base_type),
-                [parser.resolve_operand(i, IndexType()) for i in indices],
-            ],
-            properties=properties | extra_properties,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.value_to_store)
-        printer.print_string(", ")
-        printer.print_operand(self.base)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_operand)
-        printer.print_string("]")
-        _print_access_keywords(printer, self)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.base.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.value_to_store.type)
 
     def verify_(self) -> None:
         _check_access(self.base.type, self.indices, self.value_to_store.type)
@@ -307,6 +233,7 @@ class GatherOp(IRDLOperation):
     pass_thru."""
 
     name = "vector.gather"
+    traits = traits_def(MemoryReadEffect())
     base = operand_def(MemRefType | TensorType)
     offsets = var_operand_def(IndexType)
     indices = operand_def(VectorType)
@@ -403,6 +330,7 @@ class TransferReadOp(IRDLOperation):
     elements take the padding value."""
 
     name = "vector.transfer_read"
+    traits = traits_def(MemoryReadEffect())
     source = operand_def(TensorType | MemRefType)
     indices = var_operand_def(IndexType)
     padding = operand_def()
@@ -462,6 +390,7 @@ class TransferWriteOp(IRDLOperation):
     (on a tensor it returns the updated tensor)."""
 
     name = "vector.transfer_write"
+    traits = traits_def(MemoryWriteEffect())
     vector = operand_def(VectorType)
     source = operand_def(TensorType | MemRefType)
     indices = var_operand_def(IndexType)
@@ -676,7 +605,7 @@ def _check_position(static: DenseArrayBase, dynamic: Sequence[SSAValue], vector:
         raise VerifyException(f"{part_name} type {part} does not match the {'element' if not trailing else 'sub-vector'} type {expected[0]} of {vector} at {len(positions)} positions")
 
 
-@irdl_op_definition
+@mlir_op
 class ExtractStridedSliceOp(IRDLOperation):
     """``vector.extract_strided_slice %v offsets = [0, 4], sizes = [2, 4], strides =
     [1, 1] : vector<4x8xf32> to vector<2x4xf32>`` (no braces: today's syntax)."""
@@ -689,45 +618,19 @@ class ExtractStridedSliceOp(IRDLOperation):
     result = result_def(VectorType)
     traits = traits_def(Pure())
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    custom_directives = (IntList,)
+    assembly_format = (
+        "$source `offsets` `=` custom<IntList>($offsets) `,` `sizes` `=` custom<IntList>($sizes) `,` `strides` `=` "
+        "custom<IntList>($strides) attr-dict `:` type($source) `to` type($result)"
+    )
+
     def __init__(self, source: SSAValue | Operation, offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int], result_type: VectorType):
         super().__init__(
             operands=[source],
             result_types=[result_type],
             properties={"offsets": i64_array(offsets), "sizes": i64_array(sizes), "strides": i64_array(strides)},
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ExtractStridedSliceOp:
-        source = parser.parse_unresolved_operand()
-        offsets = parse_keyword_int_list(parser, "offsets")
-        parser.parse_punctuation(",")
-        sizes = parse_keyword_int_list(parser, "sizes")
-        parser.parse_punctuation(",")
-        strides = parse_keyword_int_list(parser, "strides")
-        extra_properties, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_keyword("to")
-        result_type = parser.parse_type()
-        return cls.build(
-            operands=[parser.resolve_operand(source, source_type)],
-            result_types=[result_type],
-            properties={"offsets": i64_array(offsets), "sizes": i64_array(sizes), "strides": i64_array(strides)} | extra_properties,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        for index, name in enumerate(("offsets", "sizes", "strides")):
-            printer.print_string(", " if index else " ")
-            printer.print_string(f"{name} = ")
-            print_int_list(printer, int_values(self.properties[name]))
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
         source, result = self.source.type, self.result.type
@@ -744,7 +647,7 @@ class ExtractStridedSliceOp(IRDLOperation):
             raise VerifyException(f"slice of sizes {list(sizes)} from {source} has shape {list(expected)}, but the result is {result}")
 
 
-@irdl_op_definition
+@mlir_op
 class InsertStridedSliceOp(IRDLOperation):
     """``vector.insert_strided_slice %s, %v offsets = [0, 4], strides = [1, 1] :
     vector<2x4xf32> into vector<4x8xf32>``."""
@@ -758,6 +661,13 @@ class InsertStridedSliceOp(IRDLOperation):
     result = result_def(T)
     traits = traits_def(Pure())
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    custom_directives = (IntList,)
+    assembly_format = (
+        "$value_to_store `,` $dest `offsets` `=` custom<IntList>($offsets) `,` `strides` `=` custom<IntList>($strides) "
+        "attr-dict `:` type($value_to_store) `into` type($dest)"
+    )
+
     def __init__(self, value: SSAValue | Operation, dest: SSAValue | Operation, offsets: Sequence[int], strides: Sequence[int]):
         dest = SSAValue.get(dest)
         super().__init__(
@@ -765,41 +675,6 @@ class InsertStridedSliceOp(IRDLOperation):
             result_types=[dest.type],
             properties={"offsets": i64_array(offsets), "strides": i64_array(strides)},
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> InsertStridedSliceOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        dest = parser.parse_unresolved_operand()
-        offsets = parse_keyword_int_list(parser, "offsets")
-        parser.parse_punctuation(",")
-        strides = parse_keyword_int_list(parser, "strides")
-        extra_properties, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        value_type = parser.parse_type()
-        parser.parse_keyword("into")
-        dest_type = parser.parse_type()
-        return cls.build(
-            operands=[parser.resolve_operand(value, value_type), parser.resolve_operand(dest, dest_type)],
-            result_types=[dest_type],
-            properties={"offsets": i64_array(offsets), "strides": i64_array(strides)} | extra_properties,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.value_to_store)
-        printer.print_string(", ")
-        printer.print_operand(self.dest)
-        printer.print_string(" offsets = ")
-        print_int_list(printer, int_values(self.offsets))
-        printer.print_string(", strides = ")
-        print_int_list(printer, int_values(self.strides))
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value_to_store.type)
-        printer.print_string(" into ")
-        printer.print_attribute(self.dest.type)
 
     def verify_(self) -> None:
         value, dest = self.value_to_store.type, self.dest.type
@@ -1294,18 +1169,14 @@ def _parse_iterator_types(parser: Parser, value: Attribute, position) -> ArrayAt
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(YieldTerminator):
     """``vector.yield %v : vector<4xf32>``: the values a ``vector.mask`` region hands out
     (left implicit in the printed form)."""
 
     name = "vector.yield"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator(), Pure())
 
     def __init__(self, values: Sequence[SSAValue | Operation] = ()):
         super().__init__(operands=[values])
-
-    assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
 def mask_type_for(op: Operation) -> VectorType | None:

@@ -54,10 +54,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Data, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
+    AnyAttr,
     AttrSizedOperandSegments,
+    BaseAttr,
     IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -65,12 +68,21 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    VariadicOperandVariable,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
+from simtify.ir.assembly import IndexList, OptionalIndexList, mlir_op
 from simtify.ir.attribute_syntax import (
     DYNAMIC,
     check_layout,
@@ -80,10 +92,7 @@ from simtify.ir.attribute_syntax import (
     parse_int_list,
     parse_keyed_int_lists,
     parse_mixed_indices,
-    parse_optional_mixed_indices,
-    parse_properties_and_attributes,
     print_mixed_indices,
-    print_sorted_attr_dict,
     shape_text,
 )
 from simtify.layout.syntax import AttributeText
@@ -351,12 +360,6 @@ def _check_offsets(op: IRDLOperation, dynamic: Sequence[SSAValue], tdesc: Tensor
         raise VerifyException(f"{n} offsets for a tensor_desc of rank {tdesc.rank}")
 
 
-def _print_offsets(printer: Printer, op: IRDLOperation, dynamic: Sequence[SSAValue]) -> None:
-    static = op.properties.get("const_offsets")
-    if isinstance(static, DenseArrayBase):
-        print_mixed_indices(printer, dynamic, static.get_values())
-
-
 HINT_NAMES = ("l1_hint", "l2_hint", "l3_hint")
 
 
@@ -375,26 +378,67 @@ READ_HINTS = ("cached", "uncached", "streaming", "read_invalidate")
 WRITE_HINTS = ("cached", "uncached", "streaming", "write_back", "write_through")
 
 
-class _OffsetAccessOp(IRDLOperation):
-    """What load_nd, store_nd and prefetch_nd share: a descriptor, offsets written
-    ``[%i, 0]`` after it, and properties printed ``<{...}>``."""
+@irdl_custom_directive
+class ShapeAndStrides(CustomDirective):
+    """``, shape : [%h, %w], strides : [%w, 1]`` of a descriptor over a raw address (or a
+    memref of dynamic sizes); the older ``, [..], [..]`` is read too."""
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ()
+    shape: VariadicOperandVariable
+    const_shape: AttributeVariable
+    strides: VariadicOperandVariable
+    const_strides: AttributeVariable
 
-    def _print_props(self, printer: Printer) -> None:
-        props = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
-        print_sorted_attr_dict(printer, props, braces="<{}>")
-        print_sorted_attr_dict(printer, self.attributes)
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        present = parser.parse_optional_punctuation(",") is not None
+        for keyword, dynamic, static in (("shape", self.shape, self.const_shape),
+                                         ("strides", self.strides, self.const_strides)):
+            if not present:
+                dynamic.set(state, ())
+                continue
+            if keyword == "strides":
+                parser.parse_punctuation(",")
+            if parser.parse_optional_keyword(keyword) is not None:
+                parser.parse_punctuation(":")
+            values, constants = parse_mixed_indices(parser)
+            dynamic.set(state, values)
+            static.set(state, i64_array(constants))
 
-    @staticmethod
-    def _parse_offsets(parser: Parser) -> tuple[list, tuple[int, ...] | None]:
-        """The optional ``[%i, 0]`` offsets: (SSA values, static list or None)."""
-        found = parse_optional_mixed_indices(parser)
-        return found if found is not None else ([], None)
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        shape, strides = self.const_shape.get(op), self.const_strides.get(op)
+        if shape is None or strides is None:
+            return
+        printer.print_string(", shape : ")
+        print_mixed_indices(printer, getattr(op, self.shape.name), shape.get_values())
+        printer.print_string(", strides : ")
+        print_mixed_indices(printer, getattr(op, self.strides.name), strides.get_values())
 
 
-@irdl_op_definition
-class CreateNdDescOp(IRDLOperation):
+class _XeGPUOp(IRDLOperation):
+    """An op printed by its `assembly_format` (see `mlir_op`), with the index-list
+    directives and a descriptor's ``shape : [..], strides : [..]``."""
+
+    irdl_options = (ParsePropInAttrDict(),)
+    custom_directives = (IndexList, OptionalIndexList, ShapeAndStrides)
+
+
+class _MemoryAccessOp(_XeGPUOp):
+    """What the loads, stores and prefetches share: cache hints and the layout."""
+
+    l1_hint = opt_prop_def(CacheHintAttr)
+    l2_hint = opt_prop_def(CacheHintAttr)
+    l3_hint = opt_prop_def(CacheHintAttr)
+    layout = opt_prop_def(Attribute)
+
+
+class _NdAccessOp(_MemoryAccessOp):
+    """What load_nd, store_nd and prefetch_nd share: offsets after the descriptor
+    (``%t[%i, 0]``)."""
+
+    const_offsets = opt_prop_def(DenseArrayBase)
+
+
+@mlir_op
+class CreateNdDescOp(_XeGPUOp):
     """A descriptor over a memref (or a raw address with its shape and strides).
 
     ``%t = xegpu.create_nd_tdesc %src : memref<..> -> !xegpu.tensor_desc<..>`` or
@@ -412,61 +456,12 @@ class CreateNdDescOp(IRDLOperation):
     const_strides = opt_prop_def(DenseArrayBase)
     tensor_desc = result_def(TensorDescType)
 
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
     traits = traits_def(Pure())
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CreateNdDescOp:
-        source = parser.parse_unresolved_operand()
-        offsets, const_offsets = _OffsetAccessOp._parse_offsets(parser)
-        shape, const_shape, strides, const_strides = [], None, [], None
-        if parser.parse_optional_punctuation(",") is not None:
-            # `shape : [..], strides : [..]` (the older `[..], [..]` is also read)
-            if parser.parse_optional_keyword("shape") is not None:
-                parser.parse_punctuation(":")
-            shape, const_shape = parse_mixed_indices(parser)
-            parser.parse_punctuation(",")
-            if parser.parse_optional_keyword("strides") is not None:
-                parser.parse_punctuation(":")
-            strides, const_strides = parse_mixed_indices(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        index = IndexType()
-        properties = {
-            "const_offsets": i64_array(const_offsets) if const_offsets is not None else None,
-            "const_shape": i64_array(const_shape) if const_shape is not None else None,
-            "const_strides": i64_array(const_strides) if const_strides is not None else None,
-        }
-        return cls(
-            operands=[
-                parser.resolve_operand(source, source_type),
-                [parser.resolve_operand(o, index) for o in offsets],
-                [parser.resolve_operand(o, index) for o in shape],
-                [parser.resolve_operand(o, index) for o in strides],
-            ],
-            result_types=[result_type],
-            properties=properties,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        if self.const_offsets is not None:
-            print_mixed_indices(printer, self.offsets, self.const_offsets.get_values())
-        if self.const_shape is not None and self.const_strides is not None:
-            printer.print_string(", shape : ")
-            print_mixed_indices(printer, self.shape, self.const_shape.get_values())
-            printer.print_string(", strides : ")
-            print_mixed_indices(printer, self.strides, self.const_strides.get_values())
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.tensor_desc.type)
+    assembly_format = (
+        "$source custom<OptionalIndexList>($offsets, $const_offsets) custom<ShapeAndStrides>($shape, $const_shape, "
+        "$strides, $const_strides) attr-dict `:` type($source) `->` type($tensor_desc)"
+    )
 
     def verify_(self) -> None:
         tdesc = _tdesc(self.tensor_desc)
@@ -494,7 +489,6 @@ class CreateNdDescOp(IRDLOperation):
             raise VerifyException(f"a rank-{tdesc.rank} descriptor cannot view a rank-{rank} source")
         _check_fits(tdesc.distribute_layout, "the descriptor's layout", tdesc.get_shape(), "the block")
 
-
 def _expected_load_shapes(tdesc: TensorDescType, transpose: Sequence[int] | None) -> tuple[int, ...]:
     shape = tdesc.get_shape()
     if transpose is not None:
@@ -504,58 +498,26 @@ def _expected_load_shapes(tdesc: TensorDescType, transpose: Sequence[int] | None
     return shape
 
 
-@irdl_op_definition
-class LoadNdOp(_OffsetAccessOp):
+@mlir_op
+class LoadNdOp(_NdAccessOp):
     """``%v = xegpu.load_nd %t[%i, %j] <{layout = #l, l1_hint = ..}> : !xegpu.tensor_desc<..>
     -> vector<..>``: a block read. At workgroup and subgroup level the vector has the
     block's shape (transposed by ``transpose``, ``array_length`` blocks stacked in
     front, or VNNI-``packed``); at lane level it is a lane's fragment."""
 
     name = "xegpu.load_nd"
+    traits = traits_def(MemoryReadEffect())
 
     tensor_desc = operand_def(TensorDescType)
     offsets = var_operand_def(IndexType)
-    const_offsets = opt_prop_def(DenseArrayBase)
     packed = opt_prop_def(UnitAttr)
     transpose = opt_prop_def(DenseArrayBase)
-    l1_hint = opt_prop_def(CacheHintAttr)
-    l2_hint = opt_prop_def(CacheHintAttr)
-    l3_hint = opt_prop_def(CacheHintAttr)
-    layout = opt_prop_def(Attribute)
     value = result_def(VectorType)
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("packed", "transpose", "l1_hint", "l2_hint", "l3_hint", "layout")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadNdOp:
-        tdesc = parser.parse_unresolved_operand()
-        offsets, const_offsets = cls._parse_offsets(parser)
-        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
-        parser.parse_punctuation(":")
-        tdesc_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        value_type = parser.parse_type()
-        if const_offsets is not None:
-            props["const_offsets"] = i64_array(const_offsets)
-        return cls(
-            operands=[
-                parser.resolve_operand(tdesc, tdesc_type),
-                [parser.resolve_operand(o, IndexType()) for o in offsets],
-            ],
-            result_types=[value_type],
-            properties=props,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.tensor_desc)
-        _print_offsets(printer, self, self.offsets)
-        self._print_props(printer)
-        printer.print_string(" : ")
-        printer.print_attribute(self.tensor_desc.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.value.type)
+    assembly_format = (
+        "$tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:` type($tensor_desc) `->` "
+        "type($value)"
+    )
 
     def verify_(self) -> None:
         tdesc = _tdesc(self.tensor_desc)
@@ -580,7 +542,6 @@ class LoadNdOp(_OffsetAccessOp):
         if have == want:
             _check_fits(self.layout, "layout", have, "the loaded vector")
 
-
 def _is_fragment_of(have: Sequence[int], want: Sequence[int], *, packed: bool) -> bool:
     """A vector that is the whole block repacked (VNNI) or one lane's share of it."""
     total, part = prod(want), prod(have)
@@ -589,57 +550,21 @@ def _is_fragment_of(have: Sequence[int], want: Sequence[int], *, packed: bool) -
     return part > 0 and total % part == 0 and part < total
 
 
-@irdl_op_definition
-class StoreNdOp(_OffsetAccessOp):
+@mlir_op
+class StoreNdOp(_NdAccessOp):
     """``xegpu.store_nd %v, %t[%i, %j] <{layout = #l}> : vector<..>, !xegpu.tensor_desc<..>``."""
 
     name = "xegpu.store_nd"
+    traits = traits_def(MemoryWriteEffect())
 
     value = operand_def(VectorType)
     tensor_desc = operand_def(TensorDescType)
     offsets = var_operand_def(IndexType)
-    const_offsets = opt_prop_def(DenseArrayBase)
-    l1_hint = opt_prop_def(CacheHintAttr)
-    l2_hint = opt_prop_def(CacheHintAttr)
-    l3_hint = opt_prop_def(CacheHintAttr)
-    layout = opt_prop_def(Attribute)
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("l1_hint", "l2_hint", "l3_hint", "layout")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreNdOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        tdesc = parser.parse_unresolved_operand()
-        offsets, const_offsets = cls._parse_offsets(parser)
-        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
-        parser.parse_punctuation(":")
-        value_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        tdesc_type = parser.parse_type()
-        if const_offsets is not None:
-            props["const_offsets"] = i64_array(const_offsets)
-        return cls(
-            operands=[
-                parser.resolve_operand(value, value_type),
-                parser.resolve_operand(tdesc, tdesc_type),
-                [parser.resolve_operand(o, IndexType()) for o in offsets],
-            ],
-            properties=props,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(", ")
-        printer.print_ssa_value(self.tensor_desc)
-        _print_offsets(printer, self, self.offsets)
-        self._print_props(printer)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.tensor_desc.type)
+    assembly_format = (
+        "$value `,` $tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:` type($value) `,` "
+        "type($tensor_desc)"
+    )
 
     def verify_(self) -> None:
         tdesc = _tdesc(self.tensor_desc)
@@ -656,47 +581,18 @@ class StoreNdOp(_OffsetAccessOp):
             _check_fits(self.layout, "layout", have, "the stored vector")
 
 
-@irdl_op_definition
-class PrefetchNdOp(_OffsetAccessOp):
+@mlir_op
+class PrefetchNdOp(_NdAccessOp):
     """``xegpu.prefetch_nd %t[%i, %j] <{l1_hint = #xegpu.cache_hint<cached>}> : !xegpu.tensor_desc<..>``."""
 
     name = "xegpu.prefetch_nd"
 
     tensor_desc = operand_def(TensorDescType)
     offsets = var_operand_def(IndexType)
-    const_offsets = opt_prop_def(DenseArrayBase)
-    l1_hint = opt_prop_def(CacheHintAttr)
-    l2_hint = opt_prop_def(CacheHintAttr)
-    l3_hint = opt_prop_def(CacheHintAttr)
-    layout = opt_prop_def(Attribute)
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("l1_hint", "l2_hint", "l3_hint", "layout")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> PrefetchNdOp:
-        tdesc = parser.parse_unresolved_operand()
-        offsets, const_offsets = cls._parse_offsets(parser)
-        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
-        parser.parse_punctuation(":")
-        tdesc_type = parser.parse_type()
-        if const_offsets is not None:
-            props["const_offsets"] = i64_array(const_offsets)
-        return cls(
-            operands=[
-                parser.resolve_operand(tdesc, tdesc_type),
-                [parser.resolve_operand(o, IndexType()) for o in offsets],
-            ],
-            properties=props,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.tensor_desc)
-        _print_offsets(printer, self, self.offsets)
-        self._print_props(printer)
-        printer.print_string(" : ")
-        printer.print_attribute(self.tensor_desc.type)
+    assembly_format = (
+        "$tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:` type($tensor_desc)"
+    )
 
     def verify_(self) -> None:
         tdesc = _tdesc(self.tensor_desc)
@@ -705,8 +601,8 @@ class PrefetchNdOp(_OffsetAccessOp):
         _check_fits(self.layout, "layout", tdesc.get_shape(), "the prefetched block")
 
 
-@irdl_op_definition
-class UpdateNdOffsetOp(IRDLOperation):
+@mlir_op
+class UpdateNdOffsetOp(_XeGPUOp):
     """``%t2 = xegpu.update_nd_offset %t, [0, %c32] : !xegpu.tensor_desc<..>``: the same
     descriptor moved by the offsets (elements, one per descriptor dim). Older IR: upstream
     removed it (llvm-project #193330) in favour of offsets on the accesses; it is read,
@@ -714,47 +610,23 @@ class UpdateNdOffsetOp(IRDLOperation):
 
     name = "xegpu.update_nd_offset"
 
-    tensor_desc = operand_def(TensorDescType)
+    T: ClassVar = VarConstraint("T", BaseAttr(TensorDescType))
+    tensor_desc = operand_def(T)
     offsets = var_operand_def(IndexType)
     const_offsets = opt_prop_def(DenseArrayBase)
-    result = result_def(TensorDescType)
+    result = result_def(T)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> UpdateNdOffsetOp:
-        tdesc = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        offsets, const_offsets = parse_mixed_indices(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        tdesc_type = parser.parse_type()
-        return cls(
-            operands=[parser.resolve_operand(tdesc, tdesc_type), [parser.resolve_operand(o, IndexType())
-                                                                  for o in offsets]],
-            result_types=[tdesc_type],
-            properties={"const_offsets": i64_array(const_offsets)},
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.tensor_desc)
-        printer.print_string(", ")
-        _print_offsets(printer, self, self.offsets)
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+    assembly_format = "$tensor_desc `,` custom<IndexList>($offsets, $const_offsets) attr-dict `:` type($tensor_desc)"
 
     def verify_(self) -> None:
         tdesc = _tdesc(self.tensor_desc)
-        if self.result.type != tdesc:
-            raise VerifyException(f"update_nd_offset changes the descriptor type from {tdesc} to {self.result.type}")
         n = _offsets_count(self, self.offsets)
         if n != tdesc.rank:
             raise VerifyException(f"{n} offsets for a tensor_desc of rank {tdesc.rank}: one per dim")
 
 
-@irdl_op_definition
-class DpasOp(IRDLOperation):
+@mlir_op
+class DpasOp(_XeGPUOp):
     """``%d = xegpu.dpas %a, %b, %c {layout_a = #a, layout_b = #b, layout_cd = #c} :
     vector<MxK>, vector<KxN>, vector<MxN> -> vector<MxN>`` (the accumulator is
     optional; B may be VNNI-packed ``K/v x N x v``; lane-level IR uses 1-D fragments)."""
@@ -771,38 +643,10 @@ class DpasOp(IRDLOperation):
 
     traits = traits_def(Pure())
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("layout_a", "layout_b", "layout_cd")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> DpasOp:
-        operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
-        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
-        types_pos = parser.pos
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        if len(operands) not in (2, 3) or len(types) != len(operands):
-            parser.raise_error(
-                f"dpas takes 2 or 3 operands with one type each, got {len(operands)} and {len(types)}", types_pos
-            )
-        resolved = [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
-        return cls(
-            operands=[resolved[0], resolved[1], resolved[2:]],
-            result_types=[result_type],
-            properties=props,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.operands, printer.print_ssa_value)
-        props = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
-        print_sorted_attr_dict(printer, props | dict(self.attributes))
-        printer.print_string(" : ")
-        printer.print_list([o.type for o in self.operands], printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+    PROPERTIES_IN_ATTR_DICT: ClassVar[bool] = True
+    assembly_format = (
+        "$lhs `,` $rhs (`,` $acc^)? attr-dict `:` type($lhs) `,` type($rhs) (`,` type($acc)^)? `->` type($result)"
+    )
 
     def verify_(self) -> None:
         a = tuple(self.lhs.type.get_shape())  # type: ignore[union-attr]
@@ -827,40 +671,22 @@ class DpasOp(IRDLOperation):
         _check_fits(self.layout_cd, "layout_cd", d, "the result")
 
 
-@irdl_op_definition
-class ConvertLayoutOp(IRDLOperation):
+@mlir_op
+class ConvertLayoutOp(_XeGPUOp):
     """``%w = xegpu.convert_layout %v <{input_layout = #a, target_layout = #b}> : vector<..>``:
     the same value, redistributed from one layout to another."""
 
     name = "xegpu.convert_layout"
 
-    source = operand_def()
-    result = result_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    source = operand_def(T)
+    result = result_def(T)
     input_layout = opt_prop_def(Attribute)
     target_layout = opt_prop_def(Attribute)
 
     traits = traits_def(Pure())
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("input_layout", "target_layout")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ConvertLayoutOp:
-        source = parser.parse_unresolved_operand()
-        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls(
-            operands=[parser.resolve_operand(source, type_)], result_types=[type_], properties=props, attributes=attrs
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        props = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
-        print_sorted_attr_dict(printer, props, braces="<{}>")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
+    assembly_format = "$source attr-dict `:` type($source)"
 
     def verify_(self) -> None:
         if self.source.type != self.result.type:
@@ -871,14 +697,11 @@ class ConvertLayoutOp(IRDLOperation):
         _check_fits(self.input_layout, "input_layout", shape, "the vector")
         _check_fits(self.target_layout, "target_layout", shape, "the vector")
 
-
 # --- gathers and scatters ------------------------------------------------------------
-
 
 def _shape_of(t: Attribute) -> tuple[int, ...]:
     """A vector's shape; ``()`` for a scalar (lane-level IR may use one)."""
     return tuple(t.get_shape()) if isinstance(t, VectorType) else ()
-
 
 def _chunk_of(op: IRDLOperation) -> int:
     chunk = op.properties.get("chunk_size")
@@ -890,12 +713,10 @@ def _chunk_of(op: IRDLOperation) -> int:
         raise VerifyException(f"chunk_size must be positive, not {chunk.value.data}")
     return chunk.value.data
 
-
 def gather_value_shape(offsets: Sequence[int], chunk: int) -> tuple[int, ...]:
     """The shape of the value a gather of `offsets` reads: one row of `chunk` elements
     per offset (no chunk dim when the chunk is 1)."""
     return tuple(offsets) + ((chunk,) if chunk > 1 else ())
-
 
 def _check_scatter(op: IRDLOperation, what: str, memory: Attribute, value_type: Attribute | None) -> None:
     """The checks load, store and prefetch share: the source, the offsets and mask
@@ -932,24 +753,17 @@ def _check_scatter(op: IRDLOperation, what: str, memory: Attribute, value_type: 
         f"{what} of {shape_text(offsets) or 'one'} offset(s) with chunk_size {chunk} moves vector<{shape_text(want)}x"
         f"{getattr(value_type, 'element_type', value_type)}>, not {value_type}")
 
+class _ScatterOp(_MemoryAccessOp):
+    """What gathers, scatters and prefetches share: the chunk of each offset."""
 
-SCATTER_PROPERTIES = ("chunk_size", "l1_hint", "l2_hint", "l3_hint", "layout")
-
-
-class _ScatterOp(IRDLOperation):
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = SCATTER_PROPERTIES
-
-    def _print_props(self, printer: Printer) -> None:
-        props = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
-        print_sorted_attr_dict(printer, props, braces="<{}>")
-        print_sorted_attr_dict(printer, self.attributes)
+    chunk_size = opt_prop_def(IntegerAttr)
 
     @property
     def chunk(self) -> int:
         return _chunk_of(self)
 
 
-@irdl_op_definition
+@mlir_op
 class LoadGatherOp(_ScatterOp):
     """``%v = xegpu.load %src[%offsets], %mask <{chunk_size = 8, layout = #l}> : memref<256xf16>,
     vector<16xindex>, vector<16xi1> -> vector<16x8xf16>``: per offset (elements of the
@@ -957,113 +771,47 @@ class LoadGatherOp(_ScatterOp):
     level one offset (``vector<1xindex>``) gives the lane's ``vector<chunk>``."""
 
     name = "xegpu.load"
+    traits = traits_def(MemoryReadEffect())
 
     source = operand_def(MemRefType | IntegerType)
     offsets = operand_def(VectorType | IndexType)
     mask = operand_def(VectorType | IntegerType)
-    chunk_size = opt_prop_def(IntegerAttr)
-    l1_hint = opt_prop_def(CacheHintAttr)
-    l2_hint = opt_prop_def(CacheHintAttr)
-    l3_hint = opt_prop_def(CacheHintAttr)
-    layout = opt_prop_def(Attribute)
     value = result_def()
 
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadGatherOp:
-        source = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        offsets = parser.parse_unresolved_operand()
-        parser.parse_punctuation("]")
-        parser.parse_punctuation(",")
-        mask = parser.parse_unresolved_operand()
-        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        if len(types) != 3:
-            parser.raise_error(f"xegpu.load takes 3 operand types (source, offsets, mask), got {len(types)}")
-        parser.parse_punctuation("->")
-        value_type = parser.parse_type()
-        return cls(
-            operands=[parser.resolve_operand(source, types[0]), parser.resolve_operand(offsets, types[1]),
-                      parser.resolve_operand(mask, types[2])],
-            result_types=[value_type], properties=props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        printer.print_string("[")
-        printer.print_ssa_value(self.offsets)
-        printer.print_string("], ")
-        printer.print_ssa_value(self.mask)
-        self._print_props(printer)
-        printer.print_string(" : ")
-        printer.print_list([self.source.type, self.offsets.type, self.mask.type], printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.value.type)
+    assembly_format = (
+        "$source `[` $offsets `]` `,` $mask attr-dict `:` type($source) `,` type($offsets) `,` type($mask) `->` "
+        "type($value)"
+    )
 
     def verify_(self) -> None:
         _check_hints(self, READ_HINTS)
         _check_scatter(self, "xegpu.load", self.source.type, self.value.type)
 
 
-@irdl_op_definition
+@mlir_op
 class StoreScatterOp(_ScatterOp):
     """``xegpu.store %v, %dst[%offsets], %mask <{chunk_size = 8}> : vector<16x8xf16>,
     memref<256xf16>, vector<16xindex>, vector<16xi1>``: the scatter of `load`'s rows."""
 
     name = "xegpu.store"
+    traits = traits_def(MemoryWriteEffect())
 
     value = operand_def()
     dest = operand_def(MemRefType | IntegerType)
     offsets = operand_def(VectorType | IndexType)
     mask = operand_def(VectorType | IntegerType)
-    chunk_size = opt_prop_def(IntegerAttr)
-    l1_hint = opt_prop_def(CacheHintAttr)
-    l2_hint = opt_prop_def(CacheHintAttr)
-    l3_hint = opt_prop_def(CacheHintAttr)
-    layout = opt_prop_def(Attribute)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreScatterOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        dest = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        offsets = parser.parse_unresolved_operand()
-        parser.parse_punctuation("]")
-        parser.parse_punctuation(",")
-        mask = parser.parse_unresolved_operand()
-        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
-        pos = parser.pos
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        if len(types) != 4:
-            parser.raise_error(f"xegpu.store takes 4 operand types (value, dest, offsets, mask), got {len(types)}",
-                               pos)
-        return cls(
-            operands=[parser.resolve_operand(o, t) for o, t in zip((value, dest, offsets, mask), types)],
-            properties=props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(", ")
-        printer.print_ssa_value(self.dest)
-        printer.print_string("[")
-        printer.print_ssa_value(self.offsets)
-        printer.print_string("], ")
-        printer.print_ssa_value(self.mask)
-        self._print_props(printer)
-        printer.print_string(" : ")
-        printer.print_list([self.value.type, self.dest.type, self.offsets.type, self.mask.type],
-                           printer.print_attribute)
+    assembly_format = (
+        "$value `,` $dest `[` $offsets `]` `,` $mask attr-dict `:` type($value) `,` type($dest) `,` type($offsets) "
+        "`,` type($mask)"
+    )
 
     def verify_(self) -> None:
         _check_hints(self, WRITE_HINTS)
         _check_scatter(self, "xegpu.store", self.dest.type, self.value.type)
 
 
-@irdl_op_definition
+@mlir_op
 class PrefetchOp(_ScatterOp):
     """``xegpu.prefetch %src[%offsets] <{l1_hint = #xegpu.cache_hint<cached>}> : ui64,
     vector<16xindex>``: a cache hint for the rows a gather would read."""
@@ -1072,39 +820,9 @@ class PrefetchOp(_ScatterOp):
 
     source = operand_def(MemRefType | IntegerType)
     offsets = operand_def(VectorType | IndexType)
-    chunk_size = opt_prop_def(IntegerAttr)
     offset_align_byte = opt_prop_def(IntegerAttr)
-    l1_hint = opt_prop_def(CacheHintAttr)
-    l2_hint = opt_prop_def(CacheHintAttr)
-    l3_hint = opt_prop_def(CacheHintAttr)
-    layout = opt_prop_def(Attribute)
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = SCATTER_PROPERTIES + ("offset_align_byte",)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> PrefetchOp:
-        source = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        offsets = parser.parse_unresolved_operand()
-        parser.parse_punctuation("]")
-        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
-        pos = parser.pos
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        if len(types) != 2:
-            parser.raise_error(f"xegpu.prefetch takes 2 operand types (source, offsets), got {len(types)}", pos)
-        return cls(operands=[parser.resolve_operand(source, types[0]), parser.resolve_operand(offsets, types[1])],
-                   properties=props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        printer.print_string("[")
-        printer.print_ssa_value(self.offsets)
-        printer.print_string("]")
-        self._print_props(printer)
-        printer.print_string(" : ")
-        printer.print_list([self.source.type, self.offsets.type], printer.print_attribute)
+    assembly_format = "$source `[` $offsets `]` attr-dict `:` type($source) `,` type($offsets)"
 
     def verify_(self) -> None:
         _check_hints(self, READ_HINTS)
@@ -1112,7 +830,6 @@ class PrefetchOp(_ScatterOp):
 
 
 # --- shared local memory matrices --------------------------------------------------------
-
 
 @irdl_attr_definition
 class MemLayoutAttr(Data[tuple[tuple[str, tuple[int, ...]], ...]]):
@@ -1212,8 +929,8 @@ class MemDescType(ParametrizedAttribute, TypeAttribute):
                                   f"column-major [1, {shape[0]}]")
 
 
-@irdl_op_definition
-class CreateMemDescOp(IRDLOperation):
+@mlir_op
+class CreateMemDescOp(_XeGPUOp):
     """``%m = xegpu.create_mem_desc %slm : memref<4096xi8, 3> -> !xegpu.mem_desc<32x32xf32>``:
     a matrix view of a shared local memory buffer (which must hold it)."""
 
@@ -1223,26 +940,7 @@ class CreateMemDescOp(IRDLOperation):
     mem_desc = result_def(MemDescType)
 
     traits = traits_def(Pure())
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CreateMemDescOp:
-        source = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        return cls(operands=[parser.resolve_operand(source, source_type)], result_types=[result_type],
-                   attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.mem_desc.type)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($mem_desc)"
 
     def verify_(self) -> None:
         from simtify.ir.attribute_syntax import memory_space_name
@@ -1260,14 +958,9 @@ class CreateMemDescOp(IRDLOperation):
         if have < need:
             raise VerifyException(f"{src} holds {have} bytes, but {md} needs {need}")
 
-
 def _bytes(t: Attribute) -> int:
     width = getattr(t, "bitwidth", None) or getattr(getattr(t, "width", None), "data", None) or 32
     return max(1, int(width) // 8)
-
-
-MATRIX_PROPERTIES = ("layout", "subgroup_block_io")
-
 
 def _check_matrix(op: IRDLOperation, data: Attribute, md: MemDescType) -> None:
     n = check_mixed_indices("offsets", op.offsets, op.const_offsets)
@@ -1289,101 +982,55 @@ def _check_matrix(op: IRDLOperation, data: Attribute, md: MemDescType) -> None:
         _check_fits(op.layout, "layout", shape, "the data")
 
 
-class _MatrixOp(IRDLOperation):
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = MATRIX_PROPERTIES
+class _MatrixOp(_XeGPUOp):
+    """What load_matrix and store_matrix share: offsets, the layout and the block-io hint."""
 
-    def _print_rest(self, printer: Printer, data_first: bool) -> None:
-        _print_offsets(printer, self, self.offsets)
-        props = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
-        print_sorted_attr_dict(printer, props, braces="<{}>")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        types = [self.data.type, self.mem_desc.type] if data_first else [self.mem_desc.type]
-        printer.print_list(types + [o.type for o in self.offsets], printer.print_attribute)
-
-    @staticmethod
-    def _parse_rest(parser: Parser, cls, n_leading_types: int):
-        offsets, const_offsets = parse_mixed_indices(parser)
-        props, attrs = parse_properties_and_attributes(parser, cls.PROPERTY_NAMES)
-        props["const_offsets"] = i64_array(const_offsets)
-        pos = parser.pos
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        if len(types) != n_leading_types + len(offsets):
-            parser.raise_error(f"expected {n_leading_types} type(s) and one per SSA offset ({len(offsets)}), got "
-                               f"{len(types)}", pos)
-        resolved = [parser.resolve_operand(o, t) for o, t in zip(offsets, types[n_leading_types:])]
-        return types[:n_leading_types], resolved, props, attrs
+    const_offsets = opt_prop_def(DenseArrayBase)
+    layout = opt_prop_def(Attribute)
+    subgroup_block_io = opt_prop_def(UnitAttr)
 
 
-@irdl_op_definition
+@mlir_op
 class LoadMatrixOp(_MatrixOp):
     """``%v = xegpu.load_matrix %m[%i, 0] <{layout = #l}> : !xegpu.mem_desc<64x128xf32>, index
     -> vector<32x32xf32>``: the block of the matrix at the offsets (a lane's own block at
     lane level)."""
 
     name = "xegpu.load_matrix"
+    traits = traits_def(MemoryReadEffect())
 
     mem_desc = operand_def(MemDescType)
     offsets = var_operand_def(IndexType)
-    const_offsets = opt_prop_def(DenseArrayBase)
-    layout = opt_prop_def(Attribute)
-    subgroup_block_io = opt_prop_def(UnitAttr)
     data = result_def()
 
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadMatrixOp:
-        md = parser.parse_unresolved_operand()
-        (md_type,), offsets, props, attrs = cls._parse_rest(parser, cls, 1)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        return cls(operands=[parser.resolve_operand(md, md_type), offsets], result_types=[result_type],
-                   properties=props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.mem_desc)
-        self._print_rest(printer, data_first=False)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.data.type)
+    assembly_format = (
+        "$mem_desc custom<IndexList>($offsets, $const_offsets) attr-dict `:` type($mem_desc) (`,` type($offsets)^)? "
+        "`->` type($data)"
+    )
 
     def verify_(self) -> None:
         _check_matrix(self, self.data.type, self.mem_desc.type)
 
 
-@irdl_op_definition
+@mlir_op
 class StoreMatrixOp(_MatrixOp):
     """``xegpu.store_matrix %v, %m[%i, 0] <{layout = #l}> : vector<32x32xf32>,
     !xegpu.mem_desc<64x128xf32>, index``."""
 
     name = "xegpu.store_matrix"
+    traits = traits_def(MemoryWriteEffect())
 
     data = operand_def()
     mem_desc = operand_def(MemDescType)
     offsets = var_operand_def(IndexType)
-    const_offsets = opt_prop_def(DenseArrayBase)
-    layout = opt_prop_def(Attribute)
-    subgroup_block_io = opt_prop_def(UnitAttr)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreMatrixOp:
-        data = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        md = parser.parse_unresolved_operand()
-        (data_type, md_type), offsets, props, attrs = cls._parse_rest(parser, cls, 2)
-        return cls(operands=[parser.resolve_operand(data, data_type), parser.resolve_operand(md, md_type), offsets],
-                   properties=props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.data)
-        printer.print_string(", ")
-        printer.print_ssa_value(self.mem_desc)
-        self._print_rest(printer, data_first=True)
+    assembly_format = (
+        "$data `,` $mem_desc custom<IndexList>($offsets, $const_offsets) attr-dict `:` type($data) `,` "
+        "type($mem_desc) (`,` type($offsets)^)?"
+    )
 
     def verify_(self) -> None:
         _check_matrix(self, self.data.type, self.mem_desc.type)
-
 
 XeGPU = Dialect(
     "xegpu",

@@ -12,8 +12,9 @@ later one dominated by the earlier in the same block — undoes that:
 from __future__ import annotations
 
 from xdsl.ir import Block, Operation
+from xdsl.traits import is_side_effect_free
 
-from simtify.transforms.warp_region import WARP_OP, is_pure
+from simtify.transforms.warp_region import WARP_OP
 
 
 def _key(op: Operation):
@@ -52,7 +53,7 @@ def merge_identical_ops(func: Operation) -> bool:
     for block in _blocks_outside_regions(func):
         seen: dict = {}
         for op in list(block.ops):
-            if op.regions or not op.results or not (is_pure(op) or op.name == "gpu.shuffle"):
+            if op.regions or not op.results or not is_side_effect_free(op):
                 continue
             key = _key(op)
             first = seen.get(key)

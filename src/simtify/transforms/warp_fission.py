@@ -19,11 +19,11 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from simtify.ir import gpu as gpu_ir
+from simtify.ir.effects import memory_effect
 from simtify.transforms.warp_region import (
     WarpConfig,
     body,
     crossing_type,
-    effect,
     size,
     yield_of,
 )
@@ -88,7 +88,7 @@ def split_after_write(warp: Operation, cfg: WarpConfig) -> bool:
         warp args(%r : vector<2xf32>) { ^bb0(%v2: vector<64xf32>): %e = math.exp %v2 .. }"""
     ops = _top_ops(warp)
     for j in reversed(range(len(ops) - 1)):
-        if effect(ops[j]) == "write":
+        if memory_effect(ops[j]) == "write":
             return split_before(warp, ops[j + 1], cfg) is not None
     return False
 
@@ -103,7 +103,7 @@ def isolate_last_write(warp: Operation, cfg: WarpConfig) -> bool:
         %r = warp -> (f32) { %s = vector.reduction <add>, %v ..  gpu.yield %s : f32 }
         warp args(%r : f32) { ^bb0(%s2: f32): memref.store %s2, %out[%i] }"""
     ops = _top_ops(warp)
-    if len(ops) < 2 or effect(ops[-1]) != "write":
+    if len(ops) < 2 or memory_effect(ops[-1]) != "write":
         return False
     return split_before(warp, ops[-1], cfg) is not None
 

@@ -18,13 +18,12 @@ from __future__ import annotations
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation
 
+from simtify.ir.effects import LaneVariant, is_pure
 from simtify.transforms.warp_region import (
-    LANE_VARIANT_OPS,
     Uniformity,
     WarpConfig,
     body,
     inside,
-    is_pure,
     yield_of,
 )
 
@@ -41,7 +40,7 @@ def hoist_uniform(warp: Operation, cfg: WarpConfig) -> bool:
     for op in list(body(warp).ops):
         if op is y:
             break
-        if op.regions or not is_pure(op) or op.name in LANE_VARIANT_OPS:
+        if op.regions or not is_pure(op) or op.has_trait(LaneVariant):
             continue
         if any(isinstance(r.type, VectorType) for r in op.results):
             continue

@@ -37,6 +37,7 @@ from xdsl.ir.affine import AffineExpr
 from simtify.ir import arith as arith_ir
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
+from simtify.ir.effects import is_pure, memory_effect
 from simtify.transforms.warp_region import (
     Boundary,
     Uniformity,
@@ -45,11 +46,9 @@ from simtify.transforms.warp_region import (
     block_offsets,
     body,
     distributed_type,
-    effect,
     i32_const,
     innermost_first,
     inside,
-    is_pure,
     ratios,
     rebuild,
     shape,
@@ -81,7 +80,7 @@ def remove_dead_results(warp: Operation, cfg: WarpConfig) -> bool:
     while erased:
         erased = False
         for op in reversed(list(block.ops)[:-1]):
-            if op.results and all(not r.uses for r in op.results) and (is_pure(op) or effect(op) == "read"):
+            if op.results and all(not r.uses for r in op.results) and memory_effect(op) in ("pure", "read"):
                 op.detach()
                 op.erase()
                 erased = changed = True

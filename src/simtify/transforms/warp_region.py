@@ -15,8 +15,9 @@ directly only when every lane of the warp holds the same one (`Uniformity`), and
 otherwise must receive it through the region.
 
 This module holds what every warp pattern needs: the ratios and distributed types,
-the lane digits of a distribution, which ops may move across the boundary (their
-memory effects), uniformity, and rebuilding a warp op with more or fewer results.
+the lane digits of a distribution, uniformity, and rebuilding a warp op with more or
+fewer results. Which ops may move across the boundary is decided by their memory
+effects, as their traits declare them (`simtify.ir.effects`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from xdsl.ir import (
 from xdsl.ir.affine import AffineExpr
 
 from simtify.ir import gpu as gpu_ir
+from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform, memory_effect
 from simtify.layout import NestedLayout
 from simtify.transforms.emit import Emitter
 
@@ -52,66 +54,17 @@ class WarpConfig:
     max_whole_write: int = 1  # transfer_writes of at most this many elements stay whole on lane 0
     write_dims: str = "innermost"  # the distribution map of writes: lanes over the innermost or outermost dim first
 
-# --- memory effects ------------------------------------------------------------------
-
-READ_OPS = frozenset({"vector.transfer_read", "vector.load", "vector.gather", "memref.load"})
-PURE_PREFIXES = ("arith.", "math.", "index.")
-PURE_OPS = frozenset({
-    "affine.apply", "affine.min", "affine.max", "affine.linearize_index", "affine.delinearize_index",
-    "vector.broadcast", "vector.shape_cast", "vector.transpose", "vector.extract", "vector.insert",
-    "vector.extract_strided_slice", "vector.insert_strided_slice", "vector.reduction", "vector.multi_reduction",
-    "vector.step", "vector.create_mask", "vector.constant_mask", "vector.fma", "vector.bitcast",
-    "vector.interleave", "vector.deinterleave", "vector.from_elements", "vector.to_elements", "vector.contract",
-    "memref.subview", "memref.cast", "memref.expand_shape", "memref.collapse_shape", "memref.dim",
-    "memref.memory_space_cast", "gpu.lane_id", "gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim",
-    "gpu.global_id", "gpu.subgroup_id", "gpu.subgroup_size", "gpu.num_subgroups",
-})
-# Pure, but their value differs from lane to lane of a warp.
-LANE_VARIANT_OPS = frozenset({"gpu.lane_id", "gpu.thread_id", "gpu.global_id"})
-# Uniform across a warp (a warp never spans two subgroups or two workgroups).
-WARP_UNIFORM_OPS = frozenset({"gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.subgroup_id",
-                              "gpu.subgroup_size", "gpu.num_subgroups"})
-# Ops that need every lane of the subgroup: never inside a lane-0 region.
-COLLECTIVE_OPS = frozenset({"gpu.barrier", "gpu.shuffle", "gpu.subgroup_reduce", WARP_OP, "gpu.ballot",
-                            "gpu.rotate", "gpu.subgroup_broadcast", "amdgpu.dpp", "amdgpu.swizzle_bitmode",
-                            "amdgpu.permlane_swap", "rocdl.readlane", "rocdl.readfirstlane"})
-
-
-def effect(op: Operation) -> str:
-    """'pure', 'read' or 'write' (anything unknown, or with regions, counts as a write;
-    a region's effects are its ops')."""
-    if op.regions:
-        worst = "pure"
-        for inner in op.walk():
-            if inner is op:
-                continue
-            e = effect(inner)
-            if e == "write":
-                return "write"
-            if e == "read":
-                worst = "read"
-        return worst if op.name in ("scf.for", "scf.if", "scf.yield") else "write"
-    if op.name in PURE_OPS or op.name.startswith(PURE_PREFIXES) or op.name in ("scf.yield", "gpu.yield"):
-        return "pure"
-    if op.name in READ_OPS:
-        return "read"
-    return "write"
-
-
-def is_pure(op: Operation) -> bool:
-    return effect(op) == "pure" and op.name not in COLLECTIVE_OPS
+# --- memory effects (declared by the ops' traits: `simtify.ir.effects`) --------------
 
 
 def writes_after(op: Operation) -> bool:
     """Whether an op after `op` in its block (up to the terminator) may write memory."""
     nxt = op.next_op
     while nxt is not None:
-        if effect(nxt) == "write" and not nxt.name.endswith("yield"):
+        if memory_effect(nxt) == "write" and not nxt.name.endswith("yield"):
             return True
         nxt = nxt.next_op
     return False
-
-
 
 
 # --- the region ----------------------------------------------------------------------
@@ -294,9 +247,9 @@ class Uniformity:
         if op.name == WARP_OP:
             i = op.results.index(value)
             return yield_of(op).operands[i].type == value.type
-        if op.name in LANE_VARIANT_OPS or op.name in COLLECTIVE_OPS:
+        if op.has_trait(LaneVariant) or op.has_trait(Collective):
             return False
-        if op.name in WARP_UNIFORM_OPS:
+        if op.has_trait(SubgroupUniform):
             return True
         if op.name == "scf.if":
             i = op.results.index(value)

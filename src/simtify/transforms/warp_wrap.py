@@ -24,21 +24,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith
 from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.errors import SimtifyError
+from simtify.ir import arith
 from simtify.ir import gpu as gpu_ir
+from simtify.ir.effects import Collective, LaneVariant
 from simtify.transforms.emit import Emitter
 from simtify.transforms.warp_region import (
-    COLLECTIVE_OPS,
-    LANE_VARIANT_OPS,
     make_warp,
     warp_ops,
 )
 from simtify.ir import location_of
 
-SIMT_ONLY = LANE_VARIANT_OPS | COLLECTIVE_OPS | {"gpu.lane_id", "gpu.subgroup_id", "iree_vector_ext.to_simt"}
+# Ops only a SIMT program holds, besides the lane-variant and collective ones.
+SIMT_ONLY = {"gpu.subgroup_id", "iree_vector_ext.to_simt"}
 
 
 def lane_id(block: Block, warp_size: int, subgroup_size: int) -> SSAValue:
@@ -79,7 +79,7 @@ def wrap_range(ops: Sequence[Operation], laneid: SSAValue, warp_size: int) -> Op
 
 def _simt_op(op: Operation) -> Operation | None:
     for inner in op.walk():
-        if inner.name in SIMT_ONLY:
+        if inner.name in SIMT_ONLY or inner.has_trait(LaneVariant) or inner.has_trait(Collective):
             return inner
     return None
 
