@@ -22,17 +22,18 @@ The seed's rules, from an op's result to its operands and back:
 This is the propagation engine (`propagation_engine`) with XeGPU's table (`RULES`; the
 elementwise, transpose and carrier requirements are the engine's shared rules) and
 XeGPU's policy as the engine's hooks: the first layout a value gets stays, but a layout
-missing inst or lane fields may be refined by one that only adds them (`refine`), and
-conflicts are converted on operand edges only (`conflict_edges`). A loop-carried value (an ``scf.for`` block argument
-and its result, an ``scf.while`` after-argument and its result) is one value with one
-layout. Then every use whose operand layout differs from what the op needs gets an
-``xegpu.convert_layout`` on that edge (operand slot by slot; inits, yields and condition
-operands included) — when the two ownership maps really differ, or when they cut the
-value into different subgroup rounds or instruction blocks, not when the attributes
-merely read differently. A dpas result whose layout comes from its users keeps only what
-the DPAS runs, and an A or B layout that splits K is converted to the whole-K one. With completion on
-(upstream's inst/lane layout kinds), missing ``inst_data`` and lane fields come from
-the xe target (`xegpu_completion`), DPAS operands first.
+missing inst or lane fields may be refined by one that only adds them (`refine`); a
+loop-carried value (an ``scf.for`` block argument and its result, an ``scf.while``
+after-argument and its result) is one value with one layout (`place`); and conflicts are
+converted on operand edges only (`conflict_edges`): every use whose operand layout
+differs from what the op needs gets an ``xegpu.convert_layout`` on that edge (operand
+slot by slot; inits, yields and condition operands included) — when the two ownership
+maps really differ, or when they cut the value into different subgroup rounds or
+instruction blocks, not when the attributes merely read differently. A dpas result whose
+layout comes from its users keeps only what the DPAS runs (`admit`), and an A or B
+layout that splits K is converted to the whole-K one. With completion on (upstream's
+inst/lane layout kinds), missing ``inst_data`` and lane fields come from the xe target
+(`xegpu_completion`), DPAS operands first.
 
     %a = xegpu.load_nd %t[0, 0] <{layout = #A}>   : ... -> vector<256x32xf16>
     %d = xegpu.dpas %a, %b, %c {layout_cd = #C}      // #A checked against A(#C)
@@ -426,7 +427,7 @@ class Propagation(Engine):
         return layout
 
     def refine(self, v: SSAValue, old: Layout, new: Layout) -> Layout | None:
-        """`new` replaces `old` where it only adds fields (`_refines`, `_completes`)."""
+        """`new` replaces `old` where it only adds fields (`refines`, `_completes`)."""
         new = self.admit(v, new)
         if new is not None and new != old and (refines(new, old) or self._completes(new, old, shape(v))):
             return new
@@ -451,6 +452,7 @@ class Propagation(Engine):
 
     @contextmanager
     def located(self, op: Operation):
+        """An error a rule raises without a place names `op`."""
         try:
             yield
         except SimtifyError as e:
