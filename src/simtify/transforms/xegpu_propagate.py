@@ -44,7 +44,6 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from math import prod
 
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Operation, SSAValue
@@ -56,13 +55,10 @@ from simtify.layout.xegpu import (
     XeGPUSlice,
     broadcast_result,
     broadcast_source,
-    build,
-    fields,
     flatten,
     gather_offsets_layout,
     gather_value_layout,
     has,
-    plan,
     reduce_dims,
     reduction_source,
     refines,
@@ -72,7 +68,6 @@ from simtify.layout.xegpu import (
     subgroup_part,
 )
 from simtify.target import Target, get_target
-from simtify.target.xe import dpas_instruction, dpas_lane_layouts
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.propagate_layouts import is_elementwise
 from simtify.transforms.propagation_engine import (
@@ -89,6 +84,7 @@ from simtify.transforms.propagation_engine import (
     is_vector,
 )
 from simtify.transforms.xegpu_completion import complete, complete_gather, is_complete
+from simtify.transforms.xegpu_dpas_layouts import dpas_layouts, runnable_c
 
 
 def shape(v: SSAValue) -> tuple[int, ...]:
@@ -151,44 +147,6 @@ def _count_subgroups(func: Operation) -> int:
         for r in op.results:
             see(notes.descriptor_layout(r.type))
     return max(counts) if counts else 1
-
-
-def dpas_operand_layouts(c: Layout, a_shape, b_shape, c_shape, a_type, subgroup_size: int, target: Target):
-    """A and B layouts a dpas needs for result layout `c` (the seed's rule)."""
-    if isinstance(c, XeGPUSlice):
-        raise SimtifyError("a dpas result layout must be an #xegpu.layout, not a slice")
-    f = fields(c)
-    k = a_shape[1]
-    a, b = {key: None for key in f}, {key: None for key in f}
-    if f["sg_layout"] is not None:
-        p = plan(c, c_shape)
-        a["sg_layout"] = b["sg_layout"] = list(f["sg_layout"])
-        a["sg_data"] = [p[0].D, k]
-        b["sg_data"] = [k, p[1].D]
-        a["order"] = b["order"] = f["order"]
-    if f["inst_data"] is not None:
-        inst_k = _target_k(target, a_type)
-        a["inst_data"] = [f["inst_data"][0], inst_k or k]
-        b["inst_data"] = [inst_k or k, f["inst_data"][1]]
-    if f["lane_layout"] is not None:
-        la, lb, lc = dpas_lane_layouts(a_type, subgroup_size)
-        if list(lc.lane_layout) == f["lane_layout"] and list(lc.lane_data) == f["lane_data"]:
-            a["lane_layout"], a["lane_data"] = list(la.lane_layout), list(la.lane_data)
-            b["lane_layout"], b["lane_data"] = list(lb.lane_layout), list(lb.lane_data)
-        else:
-            # lanes the DPAS does not run: A and B share C's lanes along their own dims
-            a["lane_layout"], a["lane_data"] = [f["lane_layout"][0], 1], [f["lane_data"][0], 1]
-            b["lane_layout"], b["lane_data"] = [1, f["lane_layout"][1]], [1, f["lane_data"][1]]
-            if prod(a["lane_layout"]) != subgroup_size or prod(b["lane_layout"]) != subgroup_size:
-                a["lane_layout"] = a["lane_data"] = b["lane_layout"] = b["lane_data"] = None
-    return build(a), build(b)
-
-
-def _target_k(target: Target, a_type) -> int | None:
-    try:
-        return dpas_instruction(target, a_type).k
-    except SimtifyError:
-        return None
 
 
 # --- the rules, one per op (elementwise ops, transpose and the carriers' requirements
@@ -423,7 +381,7 @@ class Propagation(Engine):
         if flatten(layout)[0].rank is None:
             return None  # `#xegpu.layout<>` distributes nothing: no layout
         if v in self.dpas_results:
-            return self.runnable_c(layout, self.dpas_results[v])
+            return runnable_c(layout, self.dpas_results[v], self.target, self.sg)
         return layout
 
     def refine(self, v: SSAValue, old: Layout, new: Layout) -> Layout | None:
@@ -485,58 +443,10 @@ class Propagation(Engine):
             return have
         return anchor
 
-    def runnable_c(self, layout: Layout, op: Operation) -> Layout | None:
-        """What of `layout` a dpas can compute its result in: without instruction blocks
-        the target has no DPAS for, or lanes other than the DPAS's (completion then gives
-        the DPAS's own). A user that wants the rest converts."""
-        if isinstance(layout, XeGPUSlice):
-            return None
-        f = fields(layout)
-        t = op.lhs.type.element_type
-        if f["inst_data"] is not None:
-            try:
-                mi = dpas_instruction(self.target, t)
-                if not (1 <= f["inst_data"][0] <= mi.m and f["inst_data"][1] == mi.n):
-                    f["inst_data"] = None
-            except SimtifyError:
-                pass
-        if f["lane_layout"] is not None:
-            lc = dpas_lane_layouts(t, self.sg)[2]
-            if f["lane_layout"] != list(lc.lane_layout) or (f["lane_data"] or [1, 1]) != list(lc.lane_data):
-                f["lane_layout"] = f["lane_data"] = None
-        return build(f)
-
     def dpas_layouts(self, op: Operation) -> tuple[Layout | None, Layout | None, Layout | None]:
-        a, b, c = notes.dpas_layouts(op)
-        if c is None:
-            c = self.L(op.result)
-        if c is not None:
-            da, db = dpas_operand_layouts(c, shape(op.lhs), self._b_shape(op), shape(op.result),
-                                          op.lhs.type.element_type, self.sg, self.target)
-            # an A or B the anchor states that does not give each subgroup its C tiles'
-            # rows or columns with the whole K (split K) is the operand's to convert
-            a = a if a is not None and self._gives_whole_k(a, da, op.lhs) else da
-            b = b if b is not None and self._gives_whole_k(b, db, op.rhs) else db
-        if self.inst or self.lanes:
-            t = op.lhs.type.element_type
-            kw = dict(inst=self.inst, lanes=self.lanes, target=self.target, a_type=t)
-            if c is not None:
-                c = complete(c, shape(op.result), self.sg, role="c", **kw)
-            if a is not None:
-                a = complete(a, shape(op.lhs), self.sg, role="a", **kw)
-            if b is not None and len(shape(op.rhs)) == 2:
-                b = complete(b, shape(op.rhs), self.sg, role="b", **kw)
-        return a, b, c
-
-    def _gives_whole_k(self, stated: Layout, derived: Layout | None, v: SSAValue) -> bool:
-        if derived is None or not has(derived, "sg_layout") or len(shape(v)) != 2:
-            return True
-        return self.result.same(subgroup_part(stated), subgroup_part(derived), shape(v))
-
-    @staticmethod
-    def _b_shape(op):
-        s = shape(op.rhs)
-        return (s[0] * s[2], s[1]) if len(s) == 3 else s
+        """A, B and C of a dpas: its anchors', else C from its users and A and B from C."""
+        return dpas_layouts(op, self.L(op.result), subgroup_size=self.sg, threads=self.result.threads,
+                            target=self.target, inst=self.inst, lanes=self.lanes)
 
     # --- the fixed point: the engine's flow, then XeGPU's defaults -------------------
 
