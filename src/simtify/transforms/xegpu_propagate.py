@@ -464,20 +464,21 @@ class Propagation(Engine):
         for op in self.program:
             if op.name == "xegpu.dpas" and self.L(op.result) is None:
                 self.assign(op.result, complete(None, shape(op.result), self.sg, role="c", inst=self.inst,
-                                               lanes=self.lanes, target=self.target,
-                                               a_type=op.lhs.type.element_type))
+                                                lanes=self.lanes, target=self.target,
+                                                a_type=op.lhs.type.element_type))
 
     def complete_one(self) -> bool:
         """Complete the first value whose layout misses inst or lane fields: what loads
         produce and stores consume first (the block accesses fix lanes, as upstream's
         layout kinds do), then the rest, each in program order; slices last, since the
         values they are sliced from usually complete them."""
-        anchored = [op.value for op in self.program if op.name in ("xegpu.load_nd", "xegpu.store_nd", "xegpu.load",
-                                                              "xegpu.store")]
-        anchored += [op.data for op in self.program if op.name in ("xegpu.load_matrix", "xegpu.store_matrix")]
-        gathered = {op.value for op in self.program if op.name in ("xegpu.load", "xegpu.store")}
-        others = [v for op in self.program for v in list(op.results) + [a for r in op.regions for b in r.blocks
-                                                                    for a in b.args]]
+        ops = self.program
+        anchored = [op.value for op in ops if op.name in ("xegpu.load_nd", "xegpu.store_nd", "xegpu.load",
+                                                         "xegpu.store")]
+        anchored += [op.data for op in ops if op.name in ("xegpu.load_matrix", "xegpu.store_matrix")]
+        gathered = {op.value for op in ops if op.name in ("xegpu.load", "xegpu.store")}
+        others = [v for op in ops for v in list(op.results) + [a for r in op.regions for b in r.blocks
+                                                               for a in b.args]]
         for slices in (False, True):
             for v in anchored + others:
                 cur = self.L(v)
