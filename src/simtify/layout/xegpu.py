@@ -660,3 +660,71 @@ def shape_cast_layout(layout: Layout | None, from_shape, to_shape) -> Layout | N
     drop, add = m
     lay = remove_dims(layout, drop)
     return insert_dims(lay, add, [1] * len(add)) if add else lay
+
+
+# --- what ops do to layouts (the rules of XeGPU propagation) ------------------------
+
+
+def reduction_source(result: Layout | None, src_shape, dims) -> Layout | None:
+    """The source layout a multi_reduction over `dims` needs for `result`."""
+    if result is None:
+        return None
+    if isinstance(result, XeGPUSlice) and sorted(result.dims) == sorted(dims) and (
+            result.parent.rank is None or result.parent.rank == len(src_shape)):
+        return result.parent
+    return insert_dims(result, sorted(dims), [src_shape[d] for d in sorted(dims)])
+
+
+def broadcast_source(result: Layout | None, src_shape, res_shape) -> Layout | None:
+    if result is None:
+        return None
+    lead = len(res_shape) - len(src_shape)
+    lay = remove_dims(result, list(range(lead)))
+    units = [d for d, (s, r) in enumerate(zip(src_shape, res_shape[lead:])) if s == 1 and r != 1]
+    return unit_view(lay, units)
+
+
+def broadcast_result(source: Layout | None, src_shape, res_shape) -> Layout | None:
+    """The layout a broadcast gives its result from its source's: the source's owners,
+    every id holding the whole of each new leading dim and of each stretched unit dim."""
+    if source is None:
+        return None
+    lead = len(res_shape) - len(src_shape)
+    units = [d for d, (s, r) in enumerate(zip(src_shape, res_shape[lead:])) if s == 1 and r != 1]
+    lay = remove_dims(source, units)
+    if units:
+        lay = insert_dims(lay, units, [res_shape[lead + d] for d in units])
+    return insert_dims(lay, list(range(lead)), list(res_shape[:lead])) if lead else lay
+
+
+def gather_offsets_layout(layout: Layout | None, value_shape, offsets_shape) -> Layout | None:
+    """The layout of a gather's offsets and mask: the value's without its chunk dim (the
+    owners of a row own its offset)."""
+    if layout is None or len(value_shape) == len(offsets_shape):
+        return layout
+    return remove_dims(layout, [len(value_shape) - 1])
+
+
+def gather_value_layout(offsets: Layout | None, value_shape, offsets_shape) -> Layout | None:
+    """The layout of a gather's rows from its offsets': each row whole with its offset."""
+    if offsets is None or len(value_shape) == len(offsets_shape):
+        return offsets
+    return insert_dims(offsets, [len(offsets_shape)], [value_shape[-1]])
+
+
+def refines(new: Layout, old: Layout) -> bool:
+    """`new` only adds fields `old` lacks."""
+    if isinstance(new, XeGPUSlice) != isinstance(old, XeGPUSlice):
+        return False
+    nb, nr = flatten(new)
+    ob, orem = flatten(old)
+    if nr != orem or nb.rank != ob.rank:
+        return False
+    fn, fo = fields(nb), fields(ob)
+    added = False
+    for k in fn:
+        if fo[k] is None:
+            added |= fn[k] is not None
+        elif fn[k] != fo[k] and k != "order":
+            return False
+    return added

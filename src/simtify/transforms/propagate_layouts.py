@@ -39,7 +39,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import location_of
 from simtify.layout import NestedLayout
 from simtify.sim.affine_eval import result_dims
-from simtify.transforms.propagation_engine import REGION_RULES, Engine, OpRule, is_vector
+from simtify.transforms.propagation_engine import REGION_RULES, Elementwise, Engine, OpRule, Transpose, is_vector
 
 CHEAP = frozenset({"arith.constant", "vector.step", "vector.create_mask", "vector.constant_mask", "vector.broadcast"})
 
@@ -461,51 +461,6 @@ class ToLayout(OpRule):
 
     def produced(self, p, op):
         return [(op.results[0], op.nested_layout)]
-
-
-class Elementwise(OpRule):
-    """Every vector operand and result: one layout (the first operand's that has one)."""
-
-    def forward(self, p, op):
-        src = next((p.L(o) for o in op.operands if p.L(o) is not None), None)
-        for r in op.results:
-            p.assign(r, src)
-
-    def backward(self, p, op):
-        res = p.L(op.results[0])
-        for o in op.operands:
-            p.assign(o, res)
-
-    def required(self, p, op):
-        res = p.L(op.results[0])
-        if res is None:
-            return {}
-        return {i: res for i, o in enumerate(op.operands) if is_vector(o)}
-
-
-class Transpose(OpRule):
-    """The result is the source permuted; the source the result inversely permuted."""
-
-    @staticmethod
-    def source_of(p, op):
-        perm = list(op.permutation.get_values())
-        return p.L(op.results[0]).permute([perm.index(i) for i in range(len(perm))])
-
-    def forward(self, p, op):
-        if p.L(op.operands[0]):
-            p.assign(op.results[0], p.L(op.operands[0]).permute(list(op.permutation.get_values())))
-
-    def backward(self, p, op):
-        if p.L(op.results[0]):
-            p.assign(op.operands[0], self.source_of(p, op))
-
-    def required(self, p, op):
-        return {0: self.source_of(p, op)} if p.L(op.results[0]) else {}
-
-    def produced(self, p, op):
-        if p.L(op.operands[0]):
-            return [(op.results[0], p.L(op.operands[0]).permute(list(op.permutation.get_values())))]
-        return []
 
 
 def _reshaped(layout: NestedLayout, v: SSAValue) -> NestedLayout | None:

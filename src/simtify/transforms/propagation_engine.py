@@ -13,13 +13,16 @@ anchors. Each op's rule (`OpRule`) says, in one place, what the op does to layou
 The fixed point: anchors first (nothing else may claim their results), then forward
 over the ops in program order and backward in reverse until nothing changes; an operand
 nothing reached takes what its user requires, the family's defaults apply, and the flow
-runs again. A value takes the first layout that reaches it.
+runs again. A value takes the first layout that reaches it, unless its family's
+`Engine.refine` lets a later one replace it (XeGPU: one that only adds fields).
 
 The conflict policy, on edges, in program order (`Engine.resolve`): an operand whose
 layout is not what its op requires is converted in front of the use; a result whose
 layout is not what its op produces takes the produced layout, and its users read a
 conversion to the layout they were given, after the op. Layouts are compared by the
-family (`Engine.interchangeable`, by ownership maps), never by attribute text.
+family (`Engine.interchangeable`, by ownership maps), never by attribute text. A family
+whose ops fix no result layouts from their operands' converts operands only
+(`Engine.conflict_edges`).
 
     %a = iree_vector_ext.to_layout %v to layout(#L) : vector<4x64xf32>
     %b = arith.negf %a : vector<4x64xf32>              // #L, forward
@@ -55,6 +58,54 @@ class OpRule:
         return []
 
 
+# --- rules every family shares: written against the layout protocol ------------------
+
+
+class Elementwise(OpRule):
+    """Every vector operand and result: one layout (the first operand's that has one)."""
+
+    def forward(self, p, op):
+        src = next((p.L(o) for o in op.operands if p.L(o) is not None), None)
+        for r in op.results:
+            p.assign(r, src)
+
+    def backward(self, p, op):
+        res = p.L(op.results[0])
+        for o in op.operands:
+            p.assign(o, res)
+
+    def required(self, p, op):
+        res = p.L(op.results[0])
+        if res is None:
+            return {}
+        return {i: res for i, o in enumerate(op.operands) if is_vector(o)}
+
+
+class Transpose(OpRule):
+    """The result is the source permuted; the source the result inversely permuted."""
+
+    @staticmethod
+    def source_of(p, op):
+        perm = list(op.permutation.get_values())
+        return p.L(op.results[0]).permute([perm.index(i) for i in range(len(perm))])
+
+    def forward(self, p, op):
+        if p.L(op.operands[0]):
+            p.assign(op.results[0], p.L(op.operands[0]).permute(list(op.permutation.get_values())))
+
+    def backward(self, p, op):
+        if p.L(op.results[0]):
+            p.assign(op.operands[0], self.source_of(p, op))
+
+    def required(self, p, op):
+        return {0: self.source_of(p, op)} if p.L(op.results[0]) else {}
+
+    def produced(self, p, op):
+        if p.L(op.operands[0]):
+            return [(op.results[0], p.L(op.operands[0]).permute(list(op.permutation.get_values())))]
+        return []
+
+
 # --- region-carried values: one rule per carrier, for every family --------------------
 
 
@@ -66,6 +117,18 @@ def carried_results(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
     if op.name == "scf.while":
         return list(zip(op.regions[1].blocks.first.args, op.results))
     return []
+
+
+def carried_ties(ops: list[Operation]) -> dict[SSAValue, tuple[SSAValue, ...]]:
+    """Values that are one region-carried value, for a family that keeps them one layout
+    (`Engine.place`): an ``scf.for`` slot's block argument and result, an ``scf.while``'s
+    after-region argument and result."""
+    tied: dict[SSAValue, tuple[SSAValue, ...]] = {}
+    for op in ops:
+        for a, r in carried_results(op):
+            if is_vector(r):
+                tied[a] = tied[r] = (a, r)
+    return tied
 
 
 def while_groups(op: Operation) -> list[list[SSAValue]]:
@@ -190,6 +253,9 @@ class Engine:
 
     rules: dict[str, OpRule] = {}
     per_element: OpRule = OpRule()
+    # the edges `resolve_op` puts conversions on: operands meet what their op requires,
+    # results what their op produces from its operands
+    conflict_edges: tuple[str, ...] = ("operands", "results")
 
     def __init__(self, func: Operation, layouts: dict):
         self.func = func
@@ -204,6 +270,18 @@ class Engine:
     def fits(self, v: SSAValue, layout) -> bool:
         """Is `layout` one for `v`'s shape? (A rule that does not apply gives another.)"""
         return True
+
+    def admit(self, v: SSAValue, layout):
+        """What of `layout` `v` takes when it has none yet (None: the rule does not apply)."""
+        return layout if self.fits(v, layout) else None
+
+    def refine(self, v: SSAValue, old, new):
+        """A layout to replace `v`'s `old` one by, given `new` (None: the first stays)."""
+        return None
+
+    def place(self, v: SSAValue, layout) -> None:
+        """Record `v`'s layout (a family may record it for values tied to `v` too)."""
+        self.layouts[v] = layout
 
     def interchangeable(self, have, need) -> bool:
         """Can a value in `have` stand where `need` is needed without a conversion?"""
@@ -222,6 +300,9 @@ class Engine:
         """Does operand `index` in `have` need a conversion to `need`?"""
         return not self.interchangeable(have, need)
 
+    def unreached_operand(self, op: Operation, index: int, need) -> None:
+        """Operand `index` has no layout when conflicts are resolved (left as it is)."""
+
     def convert_operand(self, op: Operation, index: int, need) -> None:
         raise NotImplementedError
 
@@ -234,12 +315,15 @@ class Engine:
         return self.layouts.get(v)
 
     def assign(self, v: SSAValue, layout) -> None:
-        """`v` takes `layout` unless it has one already (the first layout stays)."""
-        if layout is None or not is_vector(v) or v in self.layouts:
+        """`v` takes `layout` unless it has one already (the first layout stays, unless
+        the family refines it)."""
+        if layout is None or not is_vector(v):
             return
-        if not self.fits(v, layout):
-            return  # not this value's shape: the rule does not apply
-        self.layouts[v] = layout
+        old = self.layouts.get(v)
+        layout = self.admit(v, layout) if old is None else self.refine(v, old, layout)
+        if layout is None or layout == old:
+            return  # not this value's layout: the rule does not apply
+        self.place(v, layout)
         self.changed = True
 
     def ops(self) -> list[Operation]:
@@ -278,14 +362,7 @@ class Engine:
         ops = self.ops()
         self.anchors(ops)
         while True:
-            for _ in range(4 * len(ops) + 4):
-                self.changed = False
-                for op in ops:
-                    self.forward(op)
-                for op in reversed(ops):
-                    self.backward(op)
-                if not self.changed:
-                    break
+            self.flow(ops)
             # an operand nothing else reached takes what its user needs, then the
             # family's defaults; then flow again
             self.changed = False
@@ -297,6 +374,18 @@ class Engine:
             if not self.changed:
                 break
         self.resolve(ops)
+
+    def flow(self, ops: list[Operation]) -> None:
+        """Forward over `ops` in program order and backward in reverse until nothing
+        changes."""
+        for _ in range(4 * len(ops) + 4):
+            self.changed = False
+            for op in ops:
+                self.forward(op)
+            for op in reversed(ops):
+                self.backward(op)
+            if not self.changed:
+                break
 
     # --- the conflict policy --------------------------------------------------------
 
@@ -320,10 +409,15 @@ class Engine:
         self.before_resolve(op)
         for i, need in self.required(op).items():
             have = self.L(op.operands[i])
-            if have is None or have == need:
+            if have is None:
+                self.unreached_operand(op, i, need)
+                continue
+            if have == need:
                 continue
             if self.must_convert(op, i, have, need):
                 self.convert_operand(op, i, need)
+        if "results" not in self.conflict_edges:
+            return
         for r, lay in self.produced(op):
             have = self.L(r)
             if have is None:
