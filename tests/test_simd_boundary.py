@@ -10,6 +10,7 @@ import pytest
 
 from distribution_harness import check_distribution, distribute_text, nested
 from iree_oracle import iree_opt_accepts
+from simtify.errors import SimtifyError
 from simtify.ir import parse
 from simtify.sim import find_function, random_inputs, run
 
@@ -109,3 +110,18 @@ def test_a_to_simd_of_a_to_simt_folds_away_and_the_input_runs():
 def test_iree_opt_reads_the_boundary_casts():
     ok, why = iree_opt_accepts(distribute_text(BOTH, target="gfx942"))
     assert ok, why
+
+
+def test_a_vector_argument_no_layout_reaches_is_refused_at_the_function():
+    text = f"""func.func @f(%x: {VT}, %i: vector<4xindex>, %dst: memref<64x32xf32>) {{
+  %c0 = arith.constant 0 : index
+  %a = iree_vector_ext.to_layout %x to layout({LAYOUT}) : {VT}
+  vector.transfer_write %a, %dst[%c0, %c0] {{in_bounds = [true, true]}} : {VT}, memref<64x32xf32>
+  return
+}}
+"""
+    with pytest.raises(SimtifyError) as caught:
+        distribute_text(text)
+    assert caught.value.what == ("no layout reaches the vector<4xindex> argument #1 of the function; anchor it with "
+                                 "iree_vector_ext.to_layout (or pass a memref)")
+    assert caught.value.where == "input.mlir:1:1"

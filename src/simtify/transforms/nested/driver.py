@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 from simtify.ir.iree_vector_ext import ToLayoutOp, ToSIMDOp, ToSIMTOp
 from simtify.transforms.emit import Emitter, replace_entry_block
 from simtify.transforms.nested import (
@@ -114,7 +115,10 @@ def _to_simt(ctx: DistributionContext, old: SSAValue, argument: SSAValue, body: 
       becomes
         %a = iree_vector_ext.to_layout %x to layout(#l) : vector<256xf32>
         %d = iree_vector_ext.to_simt %a : vector<256xf32> -> vector<2x1x2xf32>"""
-    layout = ctx.layout_of(old)
+    layout = ctx.analysis.get(old)
+    if layout is None:
+        raise SimtifyError(f"no layout reaches the {old.type} argument #{old.index} of the function; anchor it with "
+                           "iree_vector_ext.to_layout (or pass a memref)", location_of(ctx.func))
     anchored = body.value(ToLayoutOp(argument, layout))
     return body.value(ToSIMTOp(anchored, VectorType(old.type.element_type, list(layout.distributed_shape))))
 
