@@ -14,11 +14,12 @@ from config_programs import (
     reduction_text,
     simulate,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from iree_oracle import run_iree_opt
 
 from simtify.cli.main import main
+from simtify.errors import SimtifyError
 from simtify.ir import parse, print_module
 from simtify.sim import run
 from simtify.transforms.pipelines import Options, run_pass
@@ -207,8 +208,15 @@ def reductions(draw):
 @given(reductions())
 def test_random_reductions_agree_with_numpy(case):
     sizes, red, cfg, dtype, kind, target, seed = case
-    check_against_numpy(sizes, red, cfg, dtype=dtype, kinds=(kind,), target=target, seed=seed, rtol=1e-3,
-                        atol=1e-3)
+    try:
+        check_against_numpy(sizes, red, cfg, dtype=dtype, kinds=(kind,), target=target, seed=seed, rtol=1e-3,
+                            atol=1e-3)
+    except SimtifyError as e:
+        # a config whose per-thread values outgrow the target's registers is refused, rightly
+        # (tests/test_unroll_limits.py checks the refusal): not a case for this test
+        if "32-bit registers per thread" not in e.what:
+            raise
+        reject()
 
 
 IREE_PROGRAMS = {
