@@ -209,7 +209,6 @@ def parse_cute(text: str, where: str = "layout") -> CuteLayout:
         return SimtifyError(what, f"{where}:1:{at + 1}")
 
     def token():
-        nonlocal pos
         m = _TOKEN.match(text, pos)
         if not m:
             rest = text[pos:].lstrip()
