@@ -78,7 +78,7 @@ def _returns_agree(text: str, target: str) -> str:
 def test_a_returned_vector_leaves_through_to_simd(target):
     out = _returns_agree(RETURNS, target)
     assert "iree_vector_ext.to_simd" in out and f"-> {VT}" in out
-    assert f"func.return %" in out and f") -> {VT}" in out  # the function's type is kept
+    assert "func.return %" in out and f") -> {VT}" in out  # the function's type is kept
 
 
 @pytest.mark.parametrize("target", ["gfx942", "sm_90"])

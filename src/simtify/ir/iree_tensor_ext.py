@@ -41,9 +41,4 @@ IREETensorExt = Dialect("iree_tensor_ext", [DispatchWorkgroupCountFromSliceOp], 
 
 DIALECTS: list[Dialect] = [IREETensorExt]
 
-
-IREETensorExt = Dialect("iree_tensor_ext", [DispatchWorkgroupCountFromSliceOp], [])
-
-DIALECTS: list[Dialect] = [IREETensorExt]
-
 __all__ = ["DIALECTS", "DispatchWorkgroupCountFromSliceOp", "IREETensorExt"]

@@ -144,7 +144,7 @@ def nested_to_xegpu(nested: NestedLayout, subgroup_size: int | None = None,
     lanes, or use some but not all of a subgroup's lanes, and then has no XeGPU reading. Every
     order is tried, the one the thread strides imply first; the answer is checked on
     ownership maps."""
-    target = nested.ownership(subgroup_size or 64, num_threads)
+    target = nested.ownership(subgroup_size or nested.default_subgroup_size, num_threads)
     lanes = prod(nested.thread_tile)
     if lanes not in (1, target.subgroup_size):
         return None, (f"the thread tile {list(nested.thread_tile)} spans {lanes} of a subgroup's "
