@@ -292,3 +292,57 @@ def test_a_large_read_is_not_changed_by_a_later_write():
     r = run(parse(IN_PLACE), "in_place", {"a": a.copy(), "b": floats(256, 256)}, grid=(1,))
     np.testing.assert_array_equal(r.outputs["a"], a + a)
     np.testing.assert_array_equal(r.outputs["b"], a)
+
+
+# --- vector.insert_strided_slice chains -------------------------------------------------
+# Distributed code assembles each thread's registers from transfer_reads whose addresses
+# are affine in the thread id's digits but not in the thread id (subgroup * 512 + lane *
+# 4): the simulator writes such reads straight into the assembled vector, allocated
+# uninitialised only when the chain overwrites all of it.
+
+PIECES = """
+func.func @pieces(%in: memref<64x4096xf32>, %out: memref<64x256x3x4xf32>) {
+  %tid = gpu.thread_id x
+  %wg = gpu.block_id x
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %sg, %lane = affine.delinearize_index %tid into (8, 32) : index, index
+  %a0 = affine.apply affine_map<(s, l) -> (s * 512 + l * 4)>(%sg, %lane)
+  %a1 = affine.apply affine_map<(s, l) -> (s * 512 + l * 4 + 128)>(%sg, %lane)
+  %a2 = affine.apply affine_map<(s, l) -> (s * 512 + l * 4 + 256)>(%sg, %lane)
+  %a3 = affine.apply affine_map<(s, l) -> (s * 512 + l * 4 + 384)>(%sg, %lane)
+  %later = arith.constant dense<-5.0> : vector<1x4xf32>
+  vector.transfer_write %later, %in[%wg, %a3] {in_bounds = [true, true]} : vector<1x4xf32>, memref<64x4096xf32>
+  %r0 = vector.transfer_read %in[%wg, %a0], %pad {in_bounds = [true, true]} : memref<64x4096xf32>, vector<1x4xf32>
+  %r1 = vector.transfer_read %in[%wg, %a1], %pad {in_bounds = [true, true]} : memref<64x4096xf32>, vector<1x4xf32>
+  %r2 = vector.transfer_read %in[%wg, %a2], %pad {in_bounds = [true, true]} : memref<64x4096xf32>, vector<1x4xf32>
+  vector.transfer_write %later, %in[%wg, %a0] {in_bounds = [true, true]} : vector<1x4xf32>, memref<64x4096xf32>
+  %init = arith.constant dense<7.0> : vector<3x1x4xf32>
+  %v0 = vector.insert_strided_slice %r0, %init offsets = [0, 0, 0], strides = [1, 1] : vector<1x4xf32> into vector<3x1x4xf32>
+  %v1 = vector.insert_strided_slice %r1, %v0 offsets = [1, 0, 0], strides = [1, 1] : vector<1x4xf32> into vector<3x1x4xf32>
+  %v2 = LAST
+  %flat = vector.shape_cast %v2 : vector<3x1x4xf32> to vector<3x4xf32>
+  vector.transfer_write %flat, %out[%wg, %tid, %c0, %c0] {in_bounds = [true, true]} : vector<3x4xf32>, memref<64x256x3x4xf32>
+  return
+}
+"""
+THIRD_PIECE = ("vector.insert_strided_slice %r2, %v1 offsets = [2, 0, 0], strides = [1, 1] "
+               ": vector<1x4xf32> into vector<3x1x4xf32>")
+
+
+@pytest.mark.parametrize("covers", [True, False])
+def test_insert_strided_slice_chain_of_reads_split_by_thread_digits(covers):
+    """Each thread's vector holds rows 0-2 of its 128-element blocks (the third row: the
+    initial 7.0 when the chain leaves it), as read before the later write to %in (the
+    first write made the buffer the launch's own: the later one must not change what
+    was read as a view of it)."""
+    x = floats(64, 4096)
+    module = parse(PIECES.replace("LAST", THIRD_PIECE if covers else "arith.addf %v1, %v1 : vector<3x1x4xf32>"))
+    r = run(module, "pieces", {"in": x.copy(), "out": floats(64, 256, 3, 4)}, grid=(64,), block=(256,))
+    tid = np.arange(256)
+    start = (tid // 32) * 512 + (tid % 32) * 4
+    rows = x[:, start[:, None, None] + 128 * np.arange(3)[None, :, None] + np.arange(4)[None, None, :]]
+    if not covers:
+        rows = 2 * np.concatenate([rows[:, :, :2], np.full_like(rows[:, :, 2:], 7.0)], axis=2)
+    np.testing.assert_array_equal(r.outputs["out"], rows)
+    assert not r.findings

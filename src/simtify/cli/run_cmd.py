@@ -44,6 +44,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="an argument's value; repeat for each argument (an IREE dispatch function's buffers "
                         "are its HAL bindings: binding0, binding1, ..)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--jobs", type=int, help="processes sharing the workgroups (default: every core when the "
+                                            "launch is large; 1: one process)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar (one is drawn on stderr when it is a terminal and the run takes over ~2 s)")
 
@@ -140,7 +142,8 @@ def _simulate(module, args, inputs, sanitize: bool, progress=None):
         raise SimtifyError(f"@{args.func} is SIMT-level code ('{simt_op.name}' at {location_of(simt_op)}); it cannot "
                            "run as one logical thread per workgroup: drop --level workgroup", "--level")
     return run(module, args.func, inputs, grid=args.grid, block=args.block, target=args.target,
-               sanitize=sanitize, subgroup_size=args.subgroup_size, level=args.level, progress=progress)
+               sanitize=sanitize, subgroup_size=args.subgroup_size, level=args.level, progress=progress,
+               jobs=args.jobs)
 
 
 def run_cmd(args) -> int:

@@ -42,7 +42,16 @@ def _sole_references() -> int:
     return _references_of(array)
 
 
+def _view_base_references() -> int:
+    """What `sys.getrefcount` says of an array held only by one view of it (its `base`)
+    and a local variable, passed to a function."""
+    view = np.empty((1, 2)).transpose()
+    base = view.base
+    return _references_of(base)
+
+
 _SOLE_REFERENCES = _sole_references()
+_VIEW_BASE_REFERENCES = _view_base_references()
 
 
 def last_uses(block: Block) -> dict[Operation, list[SSAValue]]:
@@ -94,6 +103,17 @@ class Interpreter:
         self.peak_registers = 0
         self.locations: dict[Operation, str] = {}
         self._dead_after: dict[Block, dict] = {}
+        self._facts: dict[tuple, object] = {}
+
+    def fact(self, op: Operation, what, compute):
+        """`compute(op)`, a static fact about `op` (it depends on the IR only), worked out
+        once per launch instead of once per batch."""
+        key = (op, what)
+        try:
+            return self._facts[key]
+        except KeyError:
+            out = self._facts[key] = compute(op)
+            return out
 
     def where(self, op: Operation) -> str:
         loc = self.locations.get(op)
@@ -192,8 +212,12 @@ class Interpreter:
         """Whether `array`, the value of `value` read by the op now running, may be updated
         in place: this op is the value's last use in its block, and nothing but the
         simulator's environment and the caller holds the array (no view of it, no other
-        value bound to it, not a buffer's memory)."""
-        if not isinstance(array, np.ndarray) or not array.flags.owndata or not array.flags.writeable:
+        value bound to it, not a buffer's memory), or it is the one view of such an array."""
+        if not isinstance(array, np.ndarray) or not array.flags.writeable:
+            return False
+        base = array.base  # a transposed view of an array of its own (`_pieces_outermost`) qualifies
+        if not array.flags.owndata and not (isinstance(base, np.ndarray) and base.flags.owndata
+                                            and _references_of(base) <= _VIEW_BASE_REFERENCES):
             return False
         uses = list(value.uses)
         if len(uses) != 1:
@@ -265,8 +289,9 @@ class Interpreter:
             cached = self.state.active_threads = (m, threads)
         return cached[1]
 
-    def load(self, op, mem: MemRef, idx, vec_shape=(), mask=None, contiguous=False):
-        return access(self.access_context(op), mem, idx, vec_shape, mask=mask, contiguous=contiguous)
+    def load(self, op, mem: MemRef, idx, vec_shape=(), mask=None, contiguous=False, split_threads=False):
+        return access(self.access_context(op), mem, idx, vec_shape, mask=mask, contiguous=contiguous,
+                      split_threads=split_threads)
 
     def store(self, op, mem: MemRef, idx, values, vec_shape=(), mask=None, contiguous=False):
         access(self.access_context(op), mem, idx, vec_shape, values=values, mask=mask, contiguous=contiguous)

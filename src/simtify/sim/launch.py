@@ -17,6 +17,7 @@ from simtify.sim.interpreter import BatchState, Interpreter
 from simtify.sim.liveness import max_registers_per_thread
 from simtify.sim.memory import GLOBAL, Buffer, MemRef
 from simtify.sim.ops.memref import allocate, type_strides
+from simtify.sim.split_grid import processes_for, run_split
 from simtify.sim.types import dtype_of, fit, shape_of
 from simtify.target import Target, get_target
 
@@ -193,9 +194,10 @@ def random_array(t, shape, rng) -> np.ndarray:
 
 def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=None, block=None,
         target: str | Target = "gfx942", sanitize: bool = True, subgroup_size: int | None = None,
-        level: str | None = None, progress=None) -> RunResult:
+        level: str | None = None, progress=None, jobs: int | None = None) -> RunResult:
     """Run `func_name` of `module` on `args` (name -> array); `progress(done, total)`, if
-    given, is told the workgroups done after each batch."""
+    given, is told the workgroups done after each batch. `jobs`: processes to share the
+    batches (`simtify.sim.split_grid`; default: every core when the launch is large)."""
     t0 = time.perf_counter()
     tgt = get_target(target) if isinstance(target, str) else target
     func = find_function(module, func_name)
@@ -245,11 +247,12 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
         if plane <= batch < n_wg:  # block ids stay affine in the batch's digits
             batch -= batch % plane
             break
-    returns: list = []
     n_inputs = len(func.function_type.inputs.data)
     block_args = list(func.body.blocks.first.args)
-    t1 = time.perf_counter()
-    for start in range(0, n_wg, batch):
+    starts = range(0, n_wg, batch)
+
+    def run_batch(i: int) -> list:
+        start = starts[i]
         W = min(batch, n_wg - start)
         interp.state = BatchState(W, T_run, np.arange(start, start + W), mask=real)
         values = []
@@ -262,10 +265,19 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
                 values.append(scalars[name])
         for a in block_args[n_inputs:]:  # gpu.func workgroup/private attributions
             values.append(allocate(interp, a.name_hint or "attribution", a.type, tuple(a.type.get_shape())))
-        out = interp.run_block(func.body.blocks.first, values)
-        returns.append(out)
-        if progress is not None:
-            progress(start + W, n_wg)
+        return interp.run_block(func.body.blocks.first, values)
+
+    told = None if progress is None else (lambda done: progress(min(n_wg, done * batch), n_wg))
+    t1 = time.perf_counter()
+    processes = processes_for(func, n_wg * per_wg, len(starts), jobs)
+    if processes > 1:
+        returns = run_split(interp, buffers, len(starts), run_batch, processes, told)
+    else:
+        returns = []
+        for i in range(len(starts)):
+            returns.append(run_batch(i))
+            if told is not None:
+                told(i + 1)
     t2 = time.perf_counter()
     stats = counters.to_json()
     stats["max_registers_per_thread"] = max_registers_per_thread(func) if launch.level == "simt" else 0
@@ -280,7 +292,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
             for i in range(len(returns[0]))] if returns and returns[0] else []
     rets = [r[:, :T] if r.ndim >= 2 and r.shape[1] == T_run else r for r in rets]  # real threads only
     return RunResult(outputs, arguments, rets, stats, counters.by_op_json(), findings, launch,
-                     {"simulate_s": t2 - t1, "setup_s": t1 - t0}, {k: n for k, n in unwritten.items() if n})
+                     {"simulate_s": t2 - t1, "setup_s": t1 - t0, "processes": processes}, {k: n for k, n in unwritten.items() if n})
 
 
 def _check_launch(launch: Launch, tgt: Target, where: str) -> None:

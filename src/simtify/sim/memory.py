@@ -72,6 +72,26 @@ class Buffer:
             self.reader[workgroups] = -1
 
 
+@dataclass(frozen=True)
+class SplitThreads:
+    """A register value read as a strided view of memory whose workgroup and thread axes
+    stay split into their digits (``digits``, shaped ``w digits + t digits + vector``):
+    where the thread digits do not merge into one strided axis, ``[W, T, ...]`` would be
+    a copy, and a consumer that copies anyway (`vector.insert_strided_slice`) writes the
+    view straight into its destination."""
+
+    digits: np.ndarray
+    shape: tuple  # [W, T, *vector], the value's shape as every other consumer sees it
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.digits.reshape(self.shape)
+        return out if dtype is None else out.astype(dtype)
+
+
 @dataclass(eq=False)
 class MemRef:
     buffer: Buffer
@@ -126,16 +146,17 @@ def _report(ctx: AccessContext, kind: str, buffer: Buffer, where: np.ndarray, w:
 
 
 def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...], *, values=None,
-           mask=None, contiguous: bool = False):
+           mask=None, contiguous: bool = False, split_threads: bool = False):
     """Read (values None) or write `mem` at per-dim indices `idx`, each broadcastable to
     ``[W, T, *vec_shape]``. Returns the values read, shaped ``[W, T, *vec_shape]``
-    (inactive threads read zeros)."""
+    (inactive threads read zeros); with `split_threads`, an affine read may come back
+    as a `SplitThreads` view instead, for a consumer that copies it at once."""
     W, T = ctx.num_workgroups, ctx.threads
     vec_shape = tuple(vec_shape)
     full = (W, T) + vec_shape
     buf = mem.buffer
     if ctx.active is None and mask is None:
-        done, result = _affine_access(ctx, mem, idx, full, values, contiguous)
+        done, result = _affine_access(ctx, mem, idx, full, values, contiguous, split_threads)
         if done:
             return result
     # the general path works on the entries of active threads only, in (w, t, e) order
@@ -327,7 +348,8 @@ def _injective(shape, steps) -> bool:
     return True
 
 
-def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, values, contiguous: bool):
+def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, values, contiguous: bool,
+                   split_threads: bool = False):
     """(True, result) when the access is affine, in bounds and every thread is active;
     (False, None) to take the general path (which also reports what is wrong)."""
     buf = mem.buffer
@@ -363,7 +385,8 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
         lin = (c + at_w[:, None, None] + at_t[None, :, None] + at_e[None, None, :]).reshape(-1)
         w = np.repeat(np.arange(W, dtype=np.int64), T * n)
         t = np.tile(np.repeat(np.arange(T, dtype=np.int64), n), W)
-        _check_workgroup(ctx, buf, w, t, lin, is_write)
+        _check_workgroup(ctx, buf, w, t, lin, is_write, several=_shared_by_threads(t_axes, steps[nw:nw + nt],
+                                                                                   list(vec), steps[nw + nt:]))
     steps = data_steps
     if is_write:
         buf.written = True
@@ -377,6 +400,9 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
         if buf.wrote is not None:
             np.lib.stride_tricks.as_strided(buf.wrote[c:], shape=shape, strides=steps, writeable=True)[...] = True
         return True, None
+    if split_threads and view.size >= VIEW_ELEMENTS:
+        buf.lent = True
+        return True, SplitThreads(view, full)
     out = view.reshape(full)  # a view where the digits merge back, else a strided copy
     if not np.may_share_memory(out, flat):
         return True, out
@@ -384,6 +410,19 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
         return True, out.copy()
     buf.lent = True
     return True, out
+
+
+def _shared_by_threads(t_axes: list[int], t_steps: list[int], vec: list[int], e_steps: list[int]) -> bool | None:
+    """Whether each element a workgroup's affine access touches is touched by several of
+    its threads, when the digits' steps decide it for every element at once: a thread
+    digit that moves no address (lanes reading one broadcast element) makes it true
+    everywhere, an injective map from (thread, position) to address false everywhere;
+    None when only the entries can tell."""
+    if any(n > 1 and s == 0 for n, s in zip(t_axes, t_steps)):
+        return True
+    if _injective(t_axes + vec, t_steps + e_steps):
+        return False
+    return None
 
 
 def _offsets(shape: list[int], steps: list[int]) -> np.ndarray:
@@ -440,17 +479,19 @@ def _per_alignment(start: np.ndarray, rel: np.ndarray, period: int, count) -> in
     return int(sum(int(k) * count(r + rel) for r, k in zip(residues, times)))
 
 
-def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool, values=None) -> None:
+def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool, values=None,
+                     several: bool | None = None) -> None:
     """Races, lane write conflicts and uninitialised reads of one access (active,
     in-bounds entries; `values`, per entry, what a write stores), then the access
-    recorded in the buffer's shadow state."""
+    recorded in the buffer's shadow state. `several`: whether other threads of the
+    access touch each entry's element, where it is the same for all (else worked out)."""
     if w.size == 0:
         return
     t = t.astype(np.int32)
     key = w.astype(np.int64) * buf.data.shape[-1] + lin
     writers, readers, init = buf.writer.reshape(-1), buf.reader.reshape(-1), buf.init.reshape(-1)
     writer, reader = writers[key], readers[key]
-    several = _several(buf, key, t)
+    several = _several(buf, key, t) if several is None else np.full(key.shape, several)
 
     def flag(kind, cond, detail, other=None):
         _report(ctx, kind, buf, cond, w, t, lin, detail, other)

@@ -11,6 +11,7 @@ import numpy as np
 from simtify.errors import SimtifyError
 from simtify.sim.affine_eval import result_dims
 from simtify.sim.handlers import handles
+from simtify.sim.memory import SplitThreads
 from simtify.sim.types import dtype_of, fit, shape_of
 from simtify.sim.values import bool_array, int_array, lead
 
@@ -37,12 +38,24 @@ def combine(kind: str, a, b):
 def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...]):
     if not axes:
         return a
+    axes = tuple(ax % a.ndim for ax in axes)
+    kept = [k for k in range(a.ndim) if k not in axes and a.shape[k] > 1]
+    outer = tuple(ax for ax in axes if a.shape[ax] > 1 and all(abs(a.strides[ax]) > abs(a.strides[k]) for k in kept))
+    if outer and len(outer) < len(axes):
+        # dims laid out outside every kept one (an assembled vector's pieces): adding
+        # whole blocks first is a few long loops; the rest is the short inner sum
+        a = _reduce_by_ufunc(kind, a, outer)
+        axes = tuple(ax - sum(o < ax for o in outer) for ax in axes if ax not in outer)
     if kind == "add" and a.dtype in SUM_BY_EINSUM:
         # einsum sums a short inner axis in a few wide loops; ufunc.reduce runs one short
         # loop per row (the hot spot of per-thread vectors: [W, T, 16] -> [W, T])
         letters = string.ascii_letters[: a.ndim]
-        kept = "".join(c for i, c in enumerate(letters) if i not in {ax % a.ndim for ax in axes})
+        kept = "".join(c for i, c in enumerate(letters) if i not in axes)
         return np.einsum(f"{letters}->{kept}", a)
+    return _reduce_by_ufunc(kind, a, axes)
+
+
+def _reduce_by_ufunc(kind: str, a: np.ndarray, axes: tuple[int, ...]):
     if kind in ("minui", "maxui") and a.dtype.kind == "i":
         u = a.view(np.dtype(f"u{a.dtype.itemsize}"))
         return KINDS[kind].reduce(u, axis=axes).view(a.dtype)
@@ -103,7 +116,10 @@ def _transfer_read(sim, op, mask_value=None):
     vshape = shape_of(t)
     idx, valid, mask, contiguous = _transfer_indices(sim, op, mem, vshape, mask_value)
     take = valid if mask is None else (mask if valid is None else valid & mask)
-    vals = sim.load(op, mem, idx, vshape, mask=take, contiguous=contiguous)
+    split = take is None and dtype_of(t) == mem.buffer.data.dtype and sim.fact(op, "inserted", _only_inserted)
+    vals = sim.load(op, mem, idx, vshape, mask=take, contiguous=contiguous, split_threads=split)
+    if isinstance(vals, SplitThreads):
+        return [vals]
     if take is None:
         return [fit(vals, t)]
     pad = np.asarray(sim.get(op.padding))
@@ -253,14 +269,54 @@ def _extract_strided(sim, op):
     return [src[(slice(None), slice(None)) + sl]]
 
 
+def _only_inserted(op) -> bool:
+    """The result of `op` is only stored by one `insert_strided_slice` (which copies it)."""
+    uses = list(op.results[0].uses)
+    return (len(uses) == 1 and uses[0].operation.name == "vector.insert_strided_slice"
+            and uses[0].index == 0 and bool_array(op.in_bounds) == [True] * len(shape_of(op.results[0].type)))
+
+
+def _placement_dims(op) -> tuple[int, ...] | None:
+    """When every position of the destination of `op` is written by `op` or by the chain
+    of `insert_strided_slice` ops after it (each the only user of the one before), the
+    destination's own values are never read: the vector dims along which the pieces are
+    placed (an allocation with them outermost gets each piece as one contiguous block).
+    None when some position keeps the destination's value."""
+    covered = np.zeros(shape_of(op.dest.type), dtype=bool)
+    placed: set[int] = set()
+    while True:
+        offs, strides = _ints(op.offsets), _ints(op.strides)
+        sizes = shape_of(op.value_to_store.type)
+        lead_n = covered.ndim - len(sizes)
+        placed.update(range(lead_n))
+        placed.update(lead_n + k for k, n in enumerate(sizes) if n != covered.shape[lead_n + k])
+        covered[tuple(offs[:lead_n]) + tuple(slice(o, o + n * s, s) for o, n, s in
+                                             zip(offs[lead_n:], sizes, strides))] = True
+        uses = list(op.results[0].uses)
+        if len(uses) != 1 or uses[0].operation.name != op.name or uses[0].index != 1:
+            return tuple(sorted(placed)) if covered.all() else None
+        op = uses[0].operation
+
+
+def _pieces_outermost(shape: tuple, dtype, placed: tuple[int, ...]) -> np.ndarray:
+    """An uninitialised register vector ``[W, T, *vector]`` whose memory holds the vector
+    dims `placed` outermost, as a transposed view."""
+    order = [2 + d for d in placed] + [k for k in range(len(shape)) if k - 2 not in placed]
+    return np.empty([shape[k] for k in order], dtype=dtype).transpose(np.argsort(order))
+
+
 @handles("vector.insert_strided_slice")
 def _insert_strided(sim, op):
-    val = _v(sim, op.value_to_store)
+    val = sim.get(op.value_to_store)
+    if not isinstance(val, SplitThreads):
+        val = lead(val)
     dest = _v(sim, op.dest)
     offs, strides = _ints(op.offsets), _ints(op.strides)
     W, T = max(val.shape[0], dest.shape[0]), max(val.shape[1], dest.shape[1])
     if dest.shape[:2] == (W, T) and sim.sole_reference(op.dest, dest):
         out = dest  # the last use of a register vector of its own: fill it in place
+    elif (placed := sim.fact(op, "placement", _placement_dims)) is not None:
+        out = _pieces_outermost((W, T) + dest.shape[2:], dest.dtype, placed)  # the inserts fill all of it
     else:
         out = np.array(np.broadcast_to(dest, (W, T) + dest.shape[2:]))
     lead_n = (dest.ndim - 2) - (val.ndim - 2)  # the value lands in the trailing dims
@@ -271,7 +327,14 @@ def _insert_strided(sim, op):
         else:
             n, st = val.shape[2 + k - lead_n], strides[k - lead_n]
             sl.append(slice(o, o + n * st, st))
-    out[(slice(None), slice(None)) + tuple(sl)] = val
+    slot = out[(slice(None), slice(None)) + tuple(sl)]
+    if isinstance(val, SplitThreads):
+        target = slot.reshape(val.digits.shape)  # splitting the axes of a view keeps a view
+        if np.may_share_memory(target, out):
+            target[...] = val.digits
+            return [out]
+        val = np.asarray(val)
+    slot[...] = val
     return [out]
 
 
