@@ -328,10 +328,10 @@ def test_to_layout_with_the_wrong_rank():
 
 
 def test_to_layout_must_fit_the_functions_launch():
-    """Inside a function whose translation_info fixes the launch, the layout's
-    subgroups must exist and its threads fit the workgroup (DESIGN: errors, not
-    wrap-around); a thread span wider than a subgroup is fine when every element keeps
-    an owner."""
+    """Inside a function whose translation_info fixes the launch, the layout's threads
+    must fit the workgroup and its subgroups beyond the launched ones must wrap around
+    (virtual subgroup v on v mod n); a thread span wider than a subgroup is fine when
+    every element keeps an owner."""
 
     def launch(workgroup: int, subgroup: int) -> str:
         return (
@@ -341,8 +341,11 @@ def test_to_layout_must_fit_the_functions_launch():
 
     body = f"  %0 = iree_vector_ext.to_layout %v to layout({SEED_LAYOUT}) : vector<64x64xf16>"
     parse(func(body, VEC, launch(128, 64)))  # two subgroups of 64: fits
-    with pytest.raises(VerifyException, match="spans 2 subgroups but 64 threads make only 1"):
-        parse(func(body, VEC, launch(64, 64)))
+    parse(func(body, VEC, launch(64, 64)))  # one subgroup runs both virtual ones
+    four = SEED_LAYOUT.replace("subgroup_tile = [2, 1]", "subgroup_tile = [4, 1]").replace(
+        "batch_tile = [2, 4]", "batch_tile = [1, 4]")
+    with pytest.raises(VerifyException, match="spans 4 subgroups but the launch has 2: .* straddles"):
+        parse(func(body.replace(SEED_LAYOUT, four), VEC, launch(128, 64)))
     with pytest.raises(VerifyException, match="thread span 64 crosses subgroups .* no owner"):
         parse(func(body, VEC, launch(256, 32)))
     one_subgroup = SEED_LAYOUT.replace("subgroup_tile = [2, 1]", "subgroup_tile = [1, 1]").replace(

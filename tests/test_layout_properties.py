@@ -6,6 +6,7 @@ from __future__ import annotations
 from math import prod
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -215,3 +216,27 @@ def test_xegpu_to_nested_equal_maps_or_real_reason(case):
         assert nested.same_ownership(omap)
     else:
         assert _round_robin_or_wrapped(layout, shape), conv.reason
+
+
+@SOME
+@given(nested_launches(), st.data())
+def test_subgroups_beyond_the_launch_wrap_around(case, data):
+    """On `n` subgroups, fewer than the layout spans, subgroup p holds what the virtual
+    subgroups v = p, p + n, p + 2n, ... hold (the seed's "x mod num_subgroups"), each
+    element once; refused exactly where v mod n splits no subgroup digit."""
+    layout, sg, _ = case
+    assume(layout.subgroup_span > 1 and layout.thread_span <= sg)
+    span = layout.subgroup_span
+    n = data.draw(st.integers(1, span - 1))
+    whole = brute.nested_map(layout, sg, span * sg)
+    splits = all(k == 1 or (st_ >= n and st_ % n == 0) or st_ * k <= n
+                 for k, st_ in zip(layout.subgroup_tile, layout.subgroup_strides))
+    if not splits:
+        with pytest.raises(SimtifyError, match="straddles"):
+            layout.ownership(sg, n * sg)
+        return
+    omap = layout.ownership(sg, n * sg)
+    for tid in range(n * sg):
+        p, lane = divmod(tid, sg)
+        want = sorted({x for v in range(p, span, n) for x in whole[v * sg + lane]})
+        assert sorted(omap.elements_of(tid)) == want

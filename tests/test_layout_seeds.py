@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from simtify.errors import SimtifyError
 from simtify.layout import Basis, NestedLayout, XeGPULayout, layout_from_config, ownership_map, parse_layout
 
 SEED_64x64 = (
@@ -159,3 +160,18 @@ def test_distributed_shape_matches_register_count(n):
     layout = NestedLayout((1, 1), (n, 2), (1, 3), (4, 2), (2, 1), (0, 0), (2, 1))
     omap = layout.ownership(8)
     assert omap.num_registers == int(np.prod(layout.distributed_shape))
+
+
+def test_more_subgroups_than_launched_wrap_around_as_the_seed_lists():
+    # The same layout on 4 subgroups: "the subgroup used (say x) is x mod num_subgroups",
+    # 0, 4, 1, 5, 2, 6, 3, 7 | mod 4 -> 0, 0, 1, 1, 2, 2, 3, 3; the wrapped virtual
+    # subgroups become registers of the subgroup that runs them.
+    layout = NestedLayout((4, 2), (1, 1), (1, 1), (1, 1), (1, 1), (1, 4), (0, 0))
+    omap = layout.ownership(subgroup_size=1, num_threads=4)
+    owner = {tuple(omap.coords[t, r]): t for t in range(4) for r in range(omap.num_registers)}
+    assert [owner[(i, j)] for i in range(4) for j in range(2)] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert omap.covers and omap.max_replication == 1
+    runs = layout.on_subgroups(4)
+    assert (runs.subgroup_tile, runs.batch_tile, runs.subgroup_strides) == ((4, 1), (1, 2), (1, 0))
+    with pytest.raises(SimtifyError, match="straddles"):  # v mod 3 splits no subgroup digit
+        layout.ownership(subgroup_size=1, num_threads=3)

@@ -273,6 +273,11 @@ def check_report(layout, omap) -> dict:
     """Coverage, replication and validity of a layout's ownership map, as a JSON-ready dict."""
     rep = omap.replication
     unowned = omap.unowned()
+    wrapped = None
+    if hasattr(layout, "on_subgroups") and layout.subgroup_span > omap.num_subgroups:  # a nested layout
+        runs = layout.on_subgroups(omap.num_subgroups)
+        wrapped = (f"the layout spans {layout.subgroup_span} subgroups and {omap.num_subgroups} run it: virtual "
+                   f"subgroup v runs on subgroup v mod {omap.num_subgroups}, as registers (it runs as {runs})")
     return {
         "layout": str(layout),
         "shape": list(omap.shape),
@@ -288,6 +293,7 @@ def check_report(layout, omap) -> dict:
         "min_replication": int(rep.min()),
         "replicated_elements": int((rep > 1).sum()),
         "repeats_within_thread": omap.repeats_within_thread,
+        "wrapped_subgroups": wrapped,
     }
 
 
@@ -311,6 +317,8 @@ def run_check(args) -> int:
             print("replication: none (each element has exactly one owner)")
         if r["repeats_within_thread"]:
             print("warning: some thread holds one element in two registers")
+        if r["wrapped_subgroups"]:
+            print(f"subgroups: {r['wrapped_subgroups']}")
     return 0 if r["covers"] else 1
 
 

@@ -10,7 +10,7 @@ are the distributed shape ``[B.., O.., E..]`` in row-major order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from math import prod
 from typing import Iterable, Sequence
 
@@ -185,7 +185,7 @@ class NestedLayout(VectorLayout):
         exceed the subgroup (IREE's matmul copies spread one tile over all the
         workgroup's threads); the bound is the workgroup size. Where such a span and the
         subgroup digits read the same bits of the id, some elements have no owner: an
-        error."""
+        error. Subgroups beyond the launched ones wrap around (`on_subgroups`)."""
         if subgroup_size < 1:
             raise SimtifyError(f"subgroup size {subgroup_size} must be positive")
         span = self.thread_span
@@ -199,19 +199,42 @@ class NestedLayout(VectorLayout):
                 f"thread span {span} (thread_strides[{i}] × thread_tile[{i}]) exceeds the workgroup size "
                 f"{num_threads}"
             )
-        if num_threads // subgroup_size < self.subgroup_span:
-            raise SimtifyError(
-                f"the layout spans {self.subgroup_span} subgroups but {num_threads} threads "
-                f"make only {num_threads // subgroup_size} subgroups of {subgroup_size}"
-            )
-        if span > subgroup_size and self.subgroup_span > 1:
-            s, t = self.thread_digits(np.arange(num_threads), subgroup_size)
-            if len(np.unique(np.concatenate([s, t], axis=1), axis=0)) < prod(self.subgroup_tile) * prod(self.thread_tile):
+        lay = self.on_subgroups(num_threads // subgroup_size)
+        if span > subgroup_size and lay.subgroup_span > 1:
+            s, t = lay.thread_digits(np.arange(num_threads), subgroup_size)
+            if len(np.unique(np.concatenate([s, t], axis=1), axis=0)) < prod(lay.subgroup_tile) * prod(lay.thread_tile):
                 raise SimtifyError(
                     f"thread span {span} crosses subgroups that the subgroup tiles also tell apart (the same "
                     f"thread id bits give both digits): some elements have no owner"
                 )
         return num_threads
+
+    def on_subgroups(self, launched: int) -> NestedLayout:
+        """The layout as `launched` subgroups run it. Spanning more subgroups than that,
+        virtual subgroup ``v`` runs on subgroup ``v mod launched`` (the seed's
+        wrap-around): the subgroup digits at strides ``>= launched`` are then told apart
+        by registers, not subgroups, so they become the outermost part of their dim's
+        batch digit (``s·B + b`` is one batch index of ``S·B``: every element keeps its
+        coordinate). IREE's code (`NestedLayoutAttr::computeThreadIds`) takes the digit
+        from the thread id alone and leaves those subgroups' elements to no thread; the
+        README's semantics section says so. Refused where ``v mod launched`` does not
+        split the digits (a digit straddling the launched subgroups)."""
+        if self.subgroup_span <= launched:
+            return self
+        sub, batch, strides = list(self.subgroup_tile), list(self.batch_tile), list(self.subgroup_strides)
+        for i, (n, stride) in enumerate(zip(self.subgroup_tile, self.subgroup_strides)):
+            if n == 1:
+                continue
+            if stride >= launched and stride % launched == 0:
+                batch[i], sub[i], strides[i] = n * batch[i], 1, 0
+            elif stride * n > launched:
+                raise SimtifyError(
+                    f"the layout spans {self.subgroup_span} subgroups but the launch has {launched}: "
+                    f"subgroup_tile[{i}] = {n} at stride {stride} straddles them (virtual subgroup v would run "
+                    f"on v mod {launched}, which splits no subgroup digit here); launch "
+                    f"{self.subgroup_span} subgroups or make the launched ones a whole set of low digits"
+                )
+        return replace(self, subgroup_tile=tuple(sub), batch_tile=tuple(batch), subgroup_strides=tuple(strides))
 
     # --- ownership ----------------------------------------------------------------
 
@@ -251,12 +274,13 @@ class NestedLayout(VectorLayout):
         if subgroup_size is None:
             subgroup_size = self.default_subgroup_size
         num_threads = self.check_launch(subgroup_size, num_threads)
+        lay = self.on_subgroups(num_threads // subgroup_size)
         shape = self.undistributed_shape
-        s, t = self.thread_digits(np.arange(num_threads), subgroup_size)
-        B, O, T, E = (np.array(x, dtype=np.int64) for x in (self.batch_tile, self.outer_tile, self.thread_tile, self.element_tile))
+        s, t = lay.thread_digits(np.arange(num_threads), subgroup_size)
+        B, O, T, E = (np.array(x, dtype=np.int64) for x in (lay.batch_tile, lay.outer_tile, lay.thread_tile, lay.element_tile))
         base = s * (B * O * T * E) + t * E  # [threads, rank]
         row_strides = np.array([prod(shape[i + 1 :]) for i in range(self.rank)], dtype=np.int64)
-        flat = (base @ row_strides)[:, None] + (self.register_offsets() @ row_strides)[None, :]
+        flat = (base @ row_strides)[:, None] + (lay.register_offsets() @ row_strides)[None, :]
         return OwnershipMap(shape, subgroup_size, flat, rows_distinct=True)
 
     # --- algebra ------------------------------------------------------------------

@@ -37,6 +37,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.errors import SimtifyError
 from simtify.ir import location_of
+from simtify.ir.iree_vector_ext import NestedLayoutAttr
 from simtify.layout import NestedLayout
 from simtify.sim.affine_eval import result_dims
 from simtify.transforms.propagation_engine import REGION_RULES, Elementwise, Engine, OpRule, Transpose, is_vector
@@ -921,6 +922,10 @@ def propagate(func: Operation, launch: Launch) -> LayoutAnalysis:
                 op.nested_layout.check_launch(launch.subgroup_size, launch.threads)
             except SimtifyError as e:
                 raise SimtifyError(f"the layout does not fit the launch: {e.what}", location_of(op)) from None
+            # subgroups beyond the launched ones run on subgroup v mod launched: as batches
+            wrapped = op.nested_layout.on_subgroups(launch.threads // launch.subgroup_size)
+            if wrapped != op.nested_layout:
+                op.properties["layout"] = NestedLayoutAttr(wrapped)
     propagation = Propagation(func, launch)
     propagation.run()
     analysis = propagation.analysis
@@ -965,8 +970,6 @@ def _no_reshape(op: Operation, analysis: LayoutAnalysis) -> None:
 
 def annotate(func: Operation, analysis: LayoutAnalysis) -> None:
     """Make layouts visible: ``simtify.layouts = [...]`` on every op with vector results."""
-    from simtify.ir.iree_vector_ext import NestedLayoutAttr
-
     for op in func.walk():
         if op is func or op.name == "iree_vector_ext.to_layout":
             continue
