@@ -7,10 +7,15 @@
 2. The wall time of ``simtify opt`` as a whole process on a 100-op file (interpreter
    start, imports, parse, verify, print), next to ``iree-opt``'s on the same file when
    iree-opt is installed.
+3. When iree-opt is installed: whole-process nested distribution of IREE's own lit
+   inputs (``tests/fixtures/iree_nested``), ``simtify opt --pipeline nested-distribute``
+   against ``iree-opt`` running ``iree-llvmgpu-vector-distribute`` on the same file (the
+   inputs both distribute); then the same on generated functions of 10 / 100 / 1000 /
+   5000 distributed units (read, anchor, two elementwise ops, write: 5 ops a unit).
 
 Prints the measurements and their ratios; every number comes from this one run.
 
-    python bench/bench_ir.py [--ops 10000] [--repeat 3]
+    python bench/bench_ir.py [--ops 10000] [--repeat 3] [--units 10,100,1000,5000]
 """
 
 from __future__ import annotations
@@ -45,6 +50,27 @@ CYCLE = [
 SIGNATURE = "%v: vector<4x8xf32>, %v4: vector<4xf32>, %s: f32, %i: index, %m: memref<64x64xf32>, %o: i32, %w: i32"
 
 
+LAYOUT = ("#iree_vector_ext.nested_layout<subgroup_tile = [1, 1], batch_tile = [2, 1], outer_tile = [1, 1], "
+          "thread_tile = [16, 4], element_tile = [1, 4], subgroup_strides = [0, 0], thread_strides = [4, 1]>")
+LAUNCH = ("translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<VectorDistribute> "
+          "workgroup_size = [64, 1, 1] subgroup_size = 64>")
+UNIT = [
+    "%r{n} = vector.transfer_read %in[%c0, %c0], %pad {{in_bounds = [true, true]}} : memref<32x16xf32>, vector<32x16xf32>",
+    "%l{n} = iree_vector_ext.to_layout %r{n} to layout(" + LAYOUT + ") : vector<32x16xf32>",
+    "%a{n} = arith.addf %l{n}, %l{n} : vector<32x16xf32>",
+    "%m{n} = arith.mulf %a{n}, %l{n} : vector<32x16xf32>",
+    "vector.transfer_write %m{n}, %out[%c0, %c0] {{in_bounds = [true, true]}} : vector<32x16xf32>, memref<32x16xf32>",
+]
+
+
+def generate_units(units: int) -> str:
+    """A function of `units` independent distributed units (each 5 ops)."""
+    body = [f"    {line.format(n=n)}" for n in range(units) for line in UNIT]
+    return ("builtin.module {\n  func.func @units(%in: memref<32x16xf32>, %out: memref<32x16xf32>) attributes {"
+            + LAUNCH + "} {\n    %c0 = arith.constant 0 : index\n    %pad = arith.constant 0.0 : f32\n"
+            + "\n".join(body) + "\n    func.return\n  }\n}\n")
+
+
 def generate(ops: int) -> str:
     """A module with one function of `ops` ops (its `return` included)."""
     body = [f"  {CYCLE[n % len(CYCLE)].format(n=n)}" for n in range(ops - 1)]
@@ -75,6 +101,7 @@ def main() -> int:
     options.add_argument("--ops", type=int, default=10_000)
     options.add_argument("--small", type=int, default=100, help="ops in the file for the whole-process timing")
     options.add_argument("--repeat", type=int, default=3)
+    options.add_argument("--units", default="10,100,1000,5000", help="sizes of the generated distribution inputs")
     args = options.parse_args()
 
     from simtify.ir import parse, print_module
@@ -108,7 +135,35 @@ def main() -> int:
             print(f"iree-opt,    {args.small}-op file, whole process: {theirs:.2f} s  (simtify opt / iree-opt = {ours / theirs:.1f}x)")
         idle = process_time([sys.executable, "-c", "import simtify.ir; simtify.ir.make_context()"], args.repeat)
         print(f"  of which interpreter start + imports + context: {idle:.2f} s ({idle / ours:.0%})")
+        if iree_opt is not None:
+            distribution(iree_opt, Path(directory), [int(u) for u in args.units.split(",")], args.repeat)
     return 0
+
+
+IREE_DISTRIBUTE = "--pass-pipeline=builtin.module(func.func(iree-llvmgpu-vector-distribute))"
+
+
+def distribution(iree_opt: str, directory: Path, units: list[int], repeat: int) -> None:
+    """Whole-process nested distribution, simtify against iree-opt: IREE's lit inputs, then
+    generated functions of growing size."""
+    ours_cmd = [sys.executable, "-m", "simtify.cli.main", "opt", "--pipeline", "nested-distribute"]
+    lit = sorted((Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "iree_nested").glob("*.mlir"))
+    both = [p for p in lit if subprocess.run([iree_opt, IREE_DISTRIBUTE, str(p)], capture_output=True).returncode == 0
+            and subprocess.run(ours_cmd + [str(p)], capture_output=True).returncode == 0]
+    ours = sum(process_time(ours_cmd + [str(p)], repeat) for p in both)
+    theirs = sum(process_time([iree_opt, IREE_DISTRIBUTE, str(p)], repeat) for p in both)
+    print(f"nested distribution of IREE's lit inputs ({len(both)} of {len(lit)} files both distribute), "
+          f"whole processes, medians summed: simtify {ours:.2f} s, iree-opt {theirs:.2f} s "
+          f"(simtify / iree-opt = {ours / theirs:.1f}x)")
+    print("| units | ops | simtify s | iree-opt s | simtify / iree-opt | simtify ms per unit |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n in units:
+        path = directory / f"units_{n}.mlir"
+        path.write_text(generate_units(n))
+        times = max(1, repeat if n <= 1000 else 1)
+        ours = process_time(ours_cmd + [str(path)], times)
+        theirs = process_time([iree_opt, IREE_DISTRIBUTE, str(path)], times)
+        print(f"| {n} | {5 * n + 3} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.1f} | {ours / n * 1e3:.2f} |")
 
 
 if __name__ == "__main__":
