@@ -11,6 +11,10 @@ Two things are added to `xdsl.parser.Parser`:
 - **Speed of dense literals.** xDSL rebuilds a type constraint for every
   ``dense<...>`` it reads (about 3 ms each, the hot spot of parsing IREE output); the
   same check is made here with plain ``isinstance``.
+- **Speed of repeated types.** Parsing ``vector<32x16xf32>`` builds and verifies a
+  type object each time (about half a millisecond); a function names the same few types
+  thousands of times. A shaped type's text (up to its closing ``>``) is read once per
+  parse and its object reused: types are immutable values.
 - **Operation positions.** xDSL operations carry no source location, yet a verifier
   error must say ``FILE:LINE:COL``. The parser records the offset at which each
   operation starts (its first result name, as MLIR reports it), and the offset of the
@@ -39,6 +43,28 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 __all__ = ["MLIRParser"]
+
+# Shaped types whose text is remembered (`MLIRParser._parse_optional_builtin_type`).
+_REMEMBERED_TYPES = ("vector<", "memref<", "tensor<")
+
+
+def _closing_angle(text: str, start: int) -> int:
+    """The offset after the ``>`` closing the ``<`` opened after `start`; -1 where the
+    type's text holds anything but nested angle brackets (an affine map's ``->``, a
+    string, a line break): such text is parsed, not remembered."""
+    depth = 0
+    for i in range(start, min(len(text), start + 512)):
+        c = text[i]
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif c in '(-"\n{':
+            return -1
+    return -1
+
 
 # The largest dense literal read (elements, splats included).
 MAX_DENSE_ELEMENTS = 1 << 26
@@ -72,6 +98,22 @@ class MLIRParser(Parser):
         super().__init__(ctx, text, name)
         self.op_offsets: dict[Operation, int] = {}
         self.open_op_offsets: list[int] = []
+        self._types_read: dict[str, object] = {}
+
+    def _parse_optional_builtin_type(self):
+        """As xDSL, but a shaped type whose text was read before is not built again."""
+        text, start = self.lexer.input.content, self.pos
+        if not text.startswith(_REMEMBERED_TYPES, start) or (end := _closing_angle(text, start)) < 0:
+            return super()._parse_optional_builtin_type()
+        key = text[start:end]
+        known = self._types_read.get(key)
+        if known is not None:
+            self._resume_from(end)
+            return known
+        parsed = super()._parse_optional_builtin_type()
+        if parsed is not None and not text[end:self.pos].strip():
+            self._types_read[key] = parsed
+        return parsed
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """As xDSL, but input with no operation (empty, or only comments) is an empty

@@ -1,0 +1,48 @@
+"""Shaped types read once per parse and reused: the same text gives the same type, a
+type's text that differs anywhere gives its own, and errors after a reused type are
+located where they are."""
+
+from __future__ import annotations
+
+import pytest
+
+from simtify.errors import SimtifyError
+from simtify.ir import parse, print_module
+
+PROGRAM = """
+func.func @f(%a: memref<8x4xf32, #gpu.address_space<workgroup>>, %b: memref<8x4xf32>, %c: memref<8x4xf16>,
+             %d: memref<8x4xf32, strided<[4, 1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %x = vector.transfer_read %a[%c0, %c0], %pad {in_bounds = [true, true]} : memref<8x4xf32, #gpu.address_space<workgroup>>, vector<8x4xf32>
+  %y = vector.transfer_read %b[%c0, %c0], %pad {in_bounds = [true, true]} : memref<8x4xf32>, vector<8x4xf32>
+  %z = vector.transfer_read %d[%c0, %c0], %pad {in_bounds = [true, true]} : memref<8x4xf32, strided<[4, 1], offset: ?>>, vector<8x4xf32>
+  %s = arith.addf %x, %y : vector<8x4xf32>
+  %t = arith.addf %s, %z : vector<8x4xf32>
+  %u = vector.shape_cast %t : vector<8x4xf32> to vector<32xf32>
+  %v = vector.shape_cast %u : vector<32xf32> to vector<8x4xf32>
+  vector.transfer_write %v, %a[%c0, %c0] {in_bounds = [true, true]} : vector<8x4xf32>, memref<8x4xf32, #gpu.address_space<workgroup>>
+  vector.transfer_write %v, %b[%c0, %c0] {in_bounds = [true, true]} : vector<8x4xf32>, memref<8x4xf32>
+  return
+}
+"""
+
+
+def test_repeated_types_read_the_same_and_print_back():
+    module = parse(PROGRAM)
+    printed = print_module(module)
+    assert print_module(parse(printed)) == printed
+    func = next(op for op in module.walk() if op.name == "func.func")
+    a, b, c, d = (arg.type for arg in func.body.blocks.first.args)
+    assert str(a) == "memref<8x4xf32, #gpu.address_space<workgroup>>" and str(b) == "memref<8x4xf32>"
+    assert str(c) == "memref<8x4xf16>" and a != b and b != c and d != b
+    reads = [op for op in module.walk() if op.name == "vector.transfer_read"]
+    assert [r.source.type for r in reads] == [a, b, d]
+
+
+def test_an_error_after_a_reused_type_is_located_at_it():
+    bad = PROGRAM.replace("%u = vector.shape_cast %t : vector<8x4xf32> to vector<32xf32>",
+                          "%u = vector.shape_cast %t : vector<8x4xf32> to vector<33xf32>")
+    with pytest.raises(SimtifyError) as e:
+        parse(bad, "bad.mlir")
+    assert str(e.value).startswith("bad.mlir:12:")
