@@ -46,3 +46,28 @@ def test_an_error_after_a_reused_type_is_located_at_it():
     with pytest.raises(SimtifyError) as e:
         parse(bad, "bad.mlir")
     assert str(e.value).startswith("bad.mlir:12:")
+
+
+LAYOUTS = """
+func.func @g(%in: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %v = vector.transfer_read %in[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+  %a = iree_vector_ext.to_layout %v to layout(#iree_vector_ext.nested_layout<subgroup_tile = [1, 1], batch_tile = [1, 1], outer_tile = [1, 1], thread_tile = [4, 16], element_tile = [4, 1], subgroup_strides = [0, 0], thread_strides = [16, 1]>) : vector<16x16xf32>
+  %b = iree_vector_ext.to_layout %a to layout(#iree_vector_ext.nested_layout<subgroup_tile = [1, 1], batch_tile = [1, 1], outer_tile = [1, 1], thread_tile = [4, 16], element_tile = [4, 1], subgroup_strides = [0, 0], thread_strides = [16, 1]>) : vector<16x16xf32>
+  %c = iree_vector_ext.to_layout %b to layout(#iree_vector_ext.nested_layout<subgroup_tile = [1, 1], batch_tile = [1, 1], outer_tile = [1, 1], thread_tile = [16, 4], element_tile = [1, 4], subgroup_strides = [0, 0], thread_strides = [4, 1]>) : vector<16x16xf32>
+  vector.transfer_write %c, %in[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+  return
+}
+"""
+
+
+def test_repeated_dialect_attributes_read_the_same():
+    module = parse(LAYOUTS)
+    a, b, c = (op.nested_layout for op in module.walk() if op.name == "iree_vector_ext.to_layout")
+    assert a == b and a != c and c.thread_tile == (16, 4)
+    printed = print_module(module)
+    assert print_module(parse(printed)) == printed
+    bad = LAYOUTS.replace("element_tile = [1, 4], subgroup_strides", "element_tile = [1, 2], subgroup_strides")
+    with pytest.raises(SimtifyError, match="bad.mlir:8:"):
+        parse(bad, "bad.mlir")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, i64
@@ -84,7 +85,13 @@ def parse_enum_keyword(parser: AttrParser, enum_type, what: str):
 
 def i64_array(values: Iterable[int]) -> ArrayAttr[IntegerAttr]:
     """``[0, 4]`` as MLIR's I64ArrayAttr: an array of i64 integer attributes."""
-    return ArrayAttr(IntegerAttr(v, i64) for v in values)
+    return ArrayAttr(_i64(int(v)) for v in values)
+
+
+@lru_cache(maxsize=1024)
+def _i64(value: int) -> IntegerAttr:
+    """One i64 attribute, built once (xDSL builds and verifies each anew)."""
+    return IntegerAttr(value, i64)
 
 
 def i64_dense(values: Iterable[int]) -> DenseArrayBase:

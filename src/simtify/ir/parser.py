@@ -11,10 +11,11 @@ Two things are added to `xdsl.parser.Parser`:
 - **Speed of dense literals.** xDSL rebuilds a type constraint for every
   ``dense<...>`` it reads (about 3 ms each, the hot spot of parsing IREE output); the
   same check is made here with plain ``isinstance``.
-- **Speed of repeated types.** Parsing ``vector<32x16xf32>`` builds and verifies a
-  type object each time (about half a millisecond); a function names the same few types
-  thousands of times. A shaped type's text (up to its closing ``>``) is read once per
-  parse and its object reused: types are immutable values.
+- **Speed of repeated types and attributes.** Parsing ``vector<32x16xf32>`` builds and
+  verifies a type object each time (about half a millisecond, a nested layout two); a
+  function names the same few thousands of times. The text of a shaped type or of a
+  dialect attribute (up to its closing ``>``) is read once per parse and its object
+  reused: attributes are immutable values.
 - **Operation positions.** xDSL operations carry no source location, yet a verifier
   error must say ``FILE:LINE:COL``. The parser records the offset at which each
   operation starts (its first result name, as MLIR reports it), and the offset of the
@@ -105,13 +106,26 @@ class MLIRParser(Parser):
         text, start = self.lexer.input.content, self.pos
         if not text.startswith(_REMEMBERED_TYPES, start) or (end := _closing_angle(text, start)) < 0:
             return super()._parse_optional_builtin_type()
-        key = text[start:end]
+        return self._read_once(text[start:end], end, super()._parse_optional_builtin_type)
+
+    def _parse_extended_type_or_attribute(self, name: str, is_type: bool):
+        """As xDSL, but a dialect attribute or type (``#iree_vector_ext.nested_layout<..>``)
+        whose text was read before is not built again."""
+        text, start = self.lexer.input.content, self.pos
+        if "." not in name or not text.startswith("<", start) or (end := _closing_angle(text, start)) < 0:
+            return super()._parse_extended_type_or_attribute(name, is_type)
+        return self._read_once((name, is_type, text[start:end]), end,
+                               lambda: super(MLIRParser, self)._parse_extended_type_or_attribute(name, is_type))
+
+    def _read_once(self, key, end: int, parse):
+        """The value of the text ending at `end` (`key`), parsed the first time only;
+        values are immutable attributes, so one object serves every use."""
         known = self._types_read.get(key)
         if known is not None:
             self._resume_from(end)
             return known
-        parsed = super()._parse_optional_builtin_type()
-        if parsed is not None and not text[end:self.pos].strip():
+        parsed = parse()
+        if parsed is not None and not self.lexer.input.content[end:self.pos].strip():
             self._types_read[key] = parsed
         return parsed
 

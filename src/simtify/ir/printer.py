@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntegerAttr,
     MemRefType,
+    VectorType,
 )
 from xdsl.ir import Attribute
 from xdsl.printer import Printer
@@ -25,7 +26,8 @@ __all__ = ["MLIRPrinter"]
 
 
 class MLIRPrinter(Printer):
-    """xDSL's printer with MLIR's spelling of non-finite floats."""
+    """xDSL's printer with MLIR's spelling of non-finite floats; a vector or memref type
+    is spelled once per printer (printed IR names the same few thousands of times)."""
 
     def print_float(self, value: float, type: AnyFloat):
         if math.isnan(value) or math.isinf(value):
@@ -35,6 +37,18 @@ class MLIRPrinter(Printer):
         super().print_float(value, type)
 
     def print_attribute(self, attribute: Attribute) -> None:
+        if isinstance(attribute, VectorType | MemRefType):
+            spelled: dict[Attribute, str] = self.__dict__.setdefault("_spelled", {})
+            known = spelled.get(attribute)
+            if known is None:
+                inner = MLIRPrinter(stream=io.StringIO())
+                inner._print_attribute_once(attribute)
+                known = spelled[attribute] = inner.stream.getvalue()
+            self.print_string(known)
+            return
+        self._print_attribute_once(attribute)
+
+    def _print_attribute_once(self, attribute: Attribute) -> None:
         if isinstance(attribute, DenseIntOrFPElementsAttr) and _is_bitwise_float_splat(attribute):
             element_type = attribute.get_element_type()
             self.print_string("dense<")

@@ -3,6 +3,7 @@ affine index math, transfers, vector reshuffles, workgroup buffers, guarded regi
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Sequence
 
 from xdsl.dialects import arith, memref, scf
@@ -32,6 +33,19 @@ INT_KIND_OPS = {
     "add": arith.AddiOp, "mul": arith.MuliOp, "maxsi": arith.MaxSIOp, "minsi": arith.MinSIOp,
     "maxui": arith.MaxUIOp, "minui": arith.MinUIOp, "and": arith.AndIOp, "or": arith.OrIOp, "xor": arith.XOrIOp,
 }
+
+
+@lru_cache(maxsize=4096)
+def vector_type(element_type, shape: tuple[int, ...]) -> VectorType:
+    """``vector<shape x element_type>``, built once: types are immutable values, and a
+    pass names the same few thousands of times (xDSL builds and verifies each anew)."""
+    return VectorType(element_type, list(shape))
+
+
+@lru_cache(maxsize=256)
+def bool_array(values: tuple[bool, ...]) -> ArrayAttr:
+    """``[true, false]`` as an array of i1 attributes (an `in_bounds`), built once."""
+    return ArrayAttr([BoolAttr.from_bool(b) for b in values])
 
 
 class Emitter:
@@ -126,7 +140,7 @@ class Emitter:
             operands=[source, list(indices), padding, [] if mask is None else [mask]],
             result_types=[vtype],
             properties={"permutation_map": AffineMapAttr(perm_map),
-                        "in_bounds": ArrayAttr([BoolAttr.from_bool(b) for b in in_bounds])},
+                        "in_bounds": bool_array(tuple(bool(b) for b in in_bounds))},
         )
         return self.value(op)
 
@@ -135,7 +149,7 @@ class Emitter:
             operands=[value, dest, list(indices), [] if mask is None else [mask]],
             result_types=[[]],
             properties={"permutation_map": AffineMapAttr(perm_map),
-                        "in_bounds": ArrayAttr([BoolAttr.from_bool(b) for b in in_bounds])},
+                        "in_bounds": bool_array(tuple(bool(b) for b in in_bounds))},
         )
         self.add(op)
 

@@ -11,7 +11,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from simtify.errors import SimtifyError
 from simtify.layout import NestedLayout
 from simtify.sim.affine_eval import result_dims
-from simtify.transforms.emit import Emitter
+from simtify.transforms.emit import Emitter, vector_type
 from simtify.transforms.nested.context import DistributionContext
 from simtify.transforms.nested.registers import distributed_type, register_groups
 from simtify.transforms.propagate_layouts import is_vector, mask_layout
@@ -45,7 +45,7 @@ def read_groups(ctx: DistributionContext, source, bases, perm, lay: NestedLayout
     """This thread's registers of `lay` read from `source` at `bases` (vector dim k
     reads memory dim ``perm[k]``), one transfer_read per register group."""
     r = lay.rank
-    ebox = VectorType(vt.element_type, list(lay.element_tile))
+    ebox = vector_type(vt.element_type, lay.element_tile)
     perm_map = _permutation_map(len(bases), perm)
     acc = em.broadcast(padding, distributed_type(vt, lay))
     for b, o in register_groups(lay):
@@ -68,7 +68,7 @@ def write_groups(ctx: DistributionContext, value, dest, bases, perm, lay: Nested
     """Write this thread's registers `value` of `lay` to `dest` at `bases`, one
     transfer_write per register group (the caller guards replicated values)."""
     r = lay.rank
-    ebox = VectorType(value.type.element_type, list(lay.element_tile))
+    ebox = vector_type(value.type.element_type, lay.element_tile)
     perm_map = _permutation_map(len(bases), perm)
     for b, o in register_groups(lay):
         idx = _group_indices(ctx, bases, perm, lay, b, o, em)
@@ -138,7 +138,7 @@ def distribute_transfer_gather(ctx: DistributionContext, op: Operation, em: Emit
     r = lay.rank
     maps = [m.data for m in op.indexing_maps.data]
     vt = op.results[0].type
-    ebox = VectorType(vt.element_type, list(lay.element_tile))
+    ebox = vector_type(vt.element_type, lay.element_tile)
     offsets = [ctx.distributed(o) for o in op.offsets]
     direct: dict[int, int] = {}
     for j, e in enumerate(maps[0].results):

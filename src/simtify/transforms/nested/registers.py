@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, VectorType
 from xdsl.ir import Operation, SSAValue
 
 from simtify.layout import NestedLayout
-from simtify.transforms.emit import Emitter, neutral_value, scalar_attr
+from simtify.transforms.emit import Emitter, neutral_value, scalar_attr, vector_type
 
 # NestedLayout's fields, in constructor order
 LAYOUT_FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile", "subgroup_strides",
@@ -22,7 +22,7 @@ LAYOUT_FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "el
 
 def distributed_type(t: VectorType, layout: NestedLayout) -> VectorType:
     """The type of one thread's registers of a `t` value with `layout`."""
-    return VectorType(t.element_type, list(layout.distributed_shape))
+    return vector_type(t.element_type, layout.distributed_shape)
 
 
 def element_bytes(elt) -> int:
