@@ -72,8 +72,8 @@ def loaded_by_thread(text: str, shape, threads: int, monkeypatch) -> list[list[i
     seen: list[np.ndarray] = []
     original = interpreter.Interpreter.load
 
-    def spy(self, op, mem, idx, vec_shape=(), mask=None, contiguous=False):
-        values = original(self, op, mem, idx, vec_shape, mask=mask, contiguous=contiguous)
+    def spy(self, op, mem, idx, vec_shape=(), **options):
+        values = original(self, op, mem, idx, vec_shape, **options)
         if mem.buffer.name == "src":
             v = np.broadcast_to(values, (self.W, self.T) + tuple(vec_shape))[0]
             seen.append(v.reshape(self.T, -1))

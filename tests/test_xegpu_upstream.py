@@ -26,3 +26,15 @@ def test_upstream_input(name, pipeline):
             check_xegpu(text, header["func"], pipeline)
         return
     check_xegpu(text, header["func"], pipeline, rtol=1e-3, atol=1e-3)
+
+
+def test_lane_level_ir_is_written_as_upstream_writes_it():
+    """Upstream's subgroup-distribute CHECK lines for @load_dpas_store: 1-D fragments,
+    ``packed`` on the B load, no layouts left on the accesses or the dpas."""
+    from xegpu_harness import distribute
+
+    out = distribute((FIXTURES / "subgroup_load_dpas_store.mlir").read_text())
+    assert "xegpu.load_nd %0[%c0, %c0] : !xegpu.tensor_desc<8x16xf16> -> vector<8xf16>" in out, out
+    assert "<{packed}> : !xegpu.tensor_desc<16x16xf16> -> vector<16xf16>" in out, out
+    assert ": vector<8xf16>, vector<16xf16> -> vector<8xf32>" in out and "layout" not in out, out
+    assert ": vector<8xf32>, !xegpu.tensor_desc<8x16xf32>" in out and "shape_cast" not in out, out

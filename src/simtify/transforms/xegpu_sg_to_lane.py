@@ -3,14 +3,18 @@
 A lane's share of a block is what its lane layout gives it: per dim, round-robin
 ``lane_data`` chunks at lane ``lane_layout`` strides; its vector has, per dim, the
 lane's local extent (``rounds · lane_data``), elements in row-major order of their local
-index — the register order of `simtify.layout.xegpu`. Loads and stores keep the block
-and state the lane layout, so each lane reads its fragment; DPAS takes the fragments
-flattened (1-D, as upstream's lane-level IR does) and is checked against the target's
-DPAS lanes:
+index — the register order of `simtify.layout.xegpu`. A load or store whose lane layout
+is the fragment a 2D block access gives without one (lanes along the last dim; a VNNI
+pair of rows: ``packed``) is written as upstream's lane-level IR writes it, a 1-D vector
+and no layout; others keep the block and state the lane layout, so each lane reads its
+fragment. DPAS takes the fragments flattened and is checked against the target's DPAS
+lanes:
 
+    %a = xegpu.load_nd %ta {layout = #A} : ... -> vector<8x16xf16>
     %c = xegpu.dpas %a, %b, %acc {layout_a = #A, ...} : vector<8x16xf16>, vector<16x16xf16>, ...
   becomes
-    %a1 = vector.shape_cast %a : vector<8x1xf16> to vector<8xf16>
+    %a1 = xegpu.load_nd %ta1 : !xegpu.tensor_desc<8x16xf16> -> vector<8xf16>
+    %b1 = xegpu.load_nd %tb1 <{packed}> : !xegpu.tensor_desc<16x16xf16> -> vector<16xf16>
     %c1 = xegpu.dpas %a1, %b1, %acc1 : vector<8xf16>, vector<16xf16>, vector<8xf32> -> vector<8xf32>
 
 Reductions reduce the lane's own elements, then across the lanes of the reduced dims
@@ -32,11 +36,11 @@ from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import Layout, XeGPUSlice, flatten, has, kept_dims, linear_strides, plan
-from simtify.target.xe import check_dpas_shape, dpas_lane_layouts
-from simtify.transforms import xegpu_annotations as notes
+from simtify.layout.xegpu import Layout, XeGPULayout, XeGPUSlice, flatten, has, kept_dims, linear_strides, plan
+from simtify.target.xe import block_load_layout, check_dpas_shape, dpas_lane_layouts, element_bits, vnni_factor
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
 from simtify.transforms.launch import recorded_threads
+from simtify.transforms.xegpu_pieces.block_access import flattened
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.level import XeGPULevel
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
@@ -80,6 +84,29 @@ class LaneDistribution(XeGPULevel):
 
     def annotate(self, op, old, i=0):
         return op
+
+    def run(self) -> None:
+        super().run()
+        # the 2-D views of 1-D fragments nothing else reads (upstream canonicalizes them away)
+        for op in reversed(list(self.func.walk())):
+            if op.name == "vector.shape_cast" and not op.results[0].uses:
+                op.detach()
+                op.erase()
+
+    def block_fragment(self, layout, vshape, element_type):
+        """Upstream's lane-level form where the lane layout is the fragment a 2D block
+        load gives without one (`block_load_layout`): lanes along the last dim, one row
+        each, or a VNNI pair (quad) of rows for a packed load."""
+        if not isinstance(layout, XeGPULayout) or len(vshape) not in (1, 2) or has(layout, "inst_data"):
+            return None
+        bits, sg = element_bits(element_type), self.analysis.subgroup_size
+        for packed in (False, True) if len(vshape) == 2 and vnni_factor(bits) > 1 else (False,):
+            want = block_load_layout(len(vshape), bits, packed, sg)
+            # the fields, not only the owners: a VNNI pair of rows owns what two rows do
+            if (layout.lane_layout, layout.lane_data) == (want.lane_layout, want.lane_data) and \
+                    self.analysis.same(layout, want, vshape):
+                return packed
+        return None
 
     # --- gathers and scatters -------------------------------------------------------------
 
@@ -223,19 +250,13 @@ class LaneDistribution(XeGPULevel):
             if not self.analysis.same(got, need, shape(v)):
                 raise SimtifyError(f"dpas {what}: {self.analysis.target.name}'s DPAS takes lane_layout = "
                                    f"{list(need.lane_layout)}, lane_data = {list(need.lane_data)}, not {got}")
-        flat = [self._flat(self.one(v), em) for v in (op.lhs, op.rhs)]
+        flat = [flattened(self.one(v), em) for v in (op.lhs, op.rhs)]
         if op.acc is not None:
-            flat.append(self._flat(self.one(op.acc), em))
+            flat.append(flattened(self.one(op.acc), em))
         rt = VectorType(op.result.type.element_type, [prod(self.piece_shape(c, shape(op.result)))])
-        new = xegpu_ir.DpasOp.build(operands=[flat[0], flat[1], flat[2:]], result_types=[rt])
-        for key, x in (("layout_a", a), ("layout_b", b), ("layout_cd", c)):
-            notes.set_inherent(new, key, x)
-        d = em.value(new)
+        # the lanes are the target's DPAS lanes (checked above): the op states no layouts, as upstream's
+        d = em.value(xegpu_ir.DpasOp.build(operands=[flat[0], flat[1], flat[2:]], result_types=[rt]))
         self.value_pieces[op.result] = [em.shape_cast(d, self.piece_type(op.result))]
-
-    @staticmethod
-    def _flat(v: SSAValue, em: Emitter) -> SSAValue:
-        return em.shape_cast(v, VectorType(v.type.element_type, [prod(v.type.get_shape())]))
 
     # --- across lanes ---------------------------------------------------------------------
 
@@ -268,7 +289,7 @@ class LaneDistribution(XeGPULevel):
             return
         pt = self.piece_type(r)
         part = em.multi_reduction(kind, x, self.splat(em, neutral_value(kind, pt.element_type), pt, None), dims)
-        flat = self._flat(part, em)
+        flat = flattened(part, em)
         sg = self.analysis.subgroup_size
         for stride, size in _merge(clusters):
             cluster = None if size * stride == sg and stride == 1 else size

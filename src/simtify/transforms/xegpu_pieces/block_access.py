@@ -9,7 +9,7 @@ from math import prod
 from typing import Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.dialects.builtin import IndexType, IntegerAttr, UnitAttr, VectorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.errors import SimtifyError
@@ -20,6 +20,20 @@ from simtify.layout.xegpu import Layout
 from simtify.transforms.xegpu_pieces.descriptors import Descriptor, Index
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter, mixed_offsets
 from simtify.transforms.xegpu_propagate import shape
+
+
+def flat_type(t: VectorType) -> VectorType:
+    """A lane's fragment as one row of registers (upstream's lane-level vectors)."""
+    return VectorType(t.element_type, [prod(t.get_shape())])
+
+
+def flattened(v: SSAValue, em: Emitter) -> SSAValue:
+    """`v` as `flat_type`: the value it was cast from when it was, else a shape_cast."""
+    want = flat_type(v.type)
+    owner = v.owner
+    if isinstance(owner, Operation) and owner.name == "vector.shape_cast" and owner.source.type == want:
+        return owner.source
+    return em.shape_cast(v, want)
 
 
 class BlockAccess(PieceRewriter):
@@ -101,9 +115,16 @@ class BlockAccess(PieceRewriter):
             tdesc = self.descriptor(op.tensor_desc, block, None, em)
             props = {k: v for k, v in op.properties.items() if k in ("packed", "transpose", "l1_hint", "l2_hint",
                                                                       "l3_hint")}
-            new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, self.access_layout(lay),
-                                   [self.piece_type(r)], em)
-            out.append(new.results[0])
+            piece = self.piece_type(r)
+            packed = None if op.packed or perm else self.block_fragment(lay, shape(r), piece.element_type)
+            if packed is None:
+                new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, self.access_layout(lay), [piece], em)
+                out.append(new.results[0])
+                continue
+            if packed:
+                props["packed"] = UnitAttr()
+            new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, None, [flat_type(piece)], em)
+            out.append(em.shape_cast(new.results[0], piece))
         self.value_pieces[r] = out
 
     def op_xegpu_store_nd(self, op: Operation, em: Emitter) -> None:
@@ -115,7 +136,10 @@ class BlockAccess(PieceRewriter):
             offs, block = self.piece_access(target, op, lay, shape(v), q, base, None)
             tdesc = self.descriptor(op.tensor_desc, block, None, em)
             props = {k: val for k, val in op.properties.items() if k in ("l1_hint", "l2_hint", "l3_hint")}
-            self.make_access(xegpu_ir.StoreNdOp, [piece, tdesc], offs, props, self.access_layout(lay), [], target)
+            layout = self.access_layout(lay)
+            if self.block_fragment(lay, shape(v), piece.type.element_type) is False:
+                piece, layout = flattened(piece, target), None
+            self.make_access(xegpu_ir.StoreNdOp, [piece, tdesc], offs, props, layout, [], target)
 
     def op_xegpu_prefetch_nd(self, op: Operation, em: Emitter) -> None:
         lay = notes.access_layout(op) or self.load_layout_of(op.tensor_desc)

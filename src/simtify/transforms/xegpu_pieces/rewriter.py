@@ -110,6 +110,12 @@ class PieceRewriter:
         """The ``layout`` a load or store of one piece carries."""
         return self.piece_layout(layout)
 
+    def block_fragment(self, layout: Layout | None, vshape, element_type) -> bool | None:
+        """Whether a block access of a piece is written as upstream's lane-level IR writes
+        it (no layout, a 1-D vector; True: a ``packed`` load); None: the access states
+        its layout."""
+        return None
+
     def store_guard(self, layout: Layout | None, vshape, em: Emitter) -> Emitter:
         """Where the stores of a value go (a level guards replicated data here)."""
         return em
