@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import auto
 from math import prod
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, OpTrait, Region, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -70,7 +70,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, EnumKeyword, mlir_op, parse_enum_keyword, split_properties
+from simtify.ir.assembly import AngleBracketEnum, EnumKeyword, YieldTerminator, mlir_op, split_properties
 from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform
 
 # ------------------------------------------------------------------------ attributes
@@ -129,6 +129,7 @@ class ReduceOperationAttr(AngleBracketEnum, EnumAttribute[ReduceOperation]):
     """``#gpu.all_reduce_op<add>``: how a subgroup or workgroup reduction combines."""
 
     name = "gpu.all_reduce_op"
+    KEYWORD_OF: ClassVar[str] = "a reduction"
 
 
 class ShuffleMode(StrEnum):
@@ -215,143 +216,82 @@ class LaneMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
 # ---------------------------------------------------------------- id and size ops
 
 
-class _DimensionIdOp(IRDLOperation):
-    """``%t = gpu.thread_id x (upper_bound 64)?``: an index along a launch dimension."""
+class _IndexQueryOp(IRDLOperation):
+    """An index the hardware answers, with an optional ``upper_bound N``: a promise that
+    the value stays below N, which lowerings use to narrow their arithmetic."""
 
-    dimension = prop_def(DimensionAttr)
     upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
-    traits = traits_def(Pure())
 
     SORTED_ATTR_DICT: ClassVar[bool] = False
-    custom_directives = (EnumKeyword,)
-    assembly_format = "custom<EnumKeyword>($dimension) (`upper_bound` $upper_bound^)? attr-dict"
 
-    def __init__(self, dimension: Dimension | str, upper_bound: int | None = None):
-        properties: dict[str, Attribute] = {"dimension": DimensionAttr(Dimension(dimension))}
+    def __init__(self, upper_bound: int | None = None, properties: dict[str, Attribute] | None = None):
+        properties = dict(properties or {})
         if upper_bound is not None:
             properties["upper_bound"] = IntegerAttr(upper_bound, IndexType())
         super().__init__(result_types=[IndexType()], properties=properties)
 
     def verify_(self) -> None:
-        _check_upper_bound(self)
-
-def _check_upper_bound(op: IRDLOperation) -> None:
-    bound = op.properties.get("upper_bound")
-    if bound is not None and (not isinstance(bound, IntegerAttr) or bound.value.data < 1):
-        raise VerifyException(f"upper_bound must be a positive index, got {bound}")
+        bound = self.upper_bound
+        if bound is not None and bound.value.data < 1:
+            raise VerifyException(f"upper_bound must be a positive index, got {bound}")
 
 
-@mlir_op
-class ThreadIdOp(_DimensionIdOp):
-    """``gpu.thread_id x``: the thread's index within its workgroup along x."""
+class _DimensionIdOp(_IndexQueryOp):
+    """``%t = gpu.thread_id x (upper_bound 64)?``: an index along a launch dimension."""
 
-    name = "gpu.thread_id"
-    traits = traits_def(Pure(), LaneVariant())
+    dimension = prop_def(DimensionAttr)
 
+    custom_directives = (EnumKeyword,)
+    assembly_format = "custom<EnumKeyword>($dimension) (`upper_bound` $upper_bound^)? attr-dict"
 
-@mlir_op
-class BlockIdOp(_DimensionIdOp):
-    """``gpu.block_id x``: the workgroup's index within the grid along x."""
-
-    name = "gpu.block_id"
-    traits = traits_def(Pure(), SubgroupUniform())
+    def __init__(self, dimension: Dimension | str, upper_bound: int | None = None):
+        super().__init__(upper_bound, {"dimension": DimensionAttr(Dimension(dimension))})
 
 
-@mlir_op
-class BlockDimOp(_DimensionIdOp):
-    """``gpu.block_dim x``: the number of threads of a workgroup along x."""
+class _SubgroupQueryOp(_IndexQueryOp):
+    """``%s = gpu.subgroup_size (upper_bound 64)? : index``."""
 
-    name = "gpu.block_dim"
-    traits = traits_def(Pure(), SubgroupUniform())
+    assembly_format = "(`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
 
 
-@mlir_op
-class GridDimOp(_DimensionIdOp):
-    """``gpu.grid_dim x``: the number of workgroups along x."""
-
-    name = "gpu.grid_dim"
-    traits = traits_def(Pure(), SubgroupUniform())
+QueryT = TypeVar("QueryT", bound=_IndexQueryOp)
 
 
-@mlir_op
-class GlobalIdOp(_DimensionIdOp):
-    """``gpu.global_id x``: block_id * block_dim + thread_id along x."""
+def _query_op(base: type[QueryT], name: str, doc: str, *traits: OpTrait) -> type[QueryT]:
+    """The op `name` of a family whose members differ only in name, doc and effects
+    (``gpu.thread_id`` -> class ``ThreadIdOp``)."""
+    class_name = "".join(word.title() for word in name.split(".")[1].split("_")) + "Op"
+    body = {"name": name, "__doc__": f"``{name}``: {doc}", "__module__": __name__, "traits": traits_def(Pure(), *traits)}
+    return mlir_op(type(class_name, (base,), body))
 
-    name = "gpu.global_id"
-    traits = traits_def(Pure(), LaneVariant())
 
-
-@mlir_op
-class ClusterIdOp(_DimensionIdOp):
-    """``gpu.cluster_id x``: the cluster's index within the grid along x."""
-
-    name = "gpu.cluster_id"
+ThreadIdOp = _query_op(_DimensionIdOp, "gpu.thread_id", "the thread's index in its workgroup.", LaneVariant())
+BlockIdOp = _query_op(_DimensionIdOp, "gpu.block_id", "the workgroup's index in the grid.", SubgroupUniform())
+BlockDimOp = _query_op(_DimensionIdOp, "gpu.block_dim", "threads per workgroup.", SubgroupUniform())
+GridDimOp = _query_op(_DimensionIdOp, "gpu.grid_dim", "workgroups in the grid.", SubgroupUniform())
+GlobalIdOp = _query_op(_DimensionIdOp, "gpu.global_id", "block_id * block_dim + thread_id.", LaneVariant())
+ClusterIdOp = _query_op(_DimensionIdOp, "gpu.cluster_id", "the cluster's index in the grid.")
+SubgroupIdOp = _query_op(_SubgroupQueryOp, "gpu.subgroup_id", "the subgroup's index in its workgroup.",
+                         SubgroupUniform())
+SubgroupSizeOp = _query_op(_SubgroupQueryOp, "gpu.subgroup_size", "lanes per subgroup (32 or 64).",
+                           SubgroupUniform())
+NumSubgroupsOp = _query_op(_SubgroupQueryOp, "gpu.num_subgroups", "subgroups per workgroup.", SubgroupUniform())
 
 
 @mlir_op
-class LaneIdOp(IRDLOperation):
+class LaneIdOp(_IndexQueryOp):
     """``%l = gpu.lane_id (upper_bound 64)?``: the thread's lane within its subgroup."""
 
     name = "gpu.lane_id"
-    upper_bound = opt_prop_def(IntegerAttr[IndexType])
-    result = result_def(IndexType)
     traits = traits_def(Pure(), LaneVariant())
-
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "(`upper_bound` $upper_bound^)? attr-dict"
-
-    def __init__(self, upper_bound: int | None = None):
-        properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
-        super().__init__(result_types=[IndexType()], properties=properties)
-
-    def verify_(self) -> None:
-        _check_upper_bound(self)
-
-
-class _SubgroupQueryOp(IRDLOperation):
-    """``%s = gpu.subgroup_size (upper_bound 64)? : index``."""
-
-    upper_bound = opt_prop_def(IntegerAttr[IndexType])
-    result = result_def(IndexType)
-    traits = traits_def(Pure(), SubgroupUniform())
-
-    SORTED_ATTR_DICT: ClassVar[bool] = False
-    assembly_format = "(`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
-
-    def __init__(self, upper_bound: int | None = None):
-        properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
-        super().__init__(result_types=[IndexType()], properties=properties)
-
-    def verify_(self) -> None:
-        _check_upper_bound(self)
-
-
-@mlir_op
-class SubgroupIdOp(_SubgroupQueryOp):
-    """``gpu.subgroup_id : index``: the subgroup's index within its workgroup."""
-
-    name = "gpu.subgroup_id"
-
-
-@mlir_op
-class SubgroupSizeOp(_SubgroupQueryOp):
-    """``gpu.subgroup_size : index``: lanes per subgroup (32 or 64)."""
-
-    name = "gpu.subgroup_size"
-
-
-@mlir_op
-class NumSubgroupsOp(_SubgroupQueryOp):
-    """``gpu.num_subgroups : index``: subgroups per workgroup."""
-
-    name = "gpu.num_subgroups"
 
 
 # ------------------------------------------------------------------ synchronisation
 
 
-@irdl_op_definition
+@mlir_op
 class BarrierOp(IRDLOperation):
     """``gpu.barrier (memfence [#gpu.address_space<workgroup>])? (scope <subgroup>)?``:
     every thread of the scope waits here. Without ``memfence`` all memory is fenced;
@@ -362,34 +302,14 @@ class BarrierOp(IRDLOperation):
     address_spaces = opt_prop_def(ArrayAttr[AddressSpaceAttr])
     scope = prop_def(BarrierScopeAttr, default_value=BarrierScopeAttr(BarrierScope.WORKGROUP))
 
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = "(`memfence` $address_spaces^)? (`scope` $scope^)? attr-dict"
+
     def __init__(self, address_spaces: Sequence[AddressSpace | str] | None = None, scope: BarrierScope | str = BarrierScope.WORKGROUP):
         properties: dict[str, Attribute] = {"scope": BarrierScopeAttr(BarrierScope(scope))}
         if address_spaces is not None:
             properties["address_spaces"] = ArrayAttr(AddressSpaceAttr(AddressSpace(s)) for s in address_spaces)
         super().__init__(properties=properties)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> BarrierOp:
-        properties: dict[str, Attribute] = {"scope": BarrierScopeAttr(BarrierScope.WORKGROUP)}
-        while True:
-            if parser.parse_optional_keyword("memfence") is not None:
-                spaces = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_attribute)
-                properties["address_spaces"] = ArrayAttr(spaces)
-            elif parser.parse_optional_keyword("scope") is not None:
-                properties["scope"] = BarrierScopeAttr(BarrierScopeAttr.parse_parameter(parser))
-            else:
-                break
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        return cls.build(properties=properties | extra, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        if self.address_spaces is not None:
-            printer.print_string(" memfence [")
-            printer.print_list(self.address_spaces.data, printer.print_attribute)
-            printer.print_string("]")
-        if self.scope.data != BarrierScope.WORKGROUP:
-            printer.print_string(f" scope <{self.scope.data.value}>")
-        printer.print_op_attributes(self.attributes)
 
     def fenced_spaces(self) -> tuple[AddressSpace, ...]:
         """The address spaces whose memory the barrier makes visible."""
@@ -443,7 +363,7 @@ def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
-@irdl_op_definition
+@mlir_op
 class SubgroupReduceOp(IRDLOperation):
     """``gpu.subgroup_reduce add %v (uniform)? (cluster(size = 4, stride = 2))? :
     (f32) -> f32``: every lane gets the reduction over its cluster — the `size` lanes
@@ -455,9 +375,17 @@ class SubgroupReduceOp(IRDLOperation):
     result = result_def()
     op = prop_def(ReduceOperationAttr)
     uniform = opt_prop_def(UnitAttr)
-    cluster_size = opt_prop_def(IntegerAttr)
-    cluster_stride = prop_def(IntegerAttr, default_value=IntegerAttr(1, i32))
+    cluster_size = opt_prop_def(IntegerAttr[I32])
+    cluster_stride = prop_def(IntegerAttr[I32], default_value=IntegerAttr(1, i32))
     traits = traits_def(Pure(), Collective())
+
+    custom_directives = (EnumKeyword,)
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = (
+        "custom<EnumKeyword>($op) $value (`uniform` $uniform^)? "
+        "(`cluster` `(` `size` `=` $cluster_size^ (`,` `stride` `=` $cluster_stride^)? `)`)? "
+        "attr-dict `:` functional-type(operands, results)"
+    )
 
     def __init__(
         self,
@@ -477,51 +405,6 @@ class SubgroupReduceOp(IRDLOperation):
         if uniform:
             properties["uniform"] = UnitAttr()
         super().__init__(operands=[value], result_types=[value.type], properties=properties)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SubgroupReduceOp:
-        operation = parse_enum_keyword(parser, ReduceOperation, "a reduction")
-        value = parser.parse_unresolved_operand()
-        properties: dict[str, Attribute] = {"op": ReduceOperationAttr(operation), "cluster_stride": IntegerAttr(1, i32)}
-        if parser.parse_optional_keyword("uniform") is not None:
-            properties["uniform"] = UnitAttr()
-        if parser.parse_optional_keyword("cluster") is not None:
-            parser.parse_punctuation("(")
-            parser.parse_keyword("size")
-            parser.parse_punctuation("=")
-            properties["cluster_size"] = IntegerAttr(parser.parse_integer(allow_boolean=False), i32)
-            if parser.parse_optional_punctuation(",") is not None:
-                parser.parse_keyword("stride")
-                parser.parse_punctuation("=")
-                properties["cluster_stride"] = IntegerAttr(parser.parse_integer(allow_boolean=False), i32)
-            parser.parse_punctuation(")")
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        function_type = parser.parse_function_type()
-        if len(function_type.inputs) != 1 or len(function_type.outputs) != 1:
-            parser.raise_error(f"expected a type (T) -> T, got {function_type}")
-        return cls.build(
-            operands=[parser.resolve_operand(value, function_type.inputs.data[0])],
-            result_types=[function_type.outputs.data[0]],
-            properties=properties | extra,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.op.data.value} ")
-        printer.print_operand(self.value)
-        if self.uniform is not None:
-            printer.print_string(" uniform")
-        if self.cluster_size is not None:
-            printer.print_string(f" cluster(size = {self.cluster_size.value.data}")
-            if self.cluster_stride.value.data != 1:
-                printer.print_string(f", stride = {self.cluster_stride.value.data}")
-            printer.print_string(")")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : (")
-        printer.print_attribute(self.value.type)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
         value_type = self.value.type
@@ -643,47 +526,13 @@ class RotateOp(IRDLOperation):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(YieldTerminator):
     """``gpu.yield %v : vector<128xf32>``: the values a ``gpu`` region hands out."""
 
     name = "gpu.yield"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator(), Pure())
 
     def __init__(self, values: Sequence[SSAValue | Operation] = ()):
         super().__init__(operands=[values])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> YieldOp:
-        return _parse_terminator(cls, parser)
-
-    def print(self, printer: Printer) -> None:
-        _print_terminator(printer, self)
-
-
-def _parse_terminator(cls: type[IRDLOperation], parser: Parser):
-    """``attr-dict ($values : types)?``, the syntax of gpu.yield and gpu.return."""
-    extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-    operands = parser.parse_optional_undelimited_comma_separated_list(
-        parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
-    ) or []
-    values: list[SSAValue] = []
-    if operands:
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
-        if len(types) != len(operands):
-            parser.raise_error(f"{len(operands)} values given with {len(types)} types")
-        values = [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
-    return cls.build(operands=[values], properties=extra, attributes=attributes)
-
-
-def _print_terminator(printer: Printer, op: IRDLOperation) -> None:
-    printer.print_op_attributes(op.attributes)
-    if op.operands:
-        printer.print_string(" ")
-        printer.print_list(op.operands, printer.print_operand)
-        printer.print_string(" : ")
-        printer.print_list([v.type for v in op.operands], printer.print_attribute)
 
 
 def distribution_ratios(expanded: Attribute, distributed: Attribute) -> tuple[int, ...] | str:
@@ -1027,22 +876,14 @@ class FuncOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(YieldTerminator):
     """``gpu.return (%v : f32)?``: leave a ``gpu.func``."""
 
     name = "gpu.return"
-    values = var_operand_def()
     traits = traits_def(IsTerminator(), HasParent(FuncOp), Pure())
 
     def __init__(self, values: Sequence[SSAValue | Operation] = ()):
         super().__init__(operands=[values])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ReturnOp:
-        return _parse_terminator(cls, parser)
-
-    def print(self, printer: Printer) -> None:
-        _print_terminator(printer, self)
 
     def verify_(self) -> None:
         func = self.parent_op()
