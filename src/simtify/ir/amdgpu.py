@@ -24,6 +24,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     I1,
     I32,
+    AnyFloat,
     ArrayAttr,
     BoolAttr,
     IndexType,
@@ -31,6 +32,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     StridedLayoutAttr,
+    StringAttr,
     UnitAttr,
     VectorType,
     i1,
@@ -38,7 +40,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Data, Dialect
+from xdsl.ir import Attribute, Data, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
@@ -46,7 +48,6 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     VarConstraint,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -55,19 +56,22 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, mlir_op, parse_enum_keyword
+from simtify.ir.assembly import AngleBracketEnum, EnumKeyword, mlir_op
+from simtify.ir.attribute_syntax import memory_space_name
 from simtify.ir.effects import Collective
-from simtify.ir.attribute_syntax import (
-    memory_space_name,
-    print_sorted_attr_dict,
-    split_properties,
-)
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).
 TRANSFER_BITS = (8, 16, 32, 96, 128)
@@ -153,7 +157,45 @@ class GatherToLDSOp(IRDLOperation):
             raise VerifyException("the destination must be in workgroup memory (#gpu.address_space<workgroup>)")
 
 
-@irdl_op_definition
+@irdl_custom_directive
+class MNKDims(CustomDirective):
+    """``16x16x16``: an MFMA's m, n and k as one word (it lexes as the integer 16 and the
+    identifier ``x16x16``, so no declarative format can spell it)."""
+
+    m: AttributeVariable
+    n: AttributeVariable
+    k: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        pos = parser.pos
+        dims = f"{parser.parse_integer(allow_negative=False)}{parser.parse_identifier()}"
+        values = dims.split("x")
+        if len(values) != 3 or not all(v.isdigit() for v in values):
+            parser.raise_error(f"expected MxNxK dimensions, found '{dims}'", pos)
+        for variable, value in zip((self.m, self.n, self.k), values):
+            variable.set(state, _i32(int(value)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string("x".join(str(v.get(op).value.data) for v in (self.m, self.n, self.k)))  # type: ignore[union-attr]
+
+
+@irdl_custom_directive
+class DefaultBlgp(CustomDirective):
+    """Older MLIR's mandatory ``blgp = none`` after the attr-dict: read, and only the
+    default (no B-lane broadcast) is modelled; never printed."""
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if parser.parse_optional_keyword("blgp") is not None:
+            parser.parse_punctuation("=")
+            if parser.parse_identifier() != "none":
+                parser.raise_error("only blgp = none is modelled")
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        pass
+
+
+@mlir_op
 class MFMAOp(IRDLOperation):
     """``%d = amdgpu.mfma 16x16x16 %a * %b + %c : vector<4xf16>, vector<4xf16>, vector<4xf32>``:
     a subgroup's matrix multiply-accumulate D[M,N] = A[M,K]·B[K,N] + C (CDNA's MFMA);
@@ -162,71 +204,30 @@ class MFMAOp(IRDLOperation):
 
     name = "amdgpu.mfma"
 
+    T: ClassVar = VarConstraint("T", AnyAttr())
     sourceA = operand_def(Attribute)
     sourceB = operand_def(Attribute)
-    destC = operand_def(Attribute)
-    destD = result_def(Attribute)
+    destC = operand_def(T)
+    destD = result_def(T)
     m = prop_def(Attribute)
     n = prop_def(Attribute)
     k = prop_def(Attribute)
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("m", "n", "k")
+    custom_directives = (MNKDims, DefaultBlgp)
+    assembly_format = (
+        "custom<MNKDims>($m, $n, $k) $sourceA `*` $sourceB `+` $destC attr-dict custom<DefaultBlgp>() "
+        "`:` type($sourceA) `,` type($sourceB) `,` type($destC)"
+    )
 
-    def __init__(self, a, b, c, shape: tuple[int, int, int]):
-        from xdsl.dialects.builtin import IntegerAttr, i32
-        from xdsl.ir import SSAValue
-
+    def __init__(self, a: SSAValue | Operation, b: SSAValue | Operation, c: SSAValue | Operation,
+                 shape: tuple[int, int, int]):
         m, n, k = shape
         super().__init__(operands=[a, b, c], result_types=[SSAValue.get(c).type],
-                         properties={"m": IntegerAttr(m, i32), "n": IntegerAttr(n, i32), "k": IntegerAttr(k, i32)})
+                         properties={"m": _i32(m), "n": _i32(n), "k": _i32(k)})
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        return tuple(int(getattr(self, d).value.data) for d in ("m", "n", "k"))
-
-    @classmethod
-    def parse(cls, parser: Parser) -> MFMAOp:
-        from xdsl.dialects.builtin import IntegerAttr, i32
-
-        pos = parser.pos
-        # "16x16x16" lexes as the integer 16 and the identifier "x16x16"
-        dims = f"{parser.parse_integer(allow_negative=False)}{parser.parse_identifier()}"
-        try:
-            m, n, k = (int(x) for x in dims.split("x"))
-        except ValueError:
-            parser.raise_error(f"expected MxNxK dimensions, found '{dims}'", pos)
-        a = parser.parse_unresolved_operand()
-        parser.parse_punctuation("*")
-        b = parser.parse_unresolved_operand()
-        parser.parse_punctuation("+")
-        c = parser.parse_unresolved_operand()
-        _, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        if parser.parse_optional_keyword("blgp") is not None:
-            parser.parse_punctuation("=")
-            if parser.parse_identifier() != "none":
-                parser.raise_error("only blgp = none is modelled")
-        parser.parse_punctuation(":")
-        ta = parser.parse_type()
-        parser.parse_punctuation(",")
-        tb = parser.parse_type()
-        parser.parse_punctuation(",")
-        tc = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(a, ta), parser.resolve_operand(b, tb),
-                                   parser.resolve_operand(c, tc)], result_types=[tc],
-                         properties={"m": IntegerAttr(m, i32), "n": IntegerAttr(n, i32), "k": IntegerAttr(k, i32)},
-                         attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        m, n, k = self.shape
-        printer.print_string(f" {m}x{n}x{k} ")
-        printer.print_ssa_value(self.sourceA)
-        printer.print_string(" * ")
-        printer.print_ssa_value(self.sourceB)
-        printer.print_string(" + ")
-        printer.print_ssa_value(self.destC)
-        print_sorted_attr_dict(printer, dict(self.attributes))
-        printer.print_string(" : ")
-        printer.print_list([o.type for o in self.operands], printer.print_attribute)
+        return tuple(int(getattr(self, d).value.data) for d in ("m", "n", "k"))  # type: ignore[return-value]
 
     def verify_(self) -> None:
         m, n, k = self.shape
@@ -245,8 +246,6 @@ class MFMAOp(IRDLOperation):
 
 def _is_lane_value(type_: Attribute) -> bool:
     """An integer, a float or a 1-D vector of them: what a lane permutation moves."""
-    from xdsl.dialects.builtin import AnyFloat, IntegerType
-
     element = type_.element_type if isinstance(type_, VectorType) else type_
     if isinstance(type_, VectorType) and type_.get_num_dims() != 1:
         return False
@@ -283,35 +282,39 @@ def _int_of(attr: Attribute | None, default: int) -> int:
     return default if attr is None else int(attr.value.data)  # type: ignore[attr-defined]
 
 
-@irdl_op_definition
+@mlir_op
 class DPPOp(IRDLOperation):
     """``%r = amdgpu.dpp %old %src row_shr(1 : i32) row_mask(10) bank_mask(15)
     bound_ctrl(true) : f32``: every lane reads `src` from another lane of its row of 16
     (or quad, half-row, wave) by the pattern `kind`; lanes of rows / banks masked off by
     `row_mask` / `bank_mask` get `old`; a lane whose source is invalid gets 0 with
     `bound_ctrl`, else `old` (CDNA's ``v_mov_b32_dpp``; see `simtify.sim.ops.amdgpu`).
-    Syntax as upstream MLIR prints it today: masks and `bound_ctrl` in any order, each
-    only when not the default (15, 15, false)."""
+    Syntax as upstream MLIR prints it today: each mask only when not the default (15,
+    15, false)."""
 
     name = "amdgpu.dpp"
 
-    old = operand_def()
-    src = operand_def()
-    result = result_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    old = operand_def(T)
+    src = operand_def(T)
+    result = result_def(T)
     kind = prop_def(DPPPermAttr)
     perm_argument = opt_prop_def(Attribute, prop_name="permArgument")
-    row_mask = opt_prop_def(IntegerAttr)
-    bank_mask = opt_prop_def(IntegerAttr)
-    bound_ctrl = opt_prop_def(IntegerAttr)
+    row_mask = opt_prop_def(IntegerAttr[I32], default_value=_i32(0xF))
+    bank_mask = opt_prop_def(IntegerAttr[I32], default_value=_i32(0xF))
+    bound_ctrl = opt_prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
     traits = traits_def(Pure(), Collective())
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("kind", "permArgument", "row_mask", "bank_mask", "bound_ctrl")
-    MASKS: ClassVar[tuple[str, ...]] = ("row_mask", "bank_mask", "bound_ctrl")
+    custom_directives = (EnumKeyword,)
+    # upstream reads the masks in any order (an oilist); they are read here in the order it prints them
+    assembly_format = (
+        "$old $src custom<EnumKeyword>($kind) (`(` $permArgument^ `)`)? (`row_mask` `(` $row_mask^ `)`)? "
+        "(`bank_mask` `(` $bank_mask^ `)`)? (`bound_ctrl` `(` $bound_ctrl^ `)`)? attr-dict `:` type($result)"
+    )
 
-    def __init__(self, old, src, kind: DPPPerm | str, perm_argument: Attribute | None = None, *,
-                 row_mask: int = 0xF, bank_mask: int = 0xF, bound_ctrl: bool = False):
-        from xdsl.ir import SSAValue
-
+    def __init__(self, old: SSAValue | Operation, src: SSAValue | Operation, kind: DPPPerm | str,
+                 perm_argument: Attribute | None = None, *, row_mask: int = 0xF, bank_mask: int = 0xF,
+                 bound_ctrl: bool = False):
         props: dict[str, Attribute] = {"kind": DPPPermAttr(DPPPerm(kind))}
         if perm_argument is not None:
             props["permArgument"] = perm_argument
@@ -338,59 +341,7 @@ class DPPOp(IRDLOperation):
             return tuple(int(a.value.data) for a in arg.data)  # type: ignore[attr-defined]
         return None
 
-    @classmethod
-    def parse(cls, parser: Parser) -> DPPOp:
-        old = parser.parse_unresolved_operand()
-        src = parser.parse_unresolved_operand()
-        kind = parse_enum_keyword(parser, DPPPerm, "a DPP permutation")
-        props: dict[str, Attribute] = {"kind": DPPPermAttr(kind)}
-        if parser.parse_optional_punctuation("(") is not None:
-            props["permArgument"] = parser.parse_attribute()
-            parser.parse_punctuation(")")
-        while (word := parser.parse_optional_keyword_in(cls.MASKS)) is not None:
-            if word in props:
-                parser.raise_error(f"'{word}' is given twice")
-            parser.parse_punctuation("(")
-            if word == "bound_ctrl":
-                pos = parser.pos
-                flag = parser.parse_optional_keyword_in(("true", "false"))
-                if flag is None:
-                    parser.raise_error("expected true or false", pos)
-                props[word] = IntegerAttr(int(flag == "true"), i1)
-            else:
-                props[word] = _i32(parser.parse_integer(allow_negative=False))
-            parser.parse_punctuation(")")
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(old, type_), parser.resolve_operand(src, type_)],
-                         result_types=[type_], properties=extra | props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.old)
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        printer.print_string(f" {self.kind.data.value}")
-        if self.perm_argument is not None:
-            printer.print_string("(")
-            printer.print_attribute(self.perm_argument)
-            printer.print_string(")")
-        row, bank, bound = self.masks
-        if row != 0xF:
-            printer.print_string(f" row_mask({row})")
-        if bank != 0xF:
-            printer.print_string(f" bank_mask({bank})")
-        if bound:
-            printer.print_string(" bound_ctrl(true)")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
     def verify_(self) -> None:
-        if not (self.old.type == self.src.type == self.result.type):
-            raise VerifyException(f"old, src and the result must have one type, got {self.old.type}, "
-                                  f"{self.src.type} and {self.result.type}")
         kind = self.kind.data
         arg = self.perm_argument
         if kind == DPPPerm.QUAD_PERM:
@@ -430,8 +381,6 @@ class SwizzleBitModeOp(IRDLOperation):
     MASK_NAMES: ClassVar[tuple[str, ...]] = ("and_mask", "or_mask", "xor_mask")
 
     def __init__(self, src, and_mask: int, or_mask: int, xor_mask: int):
-        from xdsl.ir import SSAValue
-
         super().__init__(operands=[src], result_types=[SSAValue.get(src).type],
                          properties={"and_mask": _i32(and_mask), "or_mask": _i32(or_mask), "xor_mask": _i32(xor_mask)})
 
@@ -470,8 +419,6 @@ class PermlaneSwapOp(IRDLOperation):
     )
 
     def __init__(self, src, row_length: int, *, fetch_inactive: bool = False, bound_ctrl: bool = False):
-        from xdsl.ir import SSAValue
-
         props: dict[str, Attribute] = {"row_length": _i32(row_length)}
         if fetch_inactive:
             props["fetch_inactive"] = IntegerAttr(1, i1)
@@ -524,30 +471,34 @@ class FatRawBufferCastOp(IRDLOperation):
             raise VerifyException(f"the result {dst} must have the shape and element type of the source {src}")
 
 
-@irdl_op_definition
+@irdl_custom_directive
+class BarSeparated(CustomDirective):
+    """``valu|all_vmem``: a bit-enum's set flags, kept as the string MLIR prints."""
+
+    flags: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        names = [parser.parse_identifier()]
+        while parser.parse_optional_punctuation("|") is not None:
+            names.append(parser.parse_identifier())
+        self.flags.set(state, StringAttr("|".join(names)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string(self.flags.get(op).data)  # type: ignore[union-attr]
+
+
+@mlir_op
 class SchedBarrierOp(IRDLOperation):
     """``amdgpu.sched_barrier allow = none`` (or ``valu|all_vmem``..): which instructions
     the backend's scheduler may move across this point. No effect on values."""
 
     name = "amdgpu.sched_barrier"
 
-    opts = prop_def(Attribute)
+    opts = prop_def(StringAttr)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> SchedBarrierOp:
-        from xdsl.dialects.builtin import StringAttr
-
-        parser.parse_keyword("allow")
-        parser.parse_punctuation("=")
-        names = [parser.parse_identifier()]
-        while parser.parse_optional_punctuation("|") is not None:
-            names.append(parser.parse_identifier())
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ())
-        return cls.build(properties={"opts": StringAttr("|".join(names))} | extra, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" allow = {self.opts.data}")
-        print_sorted_attr_dict(printer, dict(self.attributes))
+    custom_directives = (BarSeparated,)
+    assembly_format = "`allow` `=` custom<BarSeparated>($opts) attr-dict"
 
 
 AMDGPU = Dialect("amdgpu", [DPPOp, GatherToLDSOp, MFMAOp, PermlaneSwapOp, SwizzleBitModeOp, FatRawBufferCastOp,
