@@ -39,15 +39,13 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Data, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     VarConstraint,
-    irdl_attr_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -63,13 +61,13 @@ from xdsl.irdl.declarative_assembly_format import (
     PrintingState,
     irdl_custom_directive,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, EnumKeyword, mlir_op
+from simtify.ir.assembly import EnumKeyword, enum_attr, mlir_op
 from simtify.ir.attribute_syntax import memory_space_name
 from simtify.ir.effects import Collective
 
@@ -86,29 +84,15 @@ def transfer_bits(type_: Attribute) -> int | None:
     return width if isinstance(width, int) and not isinstance(type_, IndexType) else None
 
 
-ADDRESS_SPACES = ("fat_raw_buffer", "buffer_rsrc", "fat_structured_buffer")
+class AddressSpace(StrEnum):
+    FAT_RAW_BUFFER = "fat_raw_buffer"
+    BUFFER_RSRC = "buffer_rsrc"
+    FAT_STRUCTURED_BUFFER = "fat_structured_buffer"
 
 
-@irdl_attr_definition
-class AddressSpaceAttr(Data[str]):
-    """``#amdgpu.address_space<fat_raw_buffer>``: AMD-specific memory spaces (a buffer
-    resource with its offset, as `gather_to_lds` may read from)."""
-
-    name = "amdgpu.address_space"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> str:
-        with parser.in_angle_brackets():
-            pos = parser.pos
-            space = parser.parse_identifier()
-            if space not in ADDRESS_SPACES:
-                parser.raise_error(
-                    f"unknown amdgpu address space '{space}' (expected {', '.join(ADDRESS_SPACES)})", pos
-                )
-        return space
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data}>")
+AddressSpaceAttr = enum_attr("amdgpu.address_space", AddressSpace, "``#amdgpu.address_space<fat_raw_buffer>``: "
+                             "AMD-specific memory spaces (a buffer resource with its offset, as `gather_to_lds` may "
+                             "read from).")
 
 
 @mlir_op
@@ -267,11 +251,8 @@ class DPPPerm(StrEnum):
     ROW_BCAST_31 = "row_bcast_31"
 
 
-@irdl_attr_definition
-class DPPPermAttr(AngleBracketEnum, EnumAttribute[DPPPerm]):
-    """``#amdgpu.dpp_perm<row_shr>``: which DPP lane pattern an `amdgpu.dpp` applies."""
-
-    name = "amdgpu.dpp_perm"
+DPPPermAttr = enum_attr("amdgpu.dpp_perm", DPPPerm, "``#amdgpu.dpp_perm<row_shr>``: which DPP lane pattern an "
+                        "`amdgpu.dpp` applies.", keyword_of="a DPP permutation")
 
 
 def _i32(value: int) -> IntegerAttr:

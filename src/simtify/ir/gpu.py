@@ -37,13 +37,11 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Block, Dialect, Operation, OpTrait, Region, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
     VarConstraint,
-    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -70,7 +68,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, EnumKeyword, YieldTerminator, mlir_op, split_properties
+from simtify.ir.assembly import EnumKeyword, YieldTerminator, enum_attr, mlir_op, split_properties
 from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform
 
 # ------------------------------------------------------------------------ attributes
@@ -82,12 +80,8 @@ class Dimension(StrEnum):
     Z = auto()
 
 
-@irdl_attr_definition
-class DimensionAttr(AngleBracketEnum, EnumAttribute[Dimension]):
-    """``#gpu.dim<x>``: one of the three launch dimensions."""
-
-    name = "gpu.dim"
-    KEYWORD_OF: ClassVar[str] = "a launch dimension"
+DimensionAttr = enum_attr("gpu.dim", Dimension, "``#gpu.dim<x>``: one of the three launch dimensions.",
+                          keyword_of="a launch dimension")
 
 
 class AddressSpace(StrEnum):
@@ -96,12 +90,9 @@ class AddressSpace(StrEnum):
     PRIVATE = auto()
 
 
-@irdl_attr_definition
-class AddressSpaceAttr(AngleBracketEnum, EnumAttribute[AddressSpace]):
-    """``#gpu.address_space<workgroup>``: the memory space of a memref (workgroup =
-    shared memory / LDS, private = registers or scratch)."""
-
-    name = "gpu.address_space"
+# workgroup = shared memory / LDS, private = registers or scratch
+AddressSpaceAttr = enum_attr("gpu.address_space", AddressSpace,
+                             "``#gpu.address_space<workgroup>``: the memory space of a memref.")
 
 
 class ReduceOperation(StrEnum):
@@ -124,12 +115,8 @@ FLOAT_REDUCTIONS = frozenset({"add", "mul", "minnumf", "maxnumf", "minimumf", "m
 INTEGER_REDUCTIONS = frozenset({"add", "mul", "minui", "minsi", "maxui", "maxsi", "and", "or", "xor"})
 
 
-@irdl_attr_definition
-class ReduceOperationAttr(AngleBracketEnum, EnumAttribute[ReduceOperation]):
-    """``#gpu.all_reduce_op<add>``: how a subgroup or workgroup reduction combines."""
-
-    name = "gpu.all_reduce_op"
-    KEYWORD_OF: ClassVar[str] = "a reduction"
+ReduceOperationAttr = enum_attr("gpu.all_reduce_op", ReduceOperation, "``#gpu.all_reduce_op<add>``: how a "
+                                "subgroup or workgroup reduction combines.", keyword_of="a reduction")
 
 
 class ShuffleMode(StrEnum):
@@ -139,12 +126,8 @@ class ShuffleMode(StrEnum):
     IDX = auto()
 
 
-@irdl_attr_definition
-class ShuffleModeAttr(AngleBracketEnum, EnumAttribute[ShuffleMode]):
-    """``#gpu.shuffle_mode<xor>``: which lane a shuffle reads from."""
-
-    name = "gpu.shuffle_mode"
-    KEYWORD_OF: ClassVar[str] = "a shuffle mode"
+ShuffleModeAttr = enum_attr("gpu.shuffle_mode", ShuffleMode, "``#gpu.shuffle_mode<xor>``: which lane a shuffle "
+                            "reads from.", keyword_of="a shuffle mode")
 
 
 class BarrierScope(StrEnum):
@@ -153,64 +136,24 @@ class BarrierScope(StrEnum):
     CLUSTER = auto()
 
 
-@irdl_attr_definition
-class BarrierScopeAttr(AngleBracketEnum, EnumAttribute[BarrierScope]):
-    """``#gpu.barrier_scope<workgroup>``: which threads a barrier synchronises."""
-
-    name = "gpu.barrier_scope"
+BarrierScopeAttr = enum_attr("gpu.barrier_scope", BarrierScope,
+                             "``#gpu.barrier_scope<workgroup>``: which threads a barrier synchronises.")
 
 
-class MappingId(StrEnum):
-    """Processor ids an ``scf.forall`` loop can be mapped to."""
-
-    X = auto()
-    Y = auto()
-    Z = auto()
-    LINEAR_DIM_0 = auto()
-    LINEAR_DIM_1 = auto()
-    LINEAR_DIM_2 = auto()
-    LINEAR_DIM_3 = auto()
-    LINEAR_DIM_4 = auto()
-    LINEAR_DIM_5 = auto()
-    LINEAR_DIM_6 = auto()
-    LINEAR_DIM_7 = auto()
-    LINEAR_DIM_8 = auto()
-    LINEAR_DIM_9 = auto()
+# Processor ids an ``scf.forall`` loop can be mapped to: x, y, z, linear_dim_0 .. linear_dim_9.
+MappingId = StrEnum("MappingId", [(n.upper(), n) for n in ["x", "y", "z", *(f"linear_dim_{i}" for i in range(10))]])
 
 
-@irdl_attr_definition
-class ThreadMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
-    """``#gpu.thread<x>``: an ``scf.forall`` dim distributed over threads."""
-
-    name = "gpu.thread"
+def _mapping_attr(name: str, class_name: str, over: str) -> type:
+    return enum_attr(f"gpu.{name}", MappingId, f"``#gpu.{name}<x>``: an ``scf.forall`` dim distributed over {over}.",
+                     class_name=class_name)
 
 
-@irdl_attr_definition
-class WarpMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
-    """``#gpu.warp<x>``: an ``scf.forall`` dim distributed over subgroups."""
-
-    name = "gpu.warp"
-
-
-@irdl_attr_definition
-class WarpgroupMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
-    """``#gpu.warpgroup<x>``: an ``scf.forall`` dim distributed over warpgroups."""
-
-    name = "gpu.warpgroup"
-
-
-@irdl_attr_definition
-class BlockMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
-    """``#gpu.block<x>``: an ``scf.forall`` dim distributed over workgroups."""
-
-    name = "gpu.block"
-
-
-@irdl_attr_definition
-class LaneMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
-    """``#gpu.lane<x>``: an ``scf.forall`` dim distributed over lanes of a subgroup."""
-
-    name = "gpu.lane"
+ThreadMappingAttr = _mapping_attr("thread", "ThreadMappingAttr", "threads")
+WarpMappingAttr = _mapping_attr("warp", "WarpMappingAttr", "subgroups")
+WarpgroupMappingAttr = _mapping_attr("warpgroup", "WarpgroupMappingAttr", "warpgroups")
+BlockMappingAttr = _mapping_attr("block", "BlockMappingAttr", "workgroups")
+LaneMappingAttr = _mapping_attr("lane", "LaneMappingAttr", "lanes of a subgroup")
 
 
 # ---------------------------------------------------------------- id and size ops
@@ -448,12 +391,8 @@ class BroadcastType(StrEnum):
     SPECIFIC_LANE = auto()
 
 
-@irdl_attr_definition
-class BroadcastTypeAttr(AngleBracketEnum, EnumAttribute[BroadcastType]):
-    """``#gpu.broadcast<first_active_lane>``: where `gpu.subgroup_broadcast` reads."""
-
-    name = "gpu.broadcast"
-    KEYWORD_OF: ClassVar[str] = "a broadcast type"
+BroadcastTypeAttr = enum_attr("gpu.broadcast", BroadcastType, "``#gpu.broadcast<first_active_lane>``: where "
+                              "`gpu.subgroup_broadcast` reads.", keyword_of="a broadcast type")
 
 
 @mlir_op
