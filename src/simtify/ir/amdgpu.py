@@ -70,6 +70,7 @@ from xdsl.utils.str_enum import StrEnum
 from simtify.ir.assembly import EnumKeyword, enum_attr, mlir_op
 from simtify.ir.attribute_syntax import memory_space_name
 from simtify.ir.effects import Collective
+from simtify.ir.gpu import verify_indexed_copy
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).
 TRANSFER_BITS = (8, 16, 32, 96, 128)
@@ -115,21 +116,13 @@ class GatherToLDSOp(IRDLOperation):
     )
 
     def verify_(self) -> None:
+        verify_indexed_copy(self)
         src, dst = self.src.type, self.dst.type
-        assert isinstance(src, MemRefType) and isinstance(dst, MemRefType)
-        if len(self.src_indices) != src.get_num_dims():
-            raise VerifyException(f"expected {src.get_num_dims()} source indices, got {len(self.src_indices)}")
-        if len(self.dst_indices) != dst.get_num_dims():
-            raise VerifyException(f"expected {dst.get_num_dims()} destination indices, got {len(self.dst_indices)}")
         layout = dst.layout
         if isinstance(layout, StridedLayoutAttr) and layout.strides.data:
             last = layout.strides.data[-1]
             if getattr(last, "data", None) != 1:
                 raise VerifyException("the destination's innermost dim must be contiguous (stride 1)")
-        if src.element_type != dst.element_type:
-            raise VerifyException(
-                f"source and destination element types differ: {src.element_type} vs {dst.element_type}"
-            )
         bits = transfer_bits(self.transfer_type)
         if bits not in TRANSFER_BITS:
             raise VerifyException(
@@ -161,7 +154,8 @@ class MNKDims(CustomDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         state.print_whitespace(printer)
-        printer.print_string("x".join(str(v.get(op).value.data) for v in (self.m, self.n, self.k)))  # type: ignore[union-attr]
+        dims = (v.get(op).value.data for v in (self.m, self.n, self.k))  # type: ignore[union-attr]
+        printer.print_string("x".join(map(str, dims)))
 
 
 @irdl_custom_directive

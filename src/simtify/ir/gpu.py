@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import auto
 from math import prod
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -205,7 +205,8 @@ def _query_op(base: type[QueryT], name: str, doc: str, *traits: OpTrait) -> type
     """The op `name` of a family whose members differ only in name, doc and effects
     (``gpu.thread_id`` -> class ``ThreadIdOp``)."""
     class_name = "".join(word.title() for word in name.split(".")[1].split("_")) + "Op"
-    body = {"name": name, "__doc__": f"``{name}``: {doc}", "__module__": __name__, "traits": traits_def(Pure(), *traits)}
+    body = {"name": name, "__doc__": f"``{name}``: {doc}", "__module__": __name__,
+            "traits": traits_def(Pure(), *traits)}
     return mlir_op(type(class_name, (base,), body))
 
 
@@ -472,6 +473,18 @@ class YieldOp(YieldTerminator):
 
     def __init__(self, values: Sequence[SSAValue | Operation] = ()):
         super().__init__(operands=[values])
+
+
+def verify_indexed_copy(op: Any) -> None:
+    """The checks every ``src[src_indices]`` -> ``dst[dst_indices]`` copy between memrefs
+    shares (``amdgpu.gather_to_lds``, ``nvgpu.device_async_copy``): an index per dim of
+    each side, and one element type."""
+    src, dst = op.src.type, op.dst.type
+    for what, memref, indices in (("source", src, op.src_indices), ("destination", dst, op.dst_indices)):
+        if len(indices) != memref.get_num_dims():
+            raise VerifyException(f"expected {memref.get_num_dims()} {what} indices, got {len(indices)}")
+    if src.element_type != dst.element_type:
+        raise VerifyException(f"source and destination element types differ: {src.element_type} vs {dst.element_type}")
 
 
 def distribution_ratios(expanded: Attribute, distributed: Attribute) -> tuple[int, ...] | str:
