@@ -22,44 +22,16 @@ from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    I1,
-    I32,
-    AnyFloat,
-    ArrayAttr,
-    BoolAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    MemRefType,
-    StridedLayoutAttr,
-    StringAttr,
-    UnitAttr,
-    VectorType,
-    i1,
-    i32,
-    i64,
+    I1, I32, ArrayAttr, BoolAttr, IndexType, IntegerAttr, IntegerType, MemRefType,
+    StridedLayoutAttr, StringAttr, UnitAttr, VectorType, i1, i32, i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
-    AnyAttr,
-    AttrSizedOperandSegments,
-    IRDLOperation,
-    ParsePropInAttrDict,
-    VarConstraint,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    result_def,
-    traits_def,
-    var_operand_def,
+    AnyAttr, AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, VarConstraint,
+    operand_def, opt_operand_def, opt_prop_def, prop_def, result_def, traits_def, var_operand_def,
 )
 from xdsl.irdl.declarative_assembly_format import (
-    AttributeVariable,
-    CustomDirective,
-    ParsingState,
-    PrintingState,
-    irdl_custom_directive,
+    AttributeVariable, CustomDirective, ParsingState, PrintingState, irdl_custom_directive,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -70,7 +42,7 @@ from xdsl.utils.str_enum import StrEnum
 from simtify.ir.assembly import EnumKeyword, enum_attr, mlir_op
 from simtify.ir.attribute_syntax import memory_space_name
 from simtify.ir.effects import Collective
-from simtify.ir.gpu import verify_indexed_copy
+from simtify.ir.gpu import verify_indexed_copy, verify_lane_value
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).
 TRANSFER_BITS = (8, 16, 32, 96, 128)
@@ -222,14 +194,6 @@ class MFMAOp(IRDLOperation):
 # ----------------------------------------------------------------- lane permutations
 
 
-def _is_lane_value(type_: Attribute) -> bool:
-    """An integer, a float or a 1-D vector of them: what a lane permutation moves."""
-    element = type_.element_type if isinstance(type_, VectorType) else type_
-    if isinstance(type_, VectorType) and type_.get_num_dims() != 1:
-        return False
-    return isinstance(element, IntegerType | AnyFloat)
-
-
 class DPPPerm(StrEnum):
     QUAD_PERM = "quad_perm"
     ROW_SHL = "row_shl"
@@ -364,9 +328,7 @@ class SwizzleBitModeOp(IRDLOperation):
         return tuple(int(getattr(self, n).value.data) for n in self.MASK_NAMES)  # type: ignore[return-value]
 
     def verify_(self) -> None:
-        if not _is_lane_value(self.src.type) or self.result.type != self.src.type:
-            raise VerifyException(f"swizzles an integer, float or 1-D vector into its own type, got "
-                                  f"{self.src.type} -> {self.result.type}")
+        verify_lane_value(self.src, self.result, index=False)
         for name, m in zip(self.MASK_NAMES, self.mask_values):
             if not 0 <= m < 32:
                 raise VerifyException(f"{name} is a 5-bit lane mask, got {m}")
@@ -407,9 +369,7 @@ class PermlaneSwapOp(IRDLOperation):
         return bool(_int_of(self.fetch_inactive, 0)), bool(_int_of(self.bound_ctrl, 0))
 
     def verify_(self) -> None:
-        if not _is_lane_value(self.src.type) or self.result.type != self.src.type:
-            raise VerifyException(f"permutes an integer, float or 1-D vector into its own type, got "
-                                  f"{self.src.type} -> {self.result.type}")
+        verify_lane_value(self.src, self.result, index=False)
         if int(self.row_length.value.data) not in (16, 32):
             raise VerifyException(f"row_length must be 16 or 32, got {self.row_length.value.data}")
 

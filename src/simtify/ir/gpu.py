@@ -19,51 +19,19 @@ from math import prod
 from typing import Any, ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
-    AnyFloat,
-    ArrayAttr,
-    DenseArrayBase,
-    I32,
-    DictionaryAttr,
-    FunctionType,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    MemRefType,
-    StringAttr,
-    SymbolNameConstraint,
-    UnitAttr,
-    VectorType,
-    i1,
-    i32,
-    i64,
+    AnyFloat, ArrayAttr, DenseArrayBase, I32, DictionaryAttr, FunctionType, IndexType, IntegerAttr,
+    IntegerType, MemRefType, StringAttr, SymbolNameConstraint, UnitAttr, VectorType, i1, i32, i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, OpTrait, Region, SSAValue
 from xdsl.irdl import (
-    AnyAttr,
-    IRDLOperation,
-    VarConstraint,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    region_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
+    AnyAttr, IRDLOperation, VarConstraint, irdl_op_definition, operand_def, opt_operand_def,
+    opt_prop_def, prop_def, region_def, result_def, traits_def, var_operand_def, var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
-    HasParent,
-    IsolatedFromAbove,
-    IsTerminator,
-    NoTerminator,
-    Pure,
-    RecursiveMemoryEffect,
-    SymbolOpInterface,
-    SymbolTable,
+    HasParent, IsolatedFromAbove, IsTerminator, NoTerminator, Pure, RecursiveMemoryEffect,
+    SymbolOpInterface, SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
@@ -262,11 +230,17 @@ class BarrierOp(IRDLOperation):
         return tuple(s.data for s in self.address_spaces.data)
 
 
-def _is_int_or_float_or_1d_vector(type_: Attribute) -> bool:
+def verify_lane_value(value: SSAValue, result: SSAValue, *, index: bool = True) -> None:
+    """What the subgroup collectives and lane permutations (``gpu.shuffle``, ``amdgpu.dpp``..)
+    move: an integer, a float (or, for the ``gpu`` ones, an index) or a 1-D vector of them,
+    handed back in its own type."""
+    type_ = value.type
     element = type_.element_type if isinstance(type_, VectorType) else type_
-    if isinstance(type_, VectorType) and type_.get_num_dims() != 1:
-        return False
-    return isinstance(element, IntegerType | AnyFloat | IndexType)
+    scalars = (IntegerType, AnyFloat, IndexType) if index else (IntegerType, AnyFloat)
+    if isinstance(type_, VectorType) and type_.get_num_dims() != 1 or not isinstance(element, scalars):
+        raise VerifyException(f"takes an integer, a float or a 1-D vector of them, got {type_}")
+    if result.type != type_:
+        raise VerifyException(f"the result type {result.type} must be the operand's {type_}")
 
 
 @mlir_op
@@ -298,10 +272,7 @@ class ShuffleOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        if not _is_int_or_float_or_1d_vector(self.value.type):
-            raise VerifyException(f"can only shuffle an integer, a float or a 1-D vector of them, got {self.value.type}")
-        if self.shuffle_result.type != self.value.type:
-            raise VerifyException(f"result type {self.shuffle_result.type} must be the shuffled type {self.value.type}")
+        verify_lane_value(self.value, self.shuffle_result)
 
 def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
@@ -351,11 +322,8 @@ class SubgroupReduceOp(IRDLOperation):
         super().__init__(operands=[value], result_types=[value.type], properties=properties)
 
     def verify_(self) -> None:
+        verify_lane_value(self.value, self.result)
         value_type = self.value.type
-        if not _is_int_or_float_or_1d_vector(value_type):
-            raise VerifyException(f"can only reduce an integer, a float or a 1-D vector of them, got {value_type}")
-        if self.result.type != value_type:
-            raise VerifyException(f"result type {self.result.type} must be the reduced type {value_type}")
         element = value_type.element_type if isinstance(value_type, VectorType) else value_type
         name = self.op.data.value
         if isinstance(element, AnyFloat) and name not in FLOAT_REDUCTIONS:
@@ -421,9 +389,7 @@ class SubgroupBroadcastOp(IRDLOperation):
                          properties={"broadcast_type": BroadcastTypeAttr(kind)})
 
     def verify_(self) -> None:
-        if not _is_int_or_float_or_1d_vector(self.src.type) or self.result.type != self.src.type:
-            raise VerifyException(f"broadcasts an integer, float or 1-D vector into its own type, got "
-                                  f"{self.src.type} -> {self.result.type}")
+        verify_lane_value(self.src, self.result)
         specific = self.broadcast_type.data == BroadcastType.SPECIFIC_LANE
         if specific != (self.lane is not None):
             raise VerifyException("specific_lane takes a lane operand; first_active_lane takes none")
@@ -453,8 +419,7 @@ class RotateOp(IRDLOperation):
                          properties={"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)})
 
     def verify_(self) -> None:
-        if not _is_int_or_float_or_1d_vector(self.value.type) or self.rotate_result.type != self.value.type:
-            raise VerifyException(f"rotates an integer, float or 1-D vector, got {self.value.type}")
+        verify_lane_value(self.value, self.rotate_result)
         width, offset = self.width.value.data, self.offset.value.data
         if not _is_power_of_two(width):
             raise VerifyException(f"width {width} is not a power of two")

@@ -22,27 +22,12 @@ from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    I32,
-    ArrayAttr,
-    IndexType,
-    IntegerAttr,
-    MemRefType,
-    UnitAttr,
-    VectorType,
+    I32, ArrayAttr, IndexType, IntegerAttr, MemRefType, UnitAttr, VectorType,
 )
 from xdsl.ir import Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
-    IRDLOperation,
-    ParsePropInAttrDict,
-    irdl_attr_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    result_def,
-    traits_def,
-    var_operand_def,
+    AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, irdl_attr_definition, operand_def,
+    opt_operand_def, opt_prop_def, prop_def, result_def, traits_def, var_operand_def,
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerType, i32
+from xdsl.dialects.builtin import i32
 from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.irdl import AnyAttr, IRDLOperation, VarConstraint, operand_def, result_def, traits_def
 from xdsl.traits import Pure
-from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.assembly import mlir_op
 from simtify.ir.effects import Collective
@@ -24,21 +23,16 @@ class ReadlaneOp(IRDLOperation):
 
     name = "rocdl.readlane"
     traits = traits_def(Pure(), Collective())
-    src = operand_def()
-    lane = operand_def(IntegerType)
-    res = result_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    src = operand_def(T)
+    lane = operand_def(i32)
+    res = result_def(T)
 
     assembly_format = "$src `,` $lane attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation):
         src = SSAValue.get(src)
         super().__init__(operands=[src, lane], result_types=[src.type])
-
-    def verify_(self) -> None:
-        if self.res.type != self.src.type:
-            raise VerifyException(f"the result type {self.res.type} must be the value's {self.src.type}")
-        if self.lane.type != i32:
-            raise VerifyException(f"the lane is an i32, got {self.lane.type}")
 
 
 @mlir_op
@@ -56,7 +50,6 @@ class ReadfirstlaneOp(IRDLOperation):
     def __init__(self, src: SSAValue | Operation):
         src = SSAValue.get(src)
         super().__init__(operands=[src], result_types=[src.type])
-
 
 
 ROCDL = Dialect("rocdl", [ReadfirstlaneOp, ReadlaneOp], [])
