@@ -27,8 +27,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
-    AnyAttr, AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, VarConstraint,
-    operand_def, opt_operand_def, opt_prop_def, prop_def, result_def, traits_def, var_operand_def,
+    AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, operand_def, opt_operand_def,
+    opt_prop_def, prop_def, result_def, traits_def, var_operand_def,
 )
 from xdsl.irdl.declarative_assembly_format import (
     AttributeVariable, CustomDirective, ParsingState, PrintingState, irdl_custom_directive,
@@ -41,8 +41,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from simtify.ir.assembly import EnumKeyword, enum_attr, mlir_op
 from simtify.ir.attribute_syntax import memory_space_name
-from simtify.ir.effects import Collective
-from simtify.ir.gpu import verify_indexed_copy, verify_lane_value
+from simtify.ir.gpu import SAME, LaneExchangeOp, verify_indexed_copy, verify_lane_value
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).
 TRANSFER_BITS = (8, 16, 32, 96, 128)
@@ -154,11 +153,10 @@ class MFMAOp(IRDLOperation):
 
     name = "amdgpu.mfma"
 
-    T: ClassVar = VarConstraint("T", AnyAttr())
     sourceA = operand_def(Attribute)
     sourceB = operand_def(Attribute)
-    destC = operand_def(T)
-    destD = result_def(T)
+    destC = operand_def(SAME)
+    destD = result_def(SAME)
     m = prop_def(Attribute)
     n = prop_def(Attribute)
     k = prop_def(Attribute)
@@ -222,7 +220,7 @@ def _int_of(attr: Attribute | None, default: int) -> int:
 
 
 @mlir_op
-class DPPOp(IRDLOperation):
+class DPPOp(LaneExchangeOp):
     """``%r = amdgpu.dpp %old %src row_shr(1 : i32) row_mask(10) bank_mask(15)
     bound_ctrl(true) : f32``: every lane reads `src` from another lane of its row of 16
     (or quad, half-row, wave) by the pattern `kind`; lanes of rows / banks masked off by
@@ -233,16 +231,14 @@ class DPPOp(IRDLOperation):
 
     name = "amdgpu.dpp"
 
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    old = operand_def(T)
-    src = operand_def(T)
-    result = result_def(T)
+    old = operand_def(SAME)
+    src = operand_def(SAME)
+    result = result_def(SAME)
     kind = prop_def(DPPPermAttr)
     perm_argument = opt_prop_def(Attribute, prop_name="permArgument")
     row_mask = opt_prop_def(IntegerAttr[I32], default_value=_i32(0xF))
     bank_mask = opt_prop_def(IntegerAttr[I32], default_value=_i32(0xF))
     bound_ctrl = opt_prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
-    traits = traits_def(Pure(), Collective())
 
     custom_directives = (EnumKeyword,)
     # upstream reads the masks in any order (an oilist); they are read here in the order it prints them
@@ -263,7 +259,7 @@ class DPPOp(IRDLOperation):
             props["bank_mask"] = _i32(bank_mask)
         if bound_ctrl:
             props["bound_ctrl"] = IntegerAttr(1, i1)
-        super().__init__(operands=[old, src], result_types=[SSAValue.get(src).type], properties=props)
+        super().__init__(old, src, properties=props)
 
     @property
     def masks(self) -> tuple[int, int, bool]:
@@ -301,27 +297,25 @@ class DPPOp(IRDLOperation):
 
 
 @mlir_op
-class SwizzleBitModeOp(IRDLOperation):
+class SwizzleBitModeOp(LaneExchangeOp):
     """``%r = amdgpu.swizzle_bitmode %src 0 31 0 : f32``: ``ds_swizzle_b32`` in bit-mask
     mode: within each group of 32 lanes, lane l reads lane ((l & and) | or) ^ xor."""
 
     name = "amdgpu.swizzle_bitmode"
 
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    src = operand_def(T)
-    result = result_def(T)
+    src = operand_def(SAME)
+    result = result_def(SAME)
     and_mask = prop_def(IntegerAttr[I32])
     or_mask = prop_def(IntegerAttr[I32])
     xor_mask = prop_def(IntegerAttr[I32])
-    traits = traits_def(Pure(), Collective())
 
     assembly_format = "$src $and_mask $or_mask $xor_mask attr-dict `:` type($result)"
 
     MASK_NAMES: ClassVar[tuple[str, ...]] = ("and_mask", "or_mask", "xor_mask")
 
     def __init__(self, src, and_mask: int, or_mask: int, xor_mask: int):
-        super().__init__(operands=[src], result_types=[SSAValue.get(src).type],
-                         properties={"and_mask": _i32(and_mask), "or_mask": _i32(or_mask), "xor_mask": _i32(xor_mask)})
+        masks = {"and_mask": and_mask, "or_mask": or_mask, "xor_mask": xor_mask}
+        super().__init__(src, properties={name: _i32(mask) for name, mask in masks.items()})
 
     @property
     def mask_values(self) -> tuple[int, int, int]:
@@ -335,20 +329,18 @@ class SwizzleBitModeOp(IRDLOperation):
 
 
 @mlir_op
-class PermlaneSwapOp(IRDLOperation):
+class PermlaneSwapOp(LaneExchangeOp):
     """``%r = amdgpu.permlane_swap %src 16 [fetch_inactive(true)] [bound_ctrl(true)] : f32``
     (gfx950's ``v_permlane16/32_swap``): lane l reads lane l ^ 16 (odd and even rows of
     16 swap) or l ^ 32 (the two halves of the wave swap)."""
 
     name = "amdgpu.permlane_swap"
 
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    src = operand_def(T)
-    result = result_def(T)
+    src = operand_def(SAME)
+    result = result_def(SAME)
     row_length = prop_def(IntegerAttr[I32])
     fetch_inactive = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
     bound_ctrl = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
-    traits = traits_def(Pure(), Collective())
 
     assembly_format = (
         "$src $row_length (`fetch_inactive` `(` $fetch_inactive^ `)`)? (`bound_ctrl` `(` $bound_ctrl^ `)`)? attr-dict "
@@ -361,7 +353,7 @@ class PermlaneSwapOp(IRDLOperation):
             props["fetch_inactive"] = IntegerAttr(1, i1)
         if bound_ctrl:
             props["bound_ctrl"] = IntegerAttr(1, i1)
-        super().__init__(operands=[src], result_types=[SSAValue.get(src).type], properties=props)
+        super().__init__(src, properties=props)
 
     @property
     def flags(self) -> tuple[bool, bool]:

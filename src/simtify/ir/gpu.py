@@ -243,33 +243,46 @@ def verify_lane_value(value: SSAValue, result: SSAValue, *, index: bool = True) 
         raise VerifyException(f"the result type {result.type} must be the operand's {type_}")
 
 
+# The one type an op takes and hands back: its operand and result are declared with it.
+SAME = VarConstraint("T", AnyAttr())
+
+
+class LaneExchangeOp(IRDLOperation):
+    """An op by which the lanes of a subgroup exchange values (shuffles, broadcasts,
+    reductions, AMD's DPP and readlane): pure but collective (it must not move under a
+    branch that splits the subgroup), answering in the type of its first operand (both
+    declared `SAME`), plus an i1 ``valid`` result where the op has one."""
+
+    traits = traits_def(Pure(), Collective())
+
+    def __init__(self, value: SSAValue | Operation, *operands: SSAValue | Operation | Sequence[SSAValue],
+                 properties: dict[str, Attribute] | None = None, valid: bool = False):
+        value = SSAValue.get(value)
+        super().__init__(operands=[value, *operands], result_types=[value.type, *([i1] if valid else [])],
+                         properties=properties or {})
+
+
 @mlir_op
-class ShuffleOp(IRDLOperation):
+class ShuffleOp(LaneExchangeOp):
     """``%r, %valid = gpu.shuffle xor %v, %offset, %width : f32``: read %v from
     another lane of the subgroup (xor: lane ^ offset; up/down: lane -/+ offset; idx:
     lane offset); %valid is false where that lane is at or beyond %width."""
 
     name = "gpu.shuffle"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    value = operand_def(T)
+    value = operand_def(SAME)
     offset = operand_def(i32)
     width = operand_def(i32)
     mode = prop_def(ShuffleModeAttr)
-    shuffle_result = result_def(T)
+    shuffle_result = result_def(SAME)
     valid = result_def(i1)
-    traits = traits_def(Pure(), Collective())
 
     custom_directives = (EnumKeyword,)
     SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "custom<EnumKeyword>($mode) $value `,` $offset `,` $width attr-dict `:` type($value)"
 
-    def __init__(self, mode: ShuffleMode | str, value: SSAValue | Operation, offset: SSAValue | Operation, width: SSAValue | Operation):
-        value = SSAValue.get(value)
-        super().__init__(
-            operands=[value, offset, width],
-            result_types=[value.type, i1],
-            properties={"mode": ShuffleModeAttr(ShuffleMode(mode))},
-        )
+    def __init__(self, mode: ShuffleMode | str, value: SSAValue | Operation, offset: SSAValue | Operation,
+                 width: SSAValue | Operation):
+        super().__init__(value, offset, width, properties={"mode": ShuffleModeAttr(ShuffleMode(mode))}, valid=True)
 
     def verify_(self) -> None:
         verify_lane_value(self.value, self.shuffle_result)
@@ -279,20 +292,19 @@ def _is_power_of_two(n: int) -> bool:
 
 
 @mlir_op
-class SubgroupReduceOp(IRDLOperation):
+class SubgroupReduceOp(LaneExchangeOp):
     """``gpu.subgroup_reduce add %v (uniform)? (cluster(size = 4, stride = 2))? :
     (f32) -> f32``: every lane gets the reduction over its cluster — the `size` lanes
     ``l0 + k*stride`` (k < size) that share its lane id modulo ``stride`` within a
     block of ``size*stride`` lanes; without a cluster, the whole subgroup."""
 
     name = "gpu.subgroup_reduce"
-    value = operand_def()
-    result = result_def()
+    value = operand_def(SAME)
+    result = result_def(SAME)
     op = prop_def(ReduceOperationAttr)
     uniform = opt_prop_def(UnitAttr)
     cluster_size = opt_prop_def(IntegerAttr[I32])
     cluster_stride = prop_def(IntegerAttr[I32], default_value=IntegerAttr(1, i32))
-    traits = traits_def(Pure(), Collective())
 
     custom_directives = (EnumKeyword,)
     SORTED_ATTR_DICT: ClassVar[bool] = False
@@ -310,7 +322,6 @@ class SubgroupReduceOp(IRDLOperation):
         cluster_stride: int = 1,
         uniform: bool = False,
     ):
-        value = SSAValue.get(value)
         properties: dict[str, Attribute] = {
             "op": ReduceOperationAttr(ReduceOperation(op)),
             "cluster_stride": IntegerAttr(cluster_stride, i32),
@@ -319,7 +330,7 @@ class SubgroupReduceOp(IRDLOperation):
             properties["cluster_size"] = IntegerAttr(cluster_size, i32)
         if uniform:
             properties["uniform"] = UnitAttr()
-        super().__init__(operands=[value], result_types=[value.type], properties=properties)
+        super().__init__(value, properties=properties)
 
     def verify_(self) -> None:
         verify_lane_value(self.value, self.result)
@@ -365,28 +376,24 @@ BroadcastTypeAttr = enum_attr("gpu.broadcast", BroadcastType, "``#gpu.broadcast<
 
 
 @mlir_op
-class SubgroupBroadcastOp(IRDLOperation):
+class SubgroupBroadcastOp(LaneExchangeOp):
     """``gpu.subgroup_broadcast %v, first_active_lane : f32`` or ``..., specific_lane %lane
     : f32``: every lane gets %v of the subgroup's first active lane, or of lane %lane (an
     i32 that must be uniform and name an active lane)."""
 
     name = "gpu.subgroup_broadcast"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    src = operand_def(T)
+    src = operand_def(SAME)
     lane = opt_operand_def(i32)
-    result = result_def(T)
+    result = result_def(SAME)
     broadcast_type = prop_def(BroadcastTypeAttr)
-    traits = traits_def(Pure(), Collective())
 
     custom_directives = (EnumKeyword,)
     SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$src `,` custom<EnumKeyword>($broadcast_type) ($lane^)? attr-dict `:` type($result)"
 
     def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation | None = None):
-        src = SSAValue.get(src)
         kind = BroadcastType.FIRST_ACTIVE_LANE if lane is None else BroadcastType.SPECIFIC_LANE
-        super().__init__(operands=[src, [] if lane is None else [lane]], result_types=[src.type],
-                         properties={"broadcast_type": BroadcastTypeAttr(kind)})
+        super().__init__(src, [] if lane is None else [lane], properties={"broadcast_type": BroadcastTypeAttr(kind)})
 
     def verify_(self) -> None:
         verify_lane_value(self.src, self.result)
@@ -396,27 +403,24 @@ class SubgroupBroadcastOp(IRDLOperation):
 
 
 @mlir_op
-class RotateOp(IRDLOperation):
+class RotateOp(LaneExchangeOp):
     """``%r, %valid = gpu.rotate %v, 3, 16 : f32``: lane k of each group of `width` lanes
     reads lane ((k + offset) mod width) of its group; %valid is false for lanes at or
     beyond `width` (their value is poison)."""
 
     name = "gpu.rotate"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    value = operand_def(T)
-    rotate_result = result_def(T)
+    value = operand_def(SAME)
+    rotate_result = result_def(SAME)
     valid = result_def(i1)
     offset = prop_def(IntegerAttr[I32])
     width = prop_def(IntegerAttr[I32])
-    traits = traits_def(Pure(), Collective())
 
     SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$value `,` $offset `,` $width attr-dict `:` type($value)"
 
     def __init__(self, value: SSAValue | Operation, offset: int, width: int):
-        value = SSAValue.get(value)
-        super().__init__(operands=[value], result_types=[value.type, i1],
-                         properties={"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)})
+        super().__init__(value, properties={"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)},
+                         valid=True)
 
     def verify_(self) -> None:
         verify_lane_value(self.value, self.rotate_result)
