@@ -37,9 +37,8 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import EnumKeyword, enum_attr, mlir_op
+from simtify.ir.assembly import EnumKeyword, enum_attr, keyword_enum, mlir_op
 from simtify.ir.attribute_syntax import memory_space_name
 from simtify.ir.gpu import SAME, LaneExchangeOp, verify_indexed_copy, verify_lane_value
 
@@ -56,10 +55,7 @@ def transfer_bits(type_: Attribute) -> int | None:
     return width if isinstance(width, int) and not isinstance(type_, IndexType) else None
 
 
-class AddressSpace(StrEnum):
-    FAT_RAW_BUFFER = "fat_raw_buffer"
-    BUFFER_RSRC = "buffer_rsrc"
-    FAT_STRUCTURED_BUFFER = "fat_structured_buffer"
+AddressSpace = keyword_enum("AddressSpace", "fat_raw_buffer buffer_rsrc fat_structured_buffer", __name__)
 
 
 AddressSpaceAttr = enum_attr("amdgpu.address_space", AddressSpace, "``#amdgpu.address_space<fat_raw_buffer>``: "
@@ -192,19 +188,8 @@ class MFMAOp(IRDLOperation):
 # ----------------------------------------------------------------- lane permutations
 
 
-class DPPPerm(StrEnum):
-    QUAD_PERM = "quad_perm"
-    ROW_SHL = "row_shl"
-    ROW_SHR = "row_shr"
-    ROW_ROR = "row_ror"
-    WAVE_SHL = "wave_shl"
-    WAVE_SHR = "wave_shr"
-    WAVE_ROR = "wave_ror"
-    WAVE_ROL = "wave_rol"
-    ROW_MIRROR = "row_mirror"
-    ROW_HALF_MIRROR = "row_half_mirror"
-    ROW_BCAST_15 = "row_bcast_15"
-    ROW_BCAST_31 = "row_bcast_31"
+DPPPerm = keyword_enum("DPPPerm", "quad_perm row_shl row_shr row_ror wave_shl wave_shr wave_ror wave_rol row_mirror "
+                       "row_half_mirror row_bcast_15 row_bcast_31", __name__)
 
 
 DPPPermAttr = enum_attr("amdgpu.dpp_perm", DPPPerm, "``#amdgpu.dpp_perm<row_shr>``: which DPP lane pattern an "

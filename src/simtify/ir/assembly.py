@@ -55,6 +55,7 @@ __all__ = [
     "i64_array",
     "i64_dense",
     "int_values",
+    "keyword_enum",
     "mlir_op",
     "parse_int_list",
     "print_int_list",
@@ -289,3 +290,9 @@ def enum_attr(name: str, enum_type: type[StrEnum], doc: str, class_name: str = "
         Attr.KEYWORD_OF = keyword_of  # type: ignore[attr-defined]
     return irdl_attr_definition(Attr)
 
+
+def keyword_enum(name: str, keywords: str, module: str) -> type[StrEnum]:
+    """The `StrEnum` `name` (defined in `module`) of MLIR's space-separated `keywords`,
+    each member named by its keyword in upper case: ``"add mul"`` gives ``ADD = "add"``,
+    ``MUL = "mul"``."""
+    return StrEnum(name, [(k.upper(), k) for k in keywords.split()], module=module)  # type: ignore[return-value]

@@ -14,7 +14,6 @@ in workgroup memory, and the ``#gpu.thread<x>``-style mappings of ``scf.forall``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import auto
 from math import prod
 from typing import Any, ClassVar, TypeVar
 
@@ -34,28 +33,21 @@ from xdsl.traits import (
     SymbolOpInterface, SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import EnumKeyword, YieldTerminator, enum_attr, mlir_op, split_properties
+from simtify.ir.assembly import EnumKeyword, YieldTerminator, enum_attr, keyword_enum, mlir_op, split_properties
 from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform
 
 # ------------------------------------------------------------------------ attributes
 
 
-class Dimension(StrEnum):
-    X = auto()
-    Y = auto()
-    Z = auto()
+Dimension = keyword_enum("Dimension", "x y z", __name__)
 
 
 DimensionAttr = enum_attr("gpu.dim", Dimension, "``#gpu.dim<x>``: one of the three launch dimensions.",
                           keyword_of="a launch dimension")
 
 
-class AddressSpace(StrEnum):
-    GLOBAL = auto()
-    WORKGROUP = auto()
-    PRIVATE = auto()
+AddressSpace = keyword_enum("AddressSpace", "global workgroup private", __name__)
 
 
 # workgroup = shared memory / LDS, private = registers or scratch
@@ -63,20 +55,8 @@ AddressSpaceAttr = enum_attr("gpu.address_space", AddressSpace,
                              "``#gpu.address_space<workgroup>``: the memory space of a memref.")
 
 
-class ReduceOperation(StrEnum):
-    ADD = auto()
-    MUL = auto()
-    MINUI = auto()
-    MINSI = auto()
-    MINNUMF = auto()
-    MAXUI = auto()
-    MAXSI = auto()
-    MAXNUMF = auto()
-    AND = auto()
-    OR = auto()
-    XOR = auto()
-    MINIMUMF = auto()
-    MAXIMUMF = auto()
+ReduceOperation = keyword_enum("ReduceOperation", "add mul minui minsi minnumf maxui maxsi maxnumf and or xor "
+                               "minimumf maximumf", __name__)
 
 
 FLOAT_REDUCTIONS = frozenset({"add", "mul", "minnumf", "maxnumf", "minimumf", "maximumf"})
@@ -87,29 +67,22 @@ ReduceOperationAttr = enum_attr("gpu.all_reduce_op", ReduceOperation, "``#gpu.al
                                 "subgroup or workgroup reduction combines.", keyword_of="a reduction")
 
 
-class ShuffleMode(StrEnum):
-    XOR = auto()
-    UP = auto()
-    DOWN = auto()
-    IDX = auto()
+ShuffleMode = keyword_enum("ShuffleMode", "xor up down idx", __name__)
 
 
 ShuffleModeAttr = enum_attr("gpu.shuffle_mode", ShuffleMode, "``#gpu.shuffle_mode<xor>``: which lane a shuffle "
                             "reads from.", keyword_of="a shuffle mode")
 
 
-class BarrierScope(StrEnum):
-    SUBGROUP = auto()
-    WORKGROUP = auto()
-    CLUSTER = auto()
+BarrierScope = keyword_enum("BarrierScope", "subgroup workgroup cluster", __name__)
 
 
 BarrierScopeAttr = enum_attr("gpu.barrier_scope", BarrierScope,
                              "``#gpu.barrier_scope<workgroup>``: which threads a barrier synchronises.")
 
 
-# Processor ids an ``scf.forall`` loop can be mapped to: x, y, z, linear_dim_0 .. linear_dim_9.
-MappingId = StrEnum("MappingId", [(n.upper(), n) for n in ["x", "y", "z", *(f"linear_dim_{i}" for i in range(10))]])
+# Processor ids an ``scf.forall`` loop can be mapped to.
+MappingId = keyword_enum("MappingId", "x y z " + " ".join(f"linear_dim_{i}" for i in range(10)), __name__)
 
 
 def _mapping_attr(name: str, class_name: str, over: str) -> type:
@@ -366,9 +339,7 @@ class BallotOp(IRDLOperation):
         super().__init__(operands=[predicate], result_types=[result_type])
 
 
-class BroadcastType(StrEnum):
-    FIRST_ACTIVE_LANE = auto()
-    SPECIFIC_LANE = auto()
+BroadcastType = keyword_enum("BroadcastType", "first_active_lane specific_lane", __name__)
 
 
 BroadcastTypeAttr = enum_attr("gpu.broadcast", BroadcastType, "``#gpu.broadcast<first_active_lane>``: where "
