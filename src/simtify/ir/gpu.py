@@ -100,14 +100,21 @@ LaneMappingAttr = _mapping_attr("lane", "LaneMappingAttr", "lanes of a subgroup"
 # ---------------------------------------------------------------- id and size ops
 
 
-class _IndexQueryOp(IRDLOperation):
+class _GPUOp(IRDLOperation):
+    """What the declarative ops of this dialect share: enums as bare keywords
+    (`EnumKeyword`), and attr-dicts printed in xDSL's order, as they always have been."""
+
+    custom_directives = (EnumKeyword,)
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+
+
+class _IndexQueryOp(_GPUOp):
     """An index the hardware answers, with an optional ``upper_bound N``: a promise that
     the value stays below N, which lowerings use to narrow their arithmetic."""
 
     upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
 
-    SORTED_ATTR_DICT: ClassVar[bool] = False
 
     def __init__(self, upper_bound: int | None = None, properties: dict[str, Attribute] | None = None):
         properties = dict(properties or {})
@@ -126,7 +133,6 @@ class _DimensionIdOp(_IndexQueryOp):
 
     dimension = prop_def(DimensionAttr)
 
-    custom_directives = (EnumKeyword,)
     assembly_format = "custom<EnumKeyword>($dimension) (`upper_bound` $upper_bound^)? attr-dict"
 
     def __init__(self, dimension: Dimension | str, upper_bound: int | None = None):
@@ -177,7 +183,7 @@ class LaneIdOp(_IndexQueryOp):
 
 
 @mlir_op
-class BarrierOp(IRDLOperation):
+class BarrierOp(_GPUOp):
     """``gpu.barrier (memfence [#gpu.address_space<workgroup>])? (scope <subgroup>)?``:
     every thread of the scope waits here. Without ``memfence`` all memory is fenced;
     ``memfence []`` fences none; the default scope (workgroup) is not printed."""
@@ -187,7 +193,6 @@ class BarrierOp(IRDLOperation):
     address_spaces = opt_prop_def(ArrayAttr[AddressSpaceAttr])
     scope = prop_def(BarrierScopeAttr, default_value=BarrierScopeAttr(BarrierScope.WORKGROUP))
 
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "(`memfence` $address_spaces^)? (`scope` $scope^)? attr-dict"
 
     def __init__(self, address_spaces: Sequence[AddressSpace | str] | None = None, scope: BarrierScope | str = BarrierScope.WORKGROUP):
@@ -236,7 +241,7 @@ class LaneExchangeOp(IRDLOperation):
 
 
 @mlir_op
-class ShuffleOp(LaneExchangeOp):
+class ShuffleOp(_GPUOp, LaneExchangeOp):
     """``%r, %valid = gpu.shuffle xor %v, %offset, %width : f32``: read %v from
     another lane of the subgroup (xor: lane ^ offset; up/down: lane -/+ offset; idx:
     lane offset); %valid is false where that lane is at or beyond %width."""
@@ -249,8 +254,6 @@ class ShuffleOp(LaneExchangeOp):
     shuffle_result = result_def(SAME)
     valid = result_def(i1)
 
-    custom_directives = (EnumKeyword,)
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "custom<EnumKeyword>($mode) $value `,` $offset `,` $width attr-dict `:` type($value)"
 
     def __init__(self, mode: ShuffleMode | str, value: SSAValue | Operation, offset: SSAValue | Operation,
@@ -265,7 +268,7 @@ def _is_power_of_two(n: int) -> bool:
 
 
 @mlir_op
-class SubgroupReduceOp(LaneExchangeOp):
+class SubgroupReduceOp(_GPUOp, LaneExchangeOp):
     """``gpu.subgroup_reduce add %v (uniform)? (cluster(size = 4, stride = 2))? :
     (f32) -> f32``: every lane gets the reduction over its cluster — the `size` lanes
     ``l0 + k*stride`` (k < size) that share its lane id modulo ``stride`` within a
@@ -279,8 +282,6 @@ class SubgroupReduceOp(LaneExchangeOp):
     cluster_size = opt_prop_def(IntegerAttr[I32])
     cluster_stride = prop_def(IntegerAttr[I32], default_value=IntegerAttr(1, i32))
 
-    custom_directives = (EnumKeyword,)
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = (
         "custom<EnumKeyword>($op) $value (`uniform` $uniform^)? "
         "(`cluster` `(` `size` `=` $cluster_size^ (`,` `stride` `=` $cluster_stride^)? `)`)? "
@@ -323,7 +324,7 @@ class SubgroupReduceOp(LaneExchangeOp):
 
 
 @mlir_op
-class BallotOp(IRDLOperation):
+class BallotOp(_GPUOp):
     """``%mask = gpu.ballot %pred : i64``: bit l of every lane's result is set where lane l
     of the subgroup is active and its predicate is true."""
 
@@ -332,7 +333,6 @@ class BallotOp(IRDLOperation):
     predicate = operand_def(i1)
     result = result_def(IntegerType)
 
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$predicate attr-dict `:` type($result)"
 
     def __init__(self, predicate: SSAValue | Operation, result_type: IntegerType = i64):
@@ -347,7 +347,7 @@ BroadcastTypeAttr = enum_attr("gpu.broadcast", BroadcastType, "``#gpu.broadcast<
 
 
 @mlir_op
-class SubgroupBroadcastOp(LaneExchangeOp):
+class SubgroupBroadcastOp(_GPUOp, LaneExchangeOp):
     """``gpu.subgroup_broadcast %v, first_active_lane : f32`` or ``..., specific_lane %lane
     : f32``: every lane gets %v of the subgroup's first active lane, or of lane %lane (an
     i32 that must be uniform and name an active lane)."""
@@ -358,8 +358,6 @@ class SubgroupBroadcastOp(LaneExchangeOp):
     result = result_def(SAME)
     broadcast_type = prop_def(BroadcastTypeAttr)
 
-    custom_directives = (EnumKeyword,)
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$src `,` custom<EnumKeyword>($broadcast_type) ($lane^)? attr-dict `:` type($result)"
 
     def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation | None = None):
@@ -374,7 +372,7 @@ class SubgroupBroadcastOp(LaneExchangeOp):
 
 
 @mlir_op
-class RotateOp(LaneExchangeOp):
+class RotateOp(_GPUOp, LaneExchangeOp):
     """``%r, %valid = gpu.rotate %v, 3, 16 : f32``: lane k of each group of `width` lanes
     reads lane ((k + offset) mod width) of its group; %valid is false for lanes at or
     beyond `width` (their value is poison)."""
@@ -386,7 +384,6 @@ class RotateOp(LaneExchangeOp):
     offset = prop_def(IntegerAttr[I32])
     width = prop_def(IntegerAttr[I32])
 
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$value `,` $offset `,` $width attr-dict `:` type($value)"
 
     def __init__(self, value: SSAValue | Operation, offset: int, width: int):
