@@ -56,8 +56,6 @@ def transfer_bits(type_: Attribute) -> int | None:
 
 
 AddressSpace = keyword_enum("AddressSpace", "fat_raw_buffer buffer_rsrc fat_structured_buffer", __name__)
-
-
 AddressSpaceAttr = enum_attr("amdgpu.address_space", AddressSpace, "``#amdgpu.address_space<fat_raw_buffer>``: "
                              "AMD-specific memory spaces (a buffer resource with its offset, as `gather_to_lds` may "
                              "read from).")
@@ -190,8 +188,6 @@ class MFMAOp(IRDLOperation):
 
 DPPPerm = keyword_enum("DPPPerm", "quad_perm row_shl row_shr row_ror wave_shl wave_shr wave_ror wave_rol row_mirror "
                        "row_half_mirror row_bcast_15 row_bcast_31", __name__)
-
-
 DPPPermAttr = enum_attr("amdgpu.dpp_perm", DPPPerm, "``#amdgpu.dpp_perm<row_shr>``: which DPP lane pattern an "
                         "`amdgpu.dpp` applies.", keyword_of="a DPP permutation")
 

@@ -39,62 +39,45 @@ from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform
 
 # ------------------------------------------------------------------------ attributes
 
-
 Dimension = keyword_enum("Dimension", "x y z", __name__)
-
-
 DimensionAttr = enum_attr("gpu.dim", Dimension, "``#gpu.dim<x>``: one of the three launch dimensions.",
                           keyword_of="a launch dimension")
 
-
-AddressSpace = keyword_enum("AddressSpace", "global workgroup private", __name__)
-
-
 # workgroup = shared memory / LDS, private = registers or scratch
+AddressSpace = keyword_enum("AddressSpace", "global workgroup private", __name__)
 AddressSpaceAttr = enum_attr("gpu.address_space", AddressSpace,
                              "``#gpu.address_space<workgroup>``: the memory space of a memref.")
 
-
 ReduceOperation = keyword_enum("ReduceOperation", "add mul minui minsi minnumf maxui maxsi maxnumf and or xor "
                                "minimumf maximumf", __name__)
-
-
+ReduceOperationAttr = enum_attr("gpu.all_reduce_op", ReduceOperation, "``#gpu.all_reduce_op<add>``: how a "
+                                "subgroup or workgroup reduction combines.", keyword_of="a reduction")
 FLOAT_REDUCTIONS = frozenset({"add", "mul", "minnumf", "maxnumf", "minimumf", "maximumf"})
 INTEGER_REDUCTIONS = frozenset({"add", "mul", "minui", "minsi", "maxui", "maxsi", "and", "or", "xor"})
 
-
-ReduceOperationAttr = enum_attr("gpu.all_reduce_op", ReduceOperation, "``#gpu.all_reduce_op<add>``: how a "
-                                "subgroup or workgroup reduction combines.", keyword_of="a reduction")
-
-
 ShuffleMode = keyword_enum("ShuffleMode", "xor up down idx", __name__)
-
-
 ShuffleModeAttr = enum_attr("gpu.shuffle_mode", ShuffleMode, "``#gpu.shuffle_mode<xor>``: which lane a shuffle "
                             "reads from.", keyword_of="a shuffle mode")
 
-
 BarrierScope = keyword_enum("BarrierScope", "subgroup workgroup cluster", __name__)
-
-
 BarrierScopeAttr = enum_attr("gpu.barrier_scope", BarrierScope,
                              "``#gpu.barrier_scope<workgroup>``: which threads a barrier synchronises.")
-
 
 # Processor ids an ``scf.forall`` loop can be mapped to.
 MappingId = keyword_enum("MappingId", "x y z " + " ".join(f"linear_dim_{i}" for i in range(10)), __name__)
 
 
-def _mapping_attr(name: str, class_name: str, over: str) -> type:
+def _mapping_attr(name: str, over: str) -> type:
+    """``#gpu.thread<x>`` and its kin (class ``ThreadMappingAttr``)."""
     return enum_attr(f"gpu.{name}", MappingId, f"``#gpu.{name}<x>``: an ``scf.forall`` dim distributed over {over}.",
-                     class_name=class_name)
+                     class_name=f"{name.title()}MappingAttr")
 
 
-ThreadMappingAttr = _mapping_attr("thread", "ThreadMappingAttr", "threads")
-WarpMappingAttr = _mapping_attr("warp", "WarpMappingAttr", "subgroups")
-WarpgroupMappingAttr = _mapping_attr("warpgroup", "WarpgroupMappingAttr", "warpgroups")
-BlockMappingAttr = _mapping_attr("block", "BlockMappingAttr", "workgroups")
-LaneMappingAttr = _mapping_attr("lane", "LaneMappingAttr", "lanes of a subgroup")
+ThreadMappingAttr = _mapping_attr("thread", "threads")
+WarpMappingAttr = _mapping_attr("warp", "subgroups")
+WarpgroupMappingAttr = _mapping_attr("warpgroup", "warpgroups")
+BlockMappingAttr = _mapping_attr("block", "workgroups")
+LaneMappingAttr = _mapping_attr("lane", "lanes of a subgroup")
 
 
 # ---------------------------------------------------------------- id and size ops
@@ -110,11 +93,10 @@ class _GPUOp(IRDLOperation):
 
 class _IndexQueryOp(_GPUOp):
     """An index the hardware answers, with an optional ``upper_bound N``: a promise that
-    the value stays below N, which lowerings use to narrow their arithmetic."""
+    the value stays below N (upstream: a larger one is undefined behaviour)."""
 
     upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
-
 
     def __init__(self, upper_bound: int | None = None, properties: dict[str, Attribute] | None = None):
         properties = dict(properties or {})
