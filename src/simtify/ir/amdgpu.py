@@ -22,52 +22,25 @@ from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    I1,
-    I32,
-    ArrayAttr,
-    BoolAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    MemRefType,
-    StridedLayoutAttr,
-    UnitAttr,
-    VectorType,
-    i1,
-    i32,
-    i64,
+    I1, I32, ArrayAttr, BoolAttr, IndexType, IntegerAttr, IntegerType, MemRefType,
+    StridedLayoutAttr, StringAttr, UnitAttr, VectorType, i1, i32, i64,
 )
-from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Data, Dialect
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
-    AnyAttr,
-    AttrSizedOperandSegments,
-    IRDLOperation,
-    ParsePropInAttrDict,
-    VarConstraint,
-    irdl_attr_definition,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    result_def,
-    traits_def,
-    var_operand_def,
+    AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, operand_def, opt_operand_def,
+    opt_prop_def, prop_def, result_def, traits_def, var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable, CustomDirective, ParsingState, PrintingState, irdl_custom_directive,
+)
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, mlir_op, parse_enum_keyword
-from simtify.ir.effects import Collective
-from simtify.ir.attribute_syntax import (
-    memory_space_name,
-    print_sorted_attr_dict,
-    split_properties,
-)
+from simtify.ir.assembly import EnumKeyword, enum_attr, keyword_enum, mlir_op
+from simtify.ir.attribute_syntax import memory_space_name
+from simtify.ir.gpu import SAME, LaneExchangeOp, verify_indexed_copy, verify_lane_value
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).
 TRANSFER_BITS = (8, 16, 32, 96, 128)
@@ -82,29 +55,10 @@ def transfer_bits(type_: Attribute) -> int | None:
     return width if isinstance(width, int) and not isinstance(type_, IndexType) else None
 
 
-ADDRESS_SPACES = ("fat_raw_buffer", "buffer_rsrc", "fat_structured_buffer")
-
-
-@irdl_attr_definition
-class AddressSpaceAttr(Data[str]):
-    """``#amdgpu.address_space<fat_raw_buffer>``: AMD-specific memory spaces (a buffer
-    resource with its offset, as `gather_to_lds` may read from)."""
-
-    name = "amdgpu.address_space"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> str:
-        with parser.in_angle_brackets():
-            pos = parser.pos
-            space = parser.parse_identifier()
-            if space not in ADDRESS_SPACES:
-                parser.raise_error(
-                    f"unknown amdgpu address space '{space}' (expected {', '.join(ADDRESS_SPACES)})", pos
-                )
-        return space
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data}>")
+AddressSpace = keyword_enum("AddressSpace", "fat_raw_buffer buffer_rsrc fat_structured_buffer", __name__)
+AddressSpaceAttr = enum_attr("amdgpu.address_space", AddressSpace, "``#amdgpu.address_space<fat_raw_buffer>``: "
+                             "AMD-specific memory spaces (a buffer resource with its offset, as `gather_to_lds` may "
+                             "read from).")
 
 
 @mlir_op
@@ -127,21 +81,13 @@ class GatherToLDSOp(IRDLOperation):
     )
 
     def verify_(self) -> None:
+        verify_indexed_copy(self)
         src, dst = self.src.type, self.dst.type
-        assert isinstance(src, MemRefType) and isinstance(dst, MemRefType)
-        if len(self.src_indices) != src.get_num_dims():
-            raise VerifyException(f"expected {src.get_num_dims()} source indices, got {len(self.src_indices)}")
-        if len(self.dst_indices) != dst.get_num_dims():
-            raise VerifyException(f"expected {dst.get_num_dims()} destination indices, got {len(self.dst_indices)}")
         layout = dst.layout
         if isinstance(layout, StridedLayoutAttr) and layout.strides.data:
             last = layout.strides.data[-1]
             if getattr(last, "data", None) != 1:
                 raise VerifyException("the destination's innermost dim must be contiguous (stride 1)")
-        if src.element_type != dst.element_type:
-            raise VerifyException(
-                f"source and destination element types differ: {src.element_type} vs {dst.element_type}"
-            )
         bits = transfer_bits(self.transfer_type)
         if bits not in TRANSFER_BITS:
             raise VerifyException(
@@ -153,7 +99,46 @@ class GatherToLDSOp(IRDLOperation):
             raise VerifyException("the destination must be in workgroup memory (#gpu.address_space<workgroup>)")
 
 
-@irdl_op_definition
+@irdl_custom_directive
+class MNKDims(CustomDirective):
+    """``16x16x16``: an MFMA's m, n and k as one word (it lexes as the integer 16 and the
+    identifier ``x16x16``, so no declarative format can spell it)."""
+
+    m: AttributeVariable
+    n: AttributeVariable
+    k: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        pos = parser.pos
+        dims = f"{parser.parse_integer(allow_negative=False)}{parser.parse_identifier()}"
+        values = dims.split("x")
+        if len(values) != 3 or not all(v.isdigit() for v in values):
+            parser.raise_error(f"expected MxNxK dimensions, found '{dims}'", pos)
+        for variable, value in zip((self.m, self.n, self.k), values):
+            variable.set(state, _i32(int(value)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        dims = (v.get(op).value.data for v in (self.m, self.n, self.k))  # type: ignore[union-attr]
+        printer.print_string("x".join(map(str, dims)))
+
+
+@irdl_custom_directive
+class DefaultBlgp(CustomDirective):
+    """Older MLIR's mandatory ``blgp = none`` after the attr-dict: read, and only the
+    default (no B-lane broadcast) is modelled; never printed."""
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if parser.parse_optional_keyword("blgp") is not None:
+            parser.parse_punctuation("=")
+            if parser.parse_identifier() != "none":
+                parser.raise_error("only blgp = none is modelled")
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        pass
+
+
+@mlir_op
 class MFMAOp(IRDLOperation):
     """``%d = amdgpu.mfma 16x16x16 %a * %b + %c : vector<4xf16>, vector<4xf16>, vector<4xf32>``:
     a subgroup's matrix multiply-accumulate D[M,N] = A[M,K]·B[K,N] + C (CDNA's MFMA);
@@ -164,69 +149,27 @@ class MFMAOp(IRDLOperation):
 
     sourceA = operand_def(Attribute)
     sourceB = operand_def(Attribute)
-    destC = operand_def(Attribute)
-    destD = result_def(Attribute)
+    destC = operand_def(SAME)
+    destD = result_def(SAME)
     m = prop_def(Attribute)
     n = prop_def(Attribute)
     k = prop_def(Attribute)
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("m", "n", "k")
+    custom_directives = (MNKDims, DefaultBlgp)
+    assembly_format = (
+        "custom<MNKDims>($m, $n, $k) $sourceA `*` $sourceB `+` $destC attr-dict custom<DefaultBlgp>() "
+        "`:` type($sourceA) `,` type($sourceB) `,` type($destC)"
+    )
 
-    def __init__(self, a, b, c, shape: tuple[int, int, int]):
-        from xdsl.dialects.builtin import IntegerAttr, i32
-        from xdsl.ir import SSAValue
-
+    def __init__(self, a: SSAValue | Operation, b: SSAValue | Operation, c: SSAValue | Operation,
+                 shape: tuple[int, int, int]):
         m, n, k = shape
         super().__init__(operands=[a, b, c], result_types=[SSAValue.get(c).type],
-                         properties={"m": IntegerAttr(m, i32), "n": IntegerAttr(n, i32), "k": IntegerAttr(k, i32)})
+                         properties={"m": _i32(m), "n": _i32(n), "k": _i32(k)})
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        return tuple(int(getattr(self, d).value.data) for d in ("m", "n", "k"))
-
-    @classmethod
-    def parse(cls, parser: Parser) -> MFMAOp:
-        from xdsl.dialects.builtin import IntegerAttr, i32
-
-        pos = parser.pos
-        # "16x16x16" lexes as the integer 16 and the identifier "x16x16"
-        dims = f"{parser.parse_integer(allow_negative=False)}{parser.parse_identifier()}"
-        try:
-            m, n, k = (int(x) for x in dims.split("x"))
-        except ValueError:
-            parser.raise_error(f"expected MxNxK dimensions, found '{dims}'", pos)
-        a = parser.parse_unresolved_operand()
-        parser.parse_punctuation("*")
-        b = parser.parse_unresolved_operand()
-        parser.parse_punctuation("+")
-        c = parser.parse_unresolved_operand()
-        _, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        if parser.parse_optional_keyword("blgp") is not None:
-            parser.parse_punctuation("=")
-            if parser.parse_identifier() != "none":
-                parser.raise_error("only blgp = none is modelled")
-        parser.parse_punctuation(":")
-        ta = parser.parse_type()
-        parser.parse_punctuation(",")
-        tb = parser.parse_type()
-        parser.parse_punctuation(",")
-        tc = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(a, ta), parser.resolve_operand(b, tb),
-                                   parser.resolve_operand(c, tc)], result_types=[tc],
-                         properties={"m": IntegerAttr(m, i32), "n": IntegerAttr(n, i32), "k": IntegerAttr(k, i32)},
-                         attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        m, n, k = self.shape
-        printer.print_string(f" {m}x{n}x{k} ")
-        printer.print_ssa_value(self.sourceA)
-        printer.print_string(" * ")
-        printer.print_ssa_value(self.sourceB)
-        printer.print_string(" + ")
-        printer.print_ssa_value(self.destC)
-        print_sorted_attr_dict(printer, dict(self.attributes))
-        printer.print_string(" : ")
-        printer.print_list([o.type for o in self.operands], printer.print_attribute)
+        return tuple(int(getattr(self, d).value.data) for d in ("m", "n", "k"))  # type: ignore[return-value]
 
     def verify_(self) -> None:
         m, n, k = self.shape
@@ -243,36 +186,10 @@ class MFMAOp(IRDLOperation):
 # ----------------------------------------------------------------- lane permutations
 
 
-def _is_lane_value(type_: Attribute) -> bool:
-    """An integer, a float or a 1-D vector of them: what a lane permutation moves."""
-    from xdsl.dialects.builtin import AnyFloat, IntegerType
-
-    element = type_.element_type if isinstance(type_, VectorType) else type_
-    if isinstance(type_, VectorType) and type_.get_num_dims() != 1:
-        return False
-    return isinstance(element, IntegerType | AnyFloat)
-
-
-class DPPPerm(StrEnum):
-    QUAD_PERM = "quad_perm"
-    ROW_SHL = "row_shl"
-    ROW_SHR = "row_shr"
-    ROW_ROR = "row_ror"
-    WAVE_SHL = "wave_shl"
-    WAVE_SHR = "wave_shr"
-    WAVE_ROR = "wave_ror"
-    WAVE_ROL = "wave_rol"
-    ROW_MIRROR = "row_mirror"
-    ROW_HALF_MIRROR = "row_half_mirror"
-    ROW_BCAST_15 = "row_bcast_15"
-    ROW_BCAST_31 = "row_bcast_31"
-
-
-@irdl_attr_definition
-class DPPPermAttr(AngleBracketEnum, EnumAttribute[DPPPerm]):
-    """``#amdgpu.dpp_perm<row_shr>``: which DPP lane pattern an `amdgpu.dpp` applies."""
-
-    name = "amdgpu.dpp_perm"
+DPPPerm = keyword_enum("DPPPerm", "quad_perm row_shl row_shr row_ror wave_shl wave_shr wave_ror wave_rol row_mirror "
+                       "row_half_mirror row_bcast_15 row_bcast_31", __name__)
+DPPPermAttr = enum_attr("amdgpu.dpp_perm", DPPPerm, "``#amdgpu.dpp_perm<row_shr>``: which DPP lane pattern an "
+                        "`amdgpu.dpp` applies.", keyword_of="a DPP permutation")
 
 
 def _i32(value: int) -> IntegerAttr:
@@ -283,35 +200,37 @@ def _int_of(attr: Attribute | None, default: int) -> int:
     return default if attr is None else int(attr.value.data)  # type: ignore[attr-defined]
 
 
-@irdl_op_definition
-class DPPOp(IRDLOperation):
+@mlir_op
+class DPPOp(LaneExchangeOp):
     """``%r = amdgpu.dpp %old %src row_shr(1 : i32) row_mask(10) bank_mask(15)
     bound_ctrl(true) : f32``: every lane reads `src` from another lane of its row of 16
     (or quad, half-row, wave) by the pattern `kind`; lanes of rows / banks masked off by
     `row_mask` / `bank_mask` get `old`; a lane whose source is invalid gets 0 with
     `bound_ctrl`, else `old` (CDNA's ``v_mov_b32_dpp``; see `simtify.sim.ops.amdgpu`).
-    Syntax as upstream MLIR prints it today: masks and `bound_ctrl` in any order, each
-    only when not the default (15, 15, false)."""
+    Syntax as upstream MLIR prints it today: each mask only when not the default (15,
+    15, false)."""
 
     name = "amdgpu.dpp"
 
-    old = operand_def()
-    src = operand_def()
-    result = result_def()
+    old = operand_def(SAME)
+    src = operand_def(SAME)
+    result = result_def(SAME)
     kind = prop_def(DPPPermAttr)
     perm_argument = opt_prop_def(Attribute, prop_name="permArgument")
-    row_mask = opt_prop_def(IntegerAttr)
-    bank_mask = opt_prop_def(IntegerAttr)
-    bound_ctrl = opt_prop_def(IntegerAttr)
-    traits = traits_def(Pure(), Collective())
+    row_mask = opt_prop_def(IntegerAttr[I32], default_value=_i32(0xF))
+    bank_mask = opt_prop_def(IntegerAttr[I32], default_value=_i32(0xF))
+    bound_ctrl = opt_prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("kind", "permArgument", "row_mask", "bank_mask", "bound_ctrl")
-    MASKS: ClassVar[tuple[str, ...]] = ("row_mask", "bank_mask", "bound_ctrl")
+    custom_directives = (EnumKeyword,)
+    # upstream reads the masks in any order (an oilist); they are read here in the order it prints them
+    assembly_format = (
+        "$old $src custom<EnumKeyword>($kind) (`(` $permArgument^ `)`)? (`row_mask` `(` $row_mask^ `)`)? "
+        "(`bank_mask` `(` $bank_mask^ `)`)? (`bound_ctrl` `(` $bound_ctrl^ `)`)? attr-dict `:` type($result)"
+    )
 
-    def __init__(self, old, src, kind: DPPPerm | str, perm_argument: Attribute | None = None, *,
-                 row_mask: int = 0xF, bank_mask: int = 0xF, bound_ctrl: bool = False):
-        from xdsl.ir import SSAValue
-
+    def __init__(self, old: SSAValue | Operation, src: SSAValue | Operation, kind: DPPPerm | str,
+                 perm_argument: Attribute | None = None, *, row_mask: int = 0xF, bank_mask: int = 0xF,
+                 bound_ctrl: bool = False):
         props: dict[str, Attribute] = {"kind": DPPPermAttr(DPPPerm(kind))}
         if perm_argument is not None:
             props["permArgument"] = perm_argument
@@ -321,7 +240,7 @@ class DPPOp(IRDLOperation):
             props["bank_mask"] = _i32(bank_mask)
         if bound_ctrl:
             props["bound_ctrl"] = IntegerAttr(1, i1)
-        super().__init__(operands=[old, src], result_types=[SSAValue.get(src).type], properties=props)
+        super().__init__(old, src, properties=props)
 
     @property
     def masks(self) -> tuple[int, int, bool]:
@@ -338,59 +257,7 @@ class DPPOp(IRDLOperation):
             return tuple(int(a.value.data) for a in arg.data)  # type: ignore[attr-defined]
         return None
 
-    @classmethod
-    def parse(cls, parser: Parser) -> DPPOp:
-        old = parser.parse_unresolved_operand()
-        src = parser.parse_unresolved_operand()
-        kind = parse_enum_keyword(parser, DPPPerm, "a DPP permutation")
-        props: dict[str, Attribute] = {"kind": DPPPermAttr(kind)}
-        if parser.parse_optional_punctuation("(") is not None:
-            props["permArgument"] = parser.parse_attribute()
-            parser.parse_punctuation(")")
-        while (word := parser.parse_optional_keyword_in(cls.MASKS)) is not None:
-            if word in props:
-                parser.raise_error(f"'{word}' is given twice")
-            parser.parse_punctuation("(")
-            if word == "bound_ctrl":
-                pos = parser.pos
-                flag = parser.parse_optional_keyword_in(("true", "false"))
-                if flag is None:
-                    parser.raise_error("expected true or false", pos)
-                props[word] = IntegerAttr(int(flag == "true"), i1)
-            else:
-                props[word] = _i32(parser.parse_integer(allow_negative=False))
-            parser.parse_punctuation(")")
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(old, type_), parser.resolve_operand(src, type_)],
-                         result_types=[type_], properties=extra | props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.old)
-        printer.print_string(" ")
-        printer.print_ssa_value(self.src)
-        printer.print_string(f" {self.kind.data.value}")
-        if self.perm_argument is not None:
-            printer.print_string("(")
-            printer.print_attribute(self.perm_argument)
-            printer.print_string(")")
-        row, bank, bound = self.masks
-        if row != 0xF:
-            printer.print_string(f" row_mask({row})")
-        if bank != 0xF:
-            printer.print_string(f" bank_mask({bank})")
-        if bound:
-            printer.print_string(" bound_ctrl(true)")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
     def verify_(self) -> None:
-        if not (self.old.type == self.src.type == self.result.type):
-            raise VerifyException(f"old, src and the result must have one type, got {self.old.type}, "
-                                  f"{self.src.type} and {self.result.type}")
         kind = self.kind.data
         arg = self.perm_argument
         if kind == DPPPerm.QUAD_PERM:
@@ -411,58 +278,50 @@ class DPPOp(IRDLOperation):
 
 
 @mlir_op
-class SwizzleBitModeOp(IRDLOperation):
+class SwizzleBitModeOp(LaneExchangeOp):
     """``%r = amdgpu.swizzle_bitmode %src 0 31 0 : f32``: ``ds_swizzle_b32`` in bit-mask
     mode: within each group of 32 lanes, lane l reads lane ((l & and) | or) ^ xor."""
 
     name = "amdgpu.swizzle_bitmode"
 
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    src = operand_def(T)
-    result = result_def(T)
+    src = operand_def(SAME)
+    result = result_def(SAME)
     and_mask = prop_def(IntegerAttr[I32])
     or_mask = prop_def(IntegerAttr[I32])
     xor_mask = prop_def(IntegerAttr[I32])
-    traits = traits_def(Pure(), Collective())
 
     assembly_format = "$src $and_mask $or_mask $xor_mask attr-dict `:` type($result)"
 
     MASK_NAMES: ClassVar[tuple[str, ...]] = ("and_mask", "or_mask", "xor_mask")
 
     def __init__(self, src, and_mask: int, or_mask: int, xor_mask: int):
-        from xdsl.ir import SSAValue
-
-        super().__init__(operands=[src], result_types=[SSAValue.get(src).type],
-                         properties={"and_mask": _i32(and_mask), "or_mask": _i32(or_mask), "xor_mask": _i32(xor_mask)})
+        masks = {"and_mask": and_mask, "or_mask": or_mask, "xor_mask": xor_mask}
+        super().__init__(src, properties={name: _i32(mask) for name, mask in masks.items()})
 
     @property
     def mask_values(self) -> tuple[int, int, int]:
         return tuple(int(getattr(self, n).value.data) for n in self.MASK_NAMES)  # type: ignore[return-value]
 
     def verify_(self) -> None:
-        if not _is_lane_value(self.src.type) or self.result.type != self.src.type:
-            raise VerifyException(f"swizzles an integer, float or 1-D vector into its own type, got "
-                                  f"{self.src.type} -> {self.result.type}")
+        verify_lane_value(self.src, self.result, index=False)
         for name, m in zip(self.MASK_NAMES, self.mask_values):
             if not 0 <= m < 32:
                 raise VerifyException(f"{name} is a 5-bit lane mask, got {m}")
 
 
 @mlir_op
-class PermlaneSwapOp(IRDLOperation):
+class PermlaneSwapOp(LaneExchangeOp):
     """``%r = amdgpu.permlane_swap %src 16 [fetch_inactive(true)] [bound_ctrl(true)] : f32``
     (gfx950's ``v_permlane16/32_swap``): lane l reads lane l ^ 16 (odd and even rows of
     16 swap) or l ^ 32 (the two halves of the wave swap)."""
 
     name = "amdgpu.permlane_swap"
 
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    src = operand_def(T)
-    result = result_def(T)
+    src = operand_def(SAME)
+    result = result_def(SAME)
     row_length = prop_def(IntegerAttr[I32])
     fetch_inactive = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
     bound_ctrl = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
-    traits = traits_def(Pure(), Collective())
 
     assembly_format = (
         "$src $row_length (`fetch_inactive` `(` $fetch_inactive^ `)`)? (`bound_ctrl` `(` $bound_ctrl^ `)`)? attr-dict "
@@ -470,14 +329,12 @@ class PermlaneSwapOp(IRDLOperation):
     )
 
     def __init__(self, src, row_length: int, *, fetch_inactive: bool = False, bound_ctrl: bool = False):
-        from xdsl.ir import SSAValue
-
         props: dict[str, Attribute] = {"row_length": _i32(row_length)}
         if fetch_inactive:
             props["fetch_inactive"] = IntegerAttr(1, i1)
         if bound_ctrl:
             props["bound_ctrl"] = IntegerAttr(1, i1)
-        super().__init__(operands=[src], result_types=[SSAValue.get(src).type], properties=props)
+        super().__init__(src, properties=props)
 
     @property
     def flags(self) -> tuple[bool, bool]:
@@ -485,9 +342,7 @@ class PermlaneSwapOp(IRDLOperation):
         return bool(_int_of(self.fetch_inactive, 0)), bool(_int_of(self.bound_ctrl, 0))
 
     def verify_(self) -> None:
-        if not _is_lane_value(self.src.type) or self.result.type != self.src.type:
-            raise VerifyException(f"permutes an integer, float or 1-D vector into its own type, got "
-                                  f"{self.src.type} -> {self.result.type}")
+        verify_lane_value(self.src, self.result, index=False)
         if int(self.row_length.value.data) not in (16, 32):
             raise VerifyException(f"row_length must be 16 or 32, got {self.row_length.value.data}")
 
@@ -524,30 +379,34 @@ class FatRawBufferCastOp(IRDLOperation):
             raise VerifyException(f"the result {dst} must have the shape and element type of the source {src}")
 
 
-@irdl_op_definition
+@irdl_custom_directive
+class BarSeparated(CustomDirective):
+    """``valu|all_vmem``: a bit-enum's set flags, kept as the string MLIR prints."""
+
+    flags: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        names = [parser.parse_identifier()]
+        while parser.parse_optional_punctuation("|") is not None:
+            names.append(parser.parse_identifier())
+        self.flags.set(state, StringAttr("|".join(names)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string(self.flags.get(op).data)  # type: ignore[union-attr]
+
+
+@mlir_op
 class SchedBarrierOp(IRDLOperation):
     """``amdgpu.sched_barrier allow = none`` (or ``valu|all_vmem``..): which instructions
     the backend's scheduler may move across this point. No effect on values."""
 
     name = "amdgpu.sched_barrier"
 
-    opts = prop_def(Attribute)
+    opts = prop_def(StringAttr)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> SchedBarrierOp:
-        from xdsl.dialects.builtin import StringAttr
-
-        parser.parse_keyword("allow")
-        parser.parse_punctuation("=")
-        names = [parser.parse_identifier()]
-        while parser.parse_optional_punctuation("|") is not None:
-            names.append(parser.parse_identifier())
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), ())
-        return cls.build(properties={"opts": StringAttr("|".join(names))} | extra, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" allow = {self.opts.data}")
-        print_sorted_attr_dict(printer, dict(self.attributes))
+    custom_directives = (BarSeparated,)
+    assembly_format = "`allow` `=` custom<BarSeparated>($opts) attr-dict"
 
 
 AMDGPU = Dialect("amdgpu", [DPPOp, GatherToLDSOp, MFMAOp, PermlaneSwapOp, SwizzleBitModeOp, FatRawBufferCastOp,

@@ -21,8 +21,10 @@ from functools import lru_cache
 from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, i64
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute
 from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def, var_operand_def
+from xdsl.irdl import irdl_attr_definition
 from xdsl.irdl.declarative_assembly_format import (
     AttrDictDirective,
     AttributeVariable,
@@ -37,6 +39,7 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 from simtify.ir import attribute_syntax as syntax
 
@@ -47,10 +50,13 @@ __all__ = [
     "IntList",
     "MLIRAttrDict",
     "OptionalIndexList",
+    "OptionalIntList",
     "YieldTerminator",
+    "enum_attr",
     "i64_array",
     "i64_dense",
     "int_values",
+    "keyword_enum",
     "mlir_op",
     "parse_int_list",
     "print_int_list",
@@ -263,3 +269,37 @@ class YieldTerminator(IRDLOperation):
     values = var_operand_def()
     traits = traits_def(IsTerminator(), Pure())
     assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+
+class OptionalIntList(IntList):
+    """An `IntList` that may be absent, as the anchor of an optional group
+    (``(`mmaShape` `=` custom<OptionalIntList>($mmaShape)^)?``): present when set."""
+
+    def is_anchorable(self) -> bool:
+        return True
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.values.get(op) is not None
+
+
+def enum_attr(name: str, enum_type: type[StrEnum], doc: str, class_name: str = "", keyword_of: str = "") -> type:
+    """``#name<value>`` over `enum_type` (an `AngleBracketEnum`), declared in one line, as
+    such attributes differ only in name, enum and doc. The class is `class_name`, or the
+    enum's name + ``Attr``; `keyword_of` names the values in `EnumKeyword`'s errors."""
+
+    class Attr(AngleBracketEnum, EnumAttribute[enum_type]):  # type: ignore[valid-type]
+        __doc__ = doc
+
+    Attr.name = name  # type: ignore[attr-defined]
+    Attr.__name__ = Attr.__qualname__ = class_name or f"{enum_type.__name__}Attr"
+    Attr.__module__ = enum_type.__module__
+    if keyword_of:
+        Attr.KEYWORD_OF = keyword_of  # type: ignore[attr-defined]
+    return irdl_attr_definition(Attr)
+
+
+def keyword_enum(name: str, keywords: str, module: str) -> type[StrEnum]:
+    """The `StrEnum` `name` (defined in `module`) of MLIR's space-separated `keywords`,
+    each member named by its keyword in upper case: ``"add mul"`` gives ``ADD = "add"``,
+    ``MUL = "mul"``."""
+    return StrEnum(name, [(k.upper(), k) for k in keywords.split()], module=module)  # type: ignore[return-value]

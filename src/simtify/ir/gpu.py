@@ -14,345 +14,158 @@ in workgroup memory, and the ``#gpu.thread<x>``-style mappings of ``scf.forall``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import auto
 from math import prod
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
-    AnyFloat,
-    ArrayAttr,
-    DenseArrayBase,
-    I32,
-    DictionaryAttr,
-    FunctionType,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    MemRefType,
-    StringAttr,
-    SymbolNameConstraint,
-    UnitAttr,
-    VectorType,
-    i1,
-    i32,
-    i64,
+    AnyFloat, ArrayAttr, DenseArrayBase, I32, DictionaryAttr, FunctionType, IndexType, IntegerAttr,
+    IntegerType, MemRefType, StringAttr, SymbolNameConstraint, UnitAttr, VectorType, i1, i32, i64,
 )
-from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, OpTrait, Region, SSAValue
 from xdsl.irdl import (
-    AnyAttr,
-    IRDLOperation,
-    VarConstraint,
-    irdl_attr_definition,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    region_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
+    AnyAttr, IRDLOperation, VarConstraint, irdl_op_definition, operand_def, opt_operand_def,
+    opt_prop_def, prop_def, region_def, result_def, traits_def, var_operand_def, var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
-    HasParent,
-    IsolatedFromAbove,
-    IsTerminator,
-    NoTerminator,
-    Pure,
-    RecursiveMemoryEffect,
-    SymbolOpInterface,
-    SymbolTable,
+    HasParent, IsolatedFromAbove, IsTerminator, NoTerminator, Pure, RecursiveMemoryEffect,
+    SymbolOpInterface, SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import AngleBracketEnum, EnumKeyword, mlir_op, parse_enum_keyword, split_properties
+from simtify.ir.assembly import EnumKeyword, YieldTerminator, enum_attr, keyword_enum, mlir_op, split_properties
 from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform
 
 # ------------------------------------------------------------------------ attributes
 
+Dimension = keyword_enum("Dimension", "x y z", __name__)
+DimensionAttr = enum_attr("gpu.dim", Dimension, "``#gpu.dim<x>``: one of the three launch dimensions.",
+                          keyword_of="a launch dimension")
 
-class Dimension(StrEnum):
-    X = auto()
-    Y = auto()
-    Z = auto()
+# workgroup = shared memory / LDS, private = registers or scratch
+AddressSpace = keyword_enum("AddressSpace", "global workgroup private", __name__)
+AddressSpaceAttr = enum_attr("gpu.address_space", AddressSpace,
+                             "``#gpu.address_space<workgroup>``: the memory space of a memref.")
 
-
-@irdl_attr_definition
-class DimensionAttr(AngleBracketEnum, EnumAttribute[Dimension]):
-    """``#gpu.dim<x>``: one of the three launch dimensions."""
-
-    name = "gpu.dim"
-    KEYWORD_OF: ClassVar[str] = "a launch dimension"
-
-
-class AddressSpace(StrEnum):
-    GLOBAL = auto()
-    WORKGROUP = auto()
-    PRIVATE = auto()
-
-
-@irdl_attr_definition
-class AddressSpaceAttr(AngleBracketEnum, EnumAttribute[AddressSpace]):
-    """``#gpu.address_space<workgroup>``: the memory space of a memref (workgroup =
-    shared memory / LDS, private = registers or scratch)."""
-
-    name = "gpu.address_space"
-
-
-class ReduceOperation(StrEnum):
-    ADD = auto()
-    MUL = auto()
-    MINUI = auto()
-    MINSI = auto()
-    MINNUMF = auto()
-    MAXUI = auto()
-    MAXSI = auto()
-    MAXNUMF = auto()
-    AND = auto()
-    OR = auto()
-    XOR = auto()
-    MINIMUMF = auto()
-    MAXIMUMF = auto()
-
-
+ReduceOperation = keyword_enum("ReduceOperation", "add mul minui minsi minnumf maxui maxsi maxnumf and or xor "
+                               "minimumf maximumf", __name__)
+ReduceOperationAttr = enum_attr("gpu.all_reduce_op", ReduceOperation, "``#gpu.all_reduce_op<add>``: how a "
+                                "subgroup or workgroup reduction combines.", keyword_of="a reduction")
 FLOAT_REDUCTIONS = frozenset({"add", "mul", "minnumf", "maxnumf", "minimumf", "maximumf"})
 INTEGER_REDUCTIONS = frozenset({"add", "mul", "minui", "minsi", "maxui", "maxsi", "and", "or", "xor"})
 
+ShuffleMode = keyword_enum("ShuffleMode", "xor up down idx", __name__)
+ShuffleModeAttr = enum_attr("gpu.shuffle_mode", ShuffleMode, "``#gpu.shuffle_mode<xor>``: which lane a shuffle "
+                            "reads from.", keyword_of="a shuffle mode")
 
-@irdl_attr_definition
-class ReduceOperationAttr(AngleBracketEnum, EnumAttribute[ReduceOperation]):
-    """``#gpu.all_reduce_op<add>``: how a subgroup or workgroup reduction combines."""
+BarrierScope = keyword_enum("BarrierScope", "subgroup workgroup cluster", __name__)
+BarrierScopeAttr = enum_attr("gpu.barrier_scope", BarrierScope,
+                             "``#gpu.barrier_scope<workgroup>``: which threads a barrier synchronises.")
 
-    name = "gpu.all_reduce_op"
-
-
-class ShuffleMode(StrEnum):
-    XOR = auto()
-    UP = auto()
-    DOWN = auto()
-    IDX = auto()
+# Processor ids an ``scf.forall`` loop can be mapped to.
+MappingId = keyword_enum("MappingId", "x y z " + " ".join(f"linear_dim_{i}" for i in range(10)), __name__)
 
 
-@irdl_attr_definition
-class ShuffleModeAttr(AngleBracketEnum, EnumAttribute[ShuffleMode]):
-    """``#gpu.shuffle_mode<xor>``: which lane a shuffle reads from."""
-
-    name = "gpu.shuffle_mode"
-    KEYWORD_OF: ClassVar[str] = "a shuffle mode"
+def _mapping_attr(name: str, over: str) -> type:
+    """``#gpu.thread<x>`` and its kin (class ``ThreadMappingAttr``)."""
+    return enum_attr(f"gpu.{name}", MappingId, f"``#gpu.{name}<x>``: an ``scf.forall`` dim distributed over {over}.",
+                     class_name=f"{name.title()}MappingAttr")
 
 
-class BarrierScope(StrEnum):
-    SUBGROUP = auto()
-    WORKGROUP = auto()
-    CLUSTER = auto()
-
-
-@irdl_attr_definition
-class BarrierScopeAttr(AngleBracketEnum, EnumAttribute[BarrierScope]):
-    """``#gpu.barrier_scope<workgroup>``: which threads a barrier synchronises."""
-
-    name = "gpu.barrier_scope"
-
-
-class MappingId(StrEnum):
-    """Processor ids an ``scf.forall`` loop can be mapped to."""
-
-    X = auto()
-    Y = auto()
-    Z = auto()
-    LINEAR_DIM_0 = auto()
-    LINEAR_DIM_1 = auto()
-    LINEAR_DIM_2 = auto()
-    LINEAR_DIM_3 = auto()
-    LINEAR_DIM_4 = auto()
-    LINEAR_DIM_5 = auto()
-    LINEAR_DIM_6 = auto()
-    LINEAR_DIM_7 = auto()
-    LINEAR_DIM_8 = auto()
-    LINEAR_DIM_9 = auto()
-
-
-@irdl_attr_definition
-class ThreadMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
-    """``#gpu.thread<x>``: an ``scf.forall`` dim distributed over threads."""
-
-    name = "gpu.thread"
-
-
-@irdl_attr_definition
-class WarpMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
-    """``#gpu.warp<x>``: an ``scf.forall`` dim distributed over subgroups."""
-
-    name = "gpu.warp"
-
-
-@irdl_attr_definition
-class WarpgroupMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
-    """``#gpu.warpgroup<x>``: an ``scf.forall`` dim distributed over warpgroups."""
-
-    name = "gpu.warpgroup"
-
-
-@irdl_attr_definition
-class BlockMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
-    """``#gpu.block<x>``: an ``scf.forall`` dim distributed over workgroups."""
-
-    name = "gpu.block"
-
-
-@irdl_attr_definition
-class LaneMappingAttr(AngleBracketEnum, EnumAttribute[MappingId]):
-    """``#gpu.lane<x>``: an ``scf.forall`` dim distributed over lanes of a subgroup."""
-
-    name = "gpu.lane"
+ThreadMappingAttr = _mapping_attr("thread", "threads")
+WarpMappingAttr = _mapping_attr("warp", "subgroups")
+WarpgroupMappingAttr = _mapping_attr("warpgroup", "warpgroups")
+BlockMappingAttr = _mapping_attr("block", "workgroups")
+LaneMappingAttr = _mapping_attr("lane", "lanes of a subgroup")
 
 
 # ---------------------------------------------------------------- id and size ops
 
 
-class _DimensionIdOp(IRDLOperation):
-    """``%t = gpu.thread_id x (upper_bound 64)?``: an index along a launch dimension."""
+class _GPUOp(IRDLOperation):
+    """What the declarative ops of this dialect share: enums as bare keywords
+    (`EnumKeyword`), and attr-dicts printed in xDSL's order, as they always have been."""
 
-    dimension = prop_def(DimensionAttr)
+    custom_directives = (EnumKeyword,)
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+
+
+class _IndexQueryOp(_GPUOp):
+    """An index the hardware answers, with an optional ``upper_bound N``: a promise that
+    the value stays below N (upstream: a larger one is undefined behaviour)."""
+
     upper_bound = opt_prop_def(IntegerAttr[IndexType])
     result = result_def(IndexType)
-    traits = traits_def(Pure())
 
-    SORTED_ATTR_DICT: ClassVar[bool] = False
-    custom_directives = (EnumKeyword,)
-    assembly_format = "custom<EnumKeyword>($dimension) (`upper_bound` $upper_bound^)? attr-dict"
-
-    def __init__(self, dimension: Dimension | str, upper_bound: int | None = None):
-        properties: dict[str, Attribute] = {"dimension": DimensionAttr(Dimension(dimension))}
+    def __init__(self, upper_bound: int | None = None, properties: dict[str, Attribute] | None = None):
+        properties = dict(properties or {})
         if upper_bound is not None:
             properties["upper_bound"] = IntegerAttr(upper_bound, IndexType())
         super().__init__(result_types=[IndexType()], properties=properties)
 
     def verify_(self) -> None:
-        _check_upper_bound(self)
-
-def _check_upper_bound(op: IRDLOperation) -> None:
-    bound = op.properties.get("upper_bound")
-    if bound is not None and (not isinstance(bound, IntegerAttr) or bound.value.data < 1):
-        raise VerifyException(f"upper_bound must be a positive index, got {bound}")
+        bound = self.upper_bound
+        if bound is not None and bound.value.data < 1:
+            raise VerifyException(f"upper_bound must be a positive index, got {bound}")
 
 
-@mlir_op
-class ThreadIdOp(_DimensionIdOp):
-    """``gpu.thread_id x``: the thread's index within its workgroup along x."""
+class _DimensionIdOp(_IndexQueryOp):
+    """``%t = gpu.thread_id x (upper_bound 64)?``: an index along a launch dimension."""
 
-    name = "gpu.thread_id"
-    traits = traits_def(Pure(), LaneVariant())
+    dimension = prop_def(DimensionAttr)
 
+    assembly_format = "custom<EnumKeyword>($dimension) (`upper_bound` $upper_bound^)? attr-dict"
 
-@mlir_op
-class BlockIdOp(_DimensionIdOp):
-    """``gpu.block_id x``: the workgroup's index within the grid along x."""
-
-    name = "gpu.block_id"
-    traits = traits_def(Pure(), SubgroupUniform())
+    def __init__(self, dimension: Dimension | str, upper_bound: int | None = None):
+        super().__init__(upper_bound, {"dimension": DimensionAttr(Dimension(dimension))})
 
 
-@mlir_op
-class BlockDimOp(_DimensionIdOp):
-    """``gpu.block_dim x``: the number of threads of a workgroup along x."""
+class _SubgroupQueryOp(_IndexQueryOp):
+    """``%s = gpu.subgroup_size (upper_bound 64)? : index``."""
 
-    name = "gpu.block_dim"
-    traits = traits_def(Pure(), SubgroupUniform())
+    assembly_format = "(`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
 
 
-@mlir_op
-class GridDimOp(_DimensionIdOp):
-    """``gpu.grid_dim x``: the number of workgroups along x."""
-
-    name = "gpu.grid_dim"
-    traits = traits_def(Pure(), SubgroupUniform())
+QueryT = TypeVar("QueryT", bound=_IndexQueryOp)
 
 
-@mlir_op
-class GlobalIdOp(_DimensionIdOp):
-    """``gpu.global_id x``: block_id * block_dim + thread_id along x."""
+def _query_op(base: type[QueryT], name: str, doc: str, *traits: OpTrait) -> type[QueryT]:
+    """The op `name` of a family whose members differ only in name, doc and effects
+    (``gpu.thread_id`` -> class ``ThreadIdOp``)."""
+    class_name = "".join(word.title() for word in name.split(".")[1].split("_")) + "Op"
+    body = {"name": name, "__doc__": f"``{name}``: {doc}", "__module__": __name__,
+            "traits": traits_def(Pure(), *traits)}
+    return mlir_op(type(class_name, (base,), body))
 
-    name = "gpu.global_id"
-    traits = traits_def(Pure(), LaneVariant())
 
-
-@mlir_op
-class ClusterIdOp(_DimensionIdOp):
-    """``gpu.cluster_id x``: the cluster's index within the grid along x."""
-
-    name = "gpu.cluster_id"
+ThreadIdOp = _query_op(_DimensionIdOp, "gpu.thread_id", "the thread's index in its workgroup.", LaneVariant())
+BlockIdOp = _query_op(_DimensionIdOp, "gpu.block_id", "the workgroup's index in the grid.", SubgroupUniform())
+BlockDimOp = _query_op(_DimensionIdOp, "gpu.block_dim", "threads per workgroup.", SubgroupUniform())
+GridDimOp = _query_op(_DimensionIdOp, "gpu.grid_dim", "workgroups in the grid.", SubgroupUniform())
+GlobalIdOp = _query_op(_DimensionIdOp, "gpu.global_id", "block_id * block_dim + thread_id.", LaneVariant())
+ClusterIdOp = _query_op(_DimensionIdOp, "gpu.cluster_id", "the cluster's index in the grid.")
+SubgroupIdOp = _query_op(_SubgroupQueryOp, "gpu.subgroup_id", "the subgroup's index in its workgroup.",
+                         SubgroupUniform())
+SubgroupSizeOp = _query_op(_SubgroupQueryOp, "gpu.subgroup_size", "lanes per subgroup (32 or 64).",
+                           SubgroupUniform())
+NumSubgroupsOp = _query_op(_SubgroupQueryOp, "gpu.num_subgroups", "subgroups per workgroup.", SubgroupUniform())
 
 
 @mlir_op
-class LaneIdOp(IRDLOperation):
+class LaneIdOp(_IndexQueryOp):
     """``%l = gpu.lane_id (upper_bound 64)?``: the thread's lane within its subgroup."""
 
     name = "gpu.lane_id"
-    upper_bound = opt_prop_def(IntegerAttr[IndexType])
-    result = result_def(IndexType)
     traits = traits_def(Pure(), LaneVariant())
-
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "(`upper_bound` $upper_bound^)? attr-dict"
-
-    def __init__(self, upper_bound: int | None = None):
-        properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
-        super().__init__(result_types=[IndexType()], properties=properties)
-
-    def verify_(self) -> None:
-        _check_upper_bound(self)
-
-
-class _SubgroupQueryOp(IRDLOperation):
-    """``%s = gpu.subgroup_size (upper_bound 64)? : index``."""
-
-    upper_bound = opt_prop_def(IntegerAttr[IndexType])
-    result = result_def(IndexType)
-    traits = traits_def(Pure(), SubgroupUniform())
-
-    SORTED_ATTR_DICT: ClassVar[bool] = False
-    assembly_format = "(`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
-
-    def __init__(self, upper_bound: int | None = None):
-        properties = {} if upper_bound is None else {"upper_bound": IntegerAttr(upper_bound, IndexType())}
-        super().__init__(result_types=[IndexType()], properties=properties)
-
-    def verify_(self) -> None:
-        _check_upper_bound(self)
-
-
-@mlir_op
-class SubgroupIdOp(_SubgroupQueryOp):
-    """``gpu.subgroup_id : index``: the subgroup's index within its workgroup."""
-
-    name = "gpu.subgroup_id"
-
-
-@mlir_op
-class SubgroupSizeOp(_SubgroupQueryOp):
-    """``gpu.subgroup_size : index``: lanes per subgroup (32 or 64)."""
-
-    name = "gpu.subgroup_size"
-
-
-@mlir_op
-class NumSubgroupsOp(_SubgroupQueryOp):
-    """``gpu.num_subgroups : index``: subgroups per workgroup."""
-
-    name = "gpu.num_subgroups"
 
 
 # ------------------------------------------------------------------ synchronisation
 
 
-@irdl_op_definition
-class BarrierOp(IRDLOperation):
+@mlir_op
+class BarrierOp(_GPUOp):
     """``gpu.barrier (memfence [#gpu.address_space<workgroup>])? (scope <subgroup>)?``:
     every thread of the scope waits here. Without ``memfence`` all memory is fenced;
     ``memfence []`` fences none; the default scope (workgroup) is not printed."""
@@ -362,34 +175,13 @@ class BarrierOp(IRDLOperation):
     address_spaces = opt_prop_def(ArrayAttr[AddressSpaceAttr])
     scope = prop_def(BarrierScopeAttr, default_value=BarrierScopeAttr(BarrierScope.WORKGROUP))
 
+    assembly_format = "(`memfence` $address_spaces^)? (`scope` $scope^)? attr-dict"
+
     def __init__(self, address_spaces: Sequence[AddressSpace | str] | None = None, scope: BarrierScope | str = BarrierScope.WORKGROUP):
         properties: dict[str, Attribute] = {"scope": BarrierScopeAttr(BarrierScope(scope))}
         if address_spaces is not None:
             properties["address_spaces"] = ArrayAttr(AddressSpaceAttr(AddressSpace(s)) for s in address_spaces)
         super().__init__(properties=properties)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> BarrierOp:
-        properties: dict[str, Attribute] = {"scope": BarrierScopeAttr(BarrierScope.WORKGROUP)}
-        while True:
-            if parser.parse_optional_keyword("memfence") is not None:
-                spaces = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_attribute)
-                properties["address_spaces"] = ArrayAttr(spaces)
-            elif parser.parse_optional_keyword("scope") is not None:
-                properties["scope"] = BarrierScopeAttr(BarrierScopeAttr.parse_parameter(parser))
-            else:
-                break
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        return cls.build(properties=properties | extra, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        if self.address_spaces is not None:
-            printer.print_string(" memfence [")
-            printer.print_list(self.address_spaces.data, printer.print_attribute)
-            printer.print_string("]")
-        if self.scope.data != BarrierScope.WORKGROUP:
-            printer.print_string(f" scope <{self.scope.data.value}>")
-        printer.print_op_attributes(self.attributes)
 
     def fenced_spaces(self) -> tuple[AddressSpace, ...]:
         """The address spaces whose memory the barrier makes visible."""
@@ -398,66 +190,85 @@ class BarrierOp(IRDLOperation):
         return tuple(s.data for s in self.address_spaces.data)
 
 
-def _is_int_or_float_or_1d_vector(type_: Attribute) -> bool:
+def verify_lane_value(value: SSAValue, result: SSAValue, *, index: bool = True) -> None:
+    """What the subgroup collectives and lane permutations (``gpu.shuffle``, ``amdgpu.dpp``..)
+    move: an integer, a float (or, for the ``gpu`` ones, an index) or a 1-D vector of them,
+    handed back in its own type."""
+    type_ = value.type
     element = type_.element_type if isinstance(type_, VectorType) else type_
-    if isinstance(type_, VectorType) and type_.get_num_dims() != 1:
-        return False
-    return isinstance(element, IntegerType | AnyFloat | IndexType)
+    scalars = (IntegerType, AnyFloat, IndexType) if index else (IntegerType, AnyFloat)
+    if isinstance(type_, VectorType) and type_.get_num_dims() != 1 or not isinstance(element, scalars):
+        raise VerifyException(f"takes an integer, a float or a 1-D vector of them, got {type_}")
+    if result.type != type_:
+        raise VerifyException(f"the result type {result.type} must be the operand's {type_}")
+
+
+# The one type an op takes and hands back: its operand and result are declared with it.
+SAME = VarConstraint("T", AnyAttr())
+
+
+class LaneExchangeOp(IRDLOperation):
+    """An op by which the lanes of a subgroup exchange values (shuffles, broadcasts,
+    reductions, AMD's DPP and readlane): pure but collective (it must not move under a
+    branch that splits the subgroup), answering in the type of its first operand (both
+    declared `SAME`), plus an i1 ``valid`` result where the op has one."""
+
+    traits = traits_def(Pure(), Collective())
+
+    def __init__(self, value: SSAValue | Operation, *operands: SSAValue | Operation | Sequence[SSAValue],
+                 properties: dict[str, Attribute] | None = None, valid: bool = False):
+        value = SSAValue.get(value)
+        super().__init__(operands=[value, *operands], result_types=[value.type, *([i1] if valid else [])],
+                         properties=properties or {})
 
 
 @mlir_op
-class ShuffleOp(IRDLOperation):
+class ShuffleOp(_GPUOp, LaneExchangeOp):
     """``%r, %valid = gpu.shuffle xor %v, %offset, %width : f32``: read %v from
     another lane of the subgroup (xor: lane ^ offset; up/down: lane -/+ offset; idx:
     lane offset); %valid is false where that lane is at or beyond %width."""
 
     name = "gpu.shuffle"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    value = operand_def(T)
+    value = operand_def(SAME)
     offset = operand_def(i32)
     width = operand_def(i32)
     mode = prop_def(ShuffleModeAttr)
-    shuffle_result = result_def(T)
+    shuffle_result = result_def(SAME)
     valid = result_def(i1)
-    traits = traits_def(Pure(), Collective())
 
-    custom_directives = (EnumKeyword,)
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "custom<EnumKeyword>($mode) $value `,` $offset `,` $width attr-dict `:` type($value)"
 
-    def __init__(self, mode: ShuffleMode | str, value: SSAValue | Operation, offset: SSAValue | Operation, width: SSAValue | Operation):
-        value = SSAValue.get(value)
-        super().__init__(
-            operands=[value, offset, width],
-            result_types=[value.type, i1],
-            properties={"mode": ShuffleModeAttr(ShuffleMode(mode))},
-        )
+    def __init__(self, mode: ShuffleMode | str, value: SSAValue | Operation, offset: SSAValue | Operation,
+                 width: SSAValue | Operation):
+        super().__init__(value, offset, width, properties={"mode": ShuffleModeAttr(ShuffleMode(mode))}, valid=True)
 
     def verify_(self) -> None:
-        if not _is_int_or_float_or_1d_vector(self.value.type):
-            raise VerifyException(f"can only shuffle an integer, a float or a 1-D vector of them, got {self.value.type}")
-        if self.shuffle_result.type != self.value.type:
-            raise VerifyException(f"result type {self.shuffle_result.type} must be the shuffled type {self.value.type}")
+        verify_lane_value(self.value, self.shuffle_result)
 
 def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
-@irdl_op_definition
-class SubgroupReduceOp(IRDLOperation):
+@mlir_op
+class SubgroupReduceOp(_GPUOp, LaneExchangeOp):
     """``gpu.subgroup_reduce add %v (uniform)? (cluster(size = 4, stride = 2))? :
     (f32) -> f32``: every lane gets the reduction over its cluster — the `size` lanes
     ``l0 + k*stride`` (k < size) that share its lane id modulo ``stride`` within a
     block of ``size*stride`` lanes; without a cluster, the whole subgroup."""
 
     name = "gpu.subgroup_reduce"
-    value = operand_def()
-    result = result_def()
+    value = operand_def(SAME)
+    result = result_def(SAME)
     op = prop_def(ReduceOperationAttr)
     uniform = opt_prop_def(UnitAttr)
-    cluster_size = opt_prop_def(IntegerAttr)
-    cluster_stride = prop_def(IntegerAttr, default_value=IntegerAttr(1, i32))
-    traits = traits_def(Pure(), Collective())
+    cluster_size = opt_prop_def(IntegerAttr[I32])
+    cluster_stride = prop_def(IntegerAttr[I32], default_value=IntegerAttr(1, i32))
+
+    assembly_format = (
+        "custom<EnumKeyword>($op) $value (`uniform` $uniform^)? "
+        "(`cluster` `(` `size` `=` $cluster_size^ (`,` `stride` `=` $cluster_stride^)? `)`)? "
+        "attr-dict `:` functional-type(operands, results)"
+    )
 
     def __init__(
         self,
@@ -467,7 +278,6 @@ class SubgroupReduceOp(IRDLOperation):
         cluster_stride: int = 1,
         uniform: bool = False,
     ):
-        value = SSAValue.get(value)
         properties: dict[str, Attribute] = {
             "op": ReduceOperationAttr(ReduceOperation(op)),
             "cluster_stride": IntegerAttr(cluster_stride, i32),
@@ -476,59 +286,11 @@ class SubgroupReduceOp(IRDLOperation):
             properties["cluster_size"] = IntegerAttr(cluster_size, i32)
         if uniform:
             properties["uniform"] = UnitAttr()
-        super().__init__(operands=[value], result_types=[value.type], properties=properties)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SubgroupReduceOp:
-        operation = parse_enum_keyword(parser, ReduceOperation, "a reduction")
-        value = parser.parse_unresolved_operand()
-        properties: dict[str, Attribute] = {"op": ReduceOperationAttr(operation), "cluster_stride": IntegerAttr(1, i32)}
-        if parser.parse_optional_keyword("uniform") is not None:
-            properties["uniform"] = UnitAttr()
-        if parser.parse_optional_keyword("cluster") is not None:
-            parser.parse_punctuation("(")
-            parser.parse_keyword("size")
-            parser.parse_punctuation("=")
-            properties["cluster_size"] = IntegerAttr(parser.parse_integer(allow_boolean=False), i32)
-            if parser.parse_optional_punctuation(",") is not None:
-                parser.parse_keyword("stride")
-                parser.parse_punctuation("=")
-                properties["cluster_stride"] = IntegerAttr(parser.parse_integer(allow_boolean=False), i32)
-            parser.parse_punctuation(")")
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        function_type = parser.parse_function_type()
-        if len(function_type.inputs) != 1 or len(function_type.outputs) != 1:
-            parser.raise_error(f"expected a type (T) -> T, got {function_type}")
-        return cls.build(
-            operands=[parser.resolve_operand(value, function_type.inputs.data[0])],
-            result_types=[function_type.outputs.data[0]],
-            properties=properties | extra,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.op.data.value} ")
-        printer.print_operand(self.value)
-        if self.uniform is not None:
-            printer.print_string(" uniform")
-        if self.cluster_size is not None:
-            printer.print_string(f" cluster(size = {self.cluster_size.value.data}")
-            if self.cluster_stride.value.data != 1:
-                printer.print_string(f", stride = {self.cluster_stride.value.data}")
-            printer.print_string(")")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : (")
-        printer.print_attribute(self.value.type)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.result.type)
+        super().__init__(value, properties=properties)
 
     def verify_(self) -> None:
+        verify_lane_value(self.value, self.result)
         value_type = self.value.type
-        if not _is_int_or_float_or_1d_vector(value_type):
-            raise VerifyException(f"can only reduce an integer, a float or a 1-D vector of them, got {value_type}")
-        if self.result.type != value_type:
-            raise VerifyException(f"result type {self.result.type} must be the reduced type {value_type}")
         element = value_type.element_type if isinstance(value_type, VectorType) else value_type
         name = self.op.data.value
         if isinstance(element, AnyFloat) and name not in FLOAT_REDUCTIONS:
@@ -544,7 +306,7 @@ class SubgroupReduceOp(IRDLOperation):
 
 
 @mlir_op
-class BallotOp(IRDLOperation):
+class BallotOp(_GPUOp):
     """``%mask = gpu.ballot %pred : i64``: bit l of every lane's result is set where lane l
     of the subgroup is active and its predicate is true."""
 
@@ -553,85 +315,65 @@ class BallotOp(IRDLOperation):
     predicate = operand_def(i1)
     result = result_def(IntegerType)
 
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$predicate attr-dict `:` type($result)"
 
     def __init__(self, predicate: SSAValue | Operation, result_type: IntegerType = i64):
         super().__init__(operands=[predicate], result_types=[result_type])
 
 
-class BroadcastType(StrEnum):
-    FIRST_ACTIVE_LANE = auto()
-    SPECIFIC_LANE = auto()
+BroadcastType = keyword_enum("BroadcastType", "first_active_lane specific_lane", __name__)
 
 
-@irdl_attr_definition
-class BroadcastTypeAttr(AngleBracketEnum, EnumAttribute[BroadcastType]):
-    """``#gpu.broadcast<first_active_lane>``: where `gpu.subgroup_broadcast` reads."""
-
-    name = "gpu.broadcast"
-    KEYWORD_OF: ClassVar[str] = "a broadcast type"
+BroadcastTypeAttr = enum_attr("gpu.broadcast", BroadcastType, "``#gpu.broadcast<first_active_lane>``: where "
+                              "`gpu.subgroup_broadcast` reads.", keyword_of="a broadcast type")
 
 
 @mlir_op
-class SubgroupBroadcastOp(IRDLOperation):
+class SubgroupBroadcastOp(_GPUOp, LaneExchangeOp):
     """``gpu.subgroup_broadcast %v, first_active_lane : f32`` or ``..., specific_lane %lane
     : f32``: every lane gets %v of the subgroup's first active lane, or of lane %lane (an
     i32 that must be uniform and name an active lane)."""
 
     name = "gpu.subgroup_broadcast"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    src = operand_def(T)
+    src = operand_def(SAME)
     lane = opt_operand_def(i32)
-    result = result_def(T)
+    result = result_def(SAME)
     broadcast_type = prop_def(BroadcastTypeAttr)
-    traits = traits_def(Pure(), Collective())
 
-    custom_directives = (EnumKeyword,)
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$src `,` custom<EnumKeyword>($broadcast_type) ($lane^)? attr-dict `:` type($result)"
 
     def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation | None = None):
-        src = SSAValue.get(src)
         kind = BroadcastType.FIRST_ACTIVE_LANE if lane is None else BroadcastType.SPECIFIC_LANE
-        super().__init__(operands=[src, [] if lane is None else [lane]], result_types=[src.type],
-                         properties={"broadcast_type": BroadcastTypeAttr(kind)})
+        super().__init__(src, [] if lane is None else [lane], properties={"broadcast_type": BroadcastTypeAttr(kind)})
 
     def verify_(self) -> None:
-        if not _is_int_or_float_or_1d_vector(self.src.type) or self.result.type != self.src.type:
-            raise VerifyException(f"broadcasts an integer, float or 1-D vector into its own type, got "
-                                  f"{self.src.type} -> {self.result.type}")
+        verify_lane_value(self.src, self.result)
         specific = self.broadcast_type.data == BroadcastType.SPECIFIC_LANE
         if specific != (self.lane is not None):
             raise VerifyException("specific_lane takes a lane operand; first_active_lane takes none")
 
 
 @mlir_op
-class RotateOp(IRDLOperation):
+class RotateOp(_GPUOp, LaneExchangeOp):
     """``%r, %valid = gpu.rotate %v, 3, 16 : f32``: lane k of each group of `width` lanes
     reads lane ((k + offset) mod width) of its group; %valid is false for lanes at or
     beyond `width` (their value is poison)."""
 
     name = "gpu.rotate"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    value = operand_def(T)
-    rotate_result = result_def(T)
+    value = operand_def(SAME)
+    rotate_result = result_def(SAME)
     valid = result_def(i1)
     offset = prop_def(IntegerAttr[I32])
     width = prop_def(IntegerAttr[I32])
-    traits = traits_def(Pure(), Collective())
 
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = "$value `,` $offset `,` $width attr-dict `:` type($value)"
 
     def __init__(self, value: SSAValue | Operation, offset: int, width: int):
-        value = SSAValue.get(value)
-        super().__init__(operands=[value], result_types=[value.type, i1],
-                         properties={"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)})
+        super().__init__(value, properties={"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)},
+                         valid=True)
 
     def verify_(self) -> None:
-        if not _is_int_or_float_or_1d_vector(self.value.type) or self.rotate_result.type != self.value.type:
-            raise VerifyException(f"rotates an integer, float or 1-D vector, got {self.value.type}")
+        verify_lane_value(self.value, self.rotate_result)
         width, offset = self.width.value.data, self.offset.value.data
         if not _is_power_of_two(width):
             raise VerifyException(f"width {width} is not a power of two")
@@ -643,47 +385,25 @@ class RotateOp(IRDLOperation):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(YieldTerminator):
     """``gpu.yield %v : vector<128xf32>``: the values a ``gpu`` region hands out."""
 
     name = "gpu.yield"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator(), Pure())
 
     def __init__(self, values: Sequence[SSAValue | Operation] = ()):
         super().__init__(operands=[values])
 
-    @classmethod
-    def parse(cls, parser: Parser) -> YieldOp:
-        return _parse_terminator(cls, parser)
 
-    def print(self, printer: Printer) -> None:
-        _print_terminator(printer, self)
-
-
-def _parse_terminator(cls: type[IRDLOperation], parser: Parser):
-    """``attr-dict ($values : types)?``, the syntax of gpu.yield and gpu.return."""
-    extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-    operands = parser.parse_optional_undelimited_comma_separated_list(
-        parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
-    ) or []
-    values: list[SSAValue] = []
-    if operands:
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
-        if len(types) != len(operands):
-            parser.raise_error(f"{len(operands)} values given with {len(types)} types")
-        values = [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
-    return cls.build(operands=[values], properties=extra, attributes=attributes)
-
-
-def _print_terminator(printer: Printer, op: IRDLOperation) -> None:
-    printer.print_op_attributes(op.attributes)
-    if op.operands:
-        printer.print_string(" ")
-        printer.print_list(op.operands, printer.print_operand)
-        printer.print_string(" : ")
-        printer.print_list([v.type for v in op.operands], printer.print_attribute)
+def verify_indexed_copy(op: Any) -> None:
+    """The checks every ``src[src_indices]`` -> ``dst[dst_indices]`` copy between memrefs
+    shares (``amdgpu.gather_to_lds``, ``nvgpu.device_async_copy``): an index per dim of
+    each side, and one element type."""
+    src, dst = op.src.type, op.dst.type
+    for what, memref, indices in (("source", src, op.src_indices), ("destination", dst, op.dst_indices)):
+        if len(indices) != memref.get_num_dims():
+            raise VerifyException(f"expected {memref.get_num_dims()} {what} indices, got {len(indices)}")
+    if src.element_type != dst.element_type:
+        raise VerifyException(f"source and destination element types differ: {src.element_type} vs {dst.element_type}")
 
 
 def distribution_ratios(expanded: Attribute, distributed: Attribute) -> tuple[int, ...] | str:
@@ -1027,22 +747,14 @@ class FuncOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(YieldTerminator):
     """``gpu.return (%v : f32)?``: leave a ``gpu.func``."""
 
     name = "gpu.return"
-    values = var_operand_def()
     traits = traits_def(IsTerminator(), HasParent(FuncOp), Pure())
 
     def __init__(self, values: Sequence[SSAValue | Operation] = ()):
         super().__init__(operands=[values])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ReturnOp:
-        return _parse_terminator(cls, parser)
-
-    def print(self, printer: Printer) -> None:
-        _print_terminator(printer, self)
 
     def verify_(self) -> None:
         func = self.parent_op()

@@ -22,36 +22,18 @@ from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    I32,
-    ArrayAttr,
-    IndexType,
-    IntegerAttr,
-    MemRefType,
-    UnitAttr,
-    VectorType,
-    i64,
+    I32, ArrayAttr, IndexType, IntegerAttr, MemRefType, UnitAttr, VectorType,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
+from xdsl.ir import Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
-    IRDLOperation,
-    irdl_attr_definition,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
-    result_def,
-    traits_def,
-    var_operand_def,
+    AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, irdl_attr_definition, operand_def,
+    opt_operand_def, opt_prop_def, prop_def, result_def, traits_def, var_operand_def,
 )
-from xdsl.parser import Parser
-from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.assembly import mlir_op
-from simtify.ir.attribute_syntax import print_sorted_attr_dict, split_properties
+from simtify.ir.assembly import OptionalIntList, i64_array, int_values, mlir_op
+from simtify.ir.gpu import verify_indexed_copy
 
 
 @irdl_attr_definition
@@ -87,18 +69,11 @@ class DeviceAsyncCopyOp(IRDLOperation):
         return int(self.dstElements.value.data)
 
     def verify_(self) -> None:
-        src, dst = self.src.type, self.dst.type
-        if len(self.src_indices) != src.get_num_dims():
-            raise VerifyException(f"expected {src.get_num_dims()} source indices, got {len(self.src_indices)}")
-        if len(self.dst_indices) != dst.get_num_dims():
-            raise VerifyException(f"expected {dst.get_num_dims()} destination indices, got {len(self.dst_indices)}")
-        if src.element_type != dst.element_type:
-            raise VerifyException(f"source and destination element types differ: {src.element_type} vs "
-                                  f"{dst.element_type}")
-        bits = getattr(dst.element_type, "bitwidth", None)
+        verify_indexed_copy(self)
+        element = self.dst.type.element_type
+        bits = getattr(element, "bitwidth", None)
         if isinstance(bits, int) and self.elements * bits not in (32, 64, 128):
-            raise VerifyException(f"{self.elements} elements of {dst.element_type} per thread: cp.async copies 4, 8 "
-                                  "or 16 bytes")
+            raise VerifyException(f"{self.elements} elements of {element} per thread: cp.async copies 4, 8 or 16 bytes")
 
 
 @mlir_op
@@ -129,7 +104,7 @@ class DeviceAsyncWaitOp(IRDLOperation):
         return 0 if self.numGroups is None else int(self.numGroups.value.data)
 
 
-@irdl_op_definition
+@mlir_op
 class MmaSyncOp(IRDLOperation):
     name = "nvgpu.mma.sync"
 
@@ -142,50 +117,22 @@ class MmaSyncOp(IRDLOperation):
 
     traits = traits_def(Pure())
 
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("mmaShape", "tf32Enabled")
+    irdl_options = (ParsePropInAttrDict(),)
+    custom_directives = (OptionalIntList,)
+    PROPERTIES_IN_ATTR_DICT: ClassVar[bool] = True
+    assembly_format = (
+        "`(` $matrixA `,` $matrixB `,` $matrixC `)` (`mmaShape` `=` custom<OptionalIntList>($mmaShape)^)? attr-dict "
+        "`:` functional-type(operands, results)"
+    )
 
-    def __init__(self, a, b, c, shape: tuple[int, int, int]):
-        from xdsl.ir import SSAValue
-
+    def __init__(self, a: SSAValue | Operation, b: SSAValue | Operation, c: SSAValue | Operation,
+                 shape: tuple[int, int, int]):
         super().__init__(operands=[a, b, c], result_types=[SSAValue.get(c).type],
-                         properties={"mmaShape": ArrayAttr([IntegerAttr(v, i64) for v in shape])})
+                         properties={"mmaShape": i64_array(shape)})
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        return tuple(int(x.value.data) for x in self.mmaShape.data)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> MmaSyncOp:
-        operands = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
-        props: dict[str, Attribute] = {}
-        if parser.parse_optional_keyword("mmaShape") is not None:
-            parser.parse_punctuation("=")
-            props["mmaShape"] = parser.parse_attribute()
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        props.update(extra)
-        if "mmaShape" not in props:
-            parser.raise_error("nvgpu.mma.sync needs mmaShape = [m, n, k]")
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
-        parser.parse_punctuation("->")
-        result = parser.parse_type()
-        if len(operands) != 3 or len(types) != 3:
-            parser.raise_error("nvgpu.mma.sync takes three operands (A, B, C) and their three types")
-        return cls.build(operands=[parser.resolve_operand(o, t) for o, t in zip(operands, types)],
-                         result_types=[result], properties=props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string("(")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_string(f") mmaShape = [{', '.join(map(str, self.shape))}]")
-        extra = dict(self.attributes)
-        if self.tf32Enabled is not None:
-            extra["tf32Enabled"] = self.tf32Enabled
-        print_sorted_attr_dict(printer, extra)
-        printer.print_string(" : (")
-        printer.print_list([o.type for o in self.operands], printer.print_attribute)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.res.type)
+        return int_values(self.mmaShape)  # type: ignore[return-value]
 
     def verify_(self) -> None:
         shape = self.shape

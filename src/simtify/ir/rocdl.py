@@ -6,57 +6,35 @@ lane). Upstream's syntax; the other ROCDL intrinsics are out of scope (semantics
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from xdsl.dialects.builtin import IntegerType, i32
-from xdsl.ir import Dialect, Operation, SSAValue
-from xdsl.irdl import AnyAttr, IRDLOperation, VarConstraint, operand_def, result_def, traits_def
-from xdsl.traits import Pure
-from xdsl.utils.exceptions import VerifyException
+from xdsl.dialects.builtin import i32
+from xdsl.ir import Dialect
+from xdsl.irdl import operand_def, result_def
 
 from simtify.ir.assembly import mlir_op
-from simtify.ir.effects import Collective
+from simtify.ir.gpu import SAME, LaneExchangeOp
 
 
 @mlir_op
-class ReadlaneOp(IRDLOperation):
+class ReadlaneOp(LaneExchangeOp):
     """``%r = rocdl.readlane %v, %lane : (f32, i32) -> f32``."""
 
     name = "rocdl.readlane"
-    traits = traits_def(Pure(), Collective())
-    src = operand_def()
-    lane = operand_def(IntegerType)
-    res = result_def()
+    src = operand_def(SAME)
+    lane = operand_def(i32)
+    res = result_def(SAME)
 
     assembly_format = "$src `,` $lane attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation):
-        src = SSAValue.get(src)
-        super().__init__(operands=[src, lane], result_types=[src.type])
-
-    def verify_(self) -> None:
-        if self.res.type != self.src.type:
-            raise VerifyException(f"the result type {self.res.type} must be the value's {self.src.type}")
-        if self.lane.type != i32:
-            raise VerifyException(f"the lane is an i32, got {self.lane.type}")
-
 
 @mlir_op
-class ReadfirstlaneOp(IRDLOperation):
+class ReadfirstlaneOp(LaneExchangeOp):
     """``%r = rocdl.readfirstlane %v : f32``."""
 
     name = "rocdl.readfirstlane"
-    traits = traits_def(Pure(), Collective())
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    src = operand_def(T)
-    res = result_def(T)
+    src = operand_def(SAME)
+    res = result_def(SAME)
 
     assembly_format = "$src attr-dict `:` type($res)"
-
-    def __init__(self, src: SSAValue | Operation):
-        src = SSAValue.get(src)
-        super().__init__(operands=[src], result_types=[src.type])
-
 
 
 ROCDL = Dialect("rocdl", [ReadfirstlaneOp, ReadlaneOp], [])
