@@ -256,3 +256,42 @@ class YieldTerminator(IRDLOperation):
     values = var_operand_def()
     traits = traits_def(IsTerminator(), Pure())
     assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+
+# --- parenthesised index lists (affine bases, scf.forall bounds) -------------------------
+
+from xdsl.dialects.builtin import DYNAMIC_INDEX  # noqa: E402
+from xdsl.dialects.utils import (  # noqa: E402
+    DynamicIndexList,
+    parse_dynamic_index_list_without_types,
+    print_dynamic_index_list,
+)
+from xdsl.ir import SSAValue  # noqa: E402
+from xdsl.parser import UnresolvedOperand  # noqa: E402
+
+
+def parse_paren_index_list(parser: Parser) -> tuple[list[UnresolvedOperand], DenseArrayBase]:
+    """``(16, %n)`` -> (unresolved values, DenseI64ArrayAttr with DYNAMIC_INDEX holes)."""
+    dynamic, static = parse_dynamic_index_list_without_types(parser, DYNAMIC_INDEX, delimiter=Parser.Delimiter.PAREN)
+    return dynamic, i64_dense(static)
+
+
+def print_paren_index_list(printer: Printer, dynamic: Sequence[SSAValue], static: DenseArrayBase) -> None:
+    print_dynamic_index_list(printer, DYNAMIC_INDEX, dynamic, static.get_values(), delimiter=Parser.Delimiter.PAREN)
+
+
+@irdl_custom_directive
+class ParenIndexList(DynamicIndexList):
+    """``(16, %n)``: a DynamicIndexList in parentheses."""
+
+    dynamic_position: VariadicOperandVariable
+    static_position: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        dynamic, static = parse_paren_index_list(parser)
+        self.dynamic_position.set(state, dynamic)
+        self.static_position.set(state, static)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        print_paren_index_list(printer, self.dynamic_position.get(op), self.static_position.get(op))  # type: ignore[arg-type]
