@@ -49,12 +49,14 @@ def _check_basis(static: DenseArrayBase, dynamic: Sequence[SSAValue], minimum: i
 
 
 class _IndexBasis(IRDLOperation):
-    """What both ops share: a mixed static/dynamic basis, and no side effects."""
+    """What both ops share: no side effects, and a mixed static/dynamic basis written
+    ``(16, %n)`` after the indices (or the linear index)."""
 
+    traits = traits_def(Pure())
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    custom_directives = (ParenIndexList,)
     dynamic_basis = var_operand_def(IndexType)
     static_basis = prop_def(DenseArrayBase.constr(i64))
-    traits = traits_def(Pure())
-    custom_directives = (ParenIndexList,)
 
     def mixed_basis(self) -> list[SSAValue | int]:
         return get_dynamic_index_list(self.static_basis.get_values(), self.dynamic_basis, DYNAMIC_INDEX)
@@ -67,11 +69,9 @@ class LinearizeIndexOp(_IndexBasis):
 
     name = "affine.linearize_index"
     multi_index = var_operand_def(IndexType)
-    dynamic_basis = var_operand_def(IndexType)
     disjoint = opt_prop_def(UnitAttr)
     linear_index = result_def(IndexType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = (
         "(`disjoint` $disjoint^)? ` ` `[` $multi_index `]` `by` custom<ParenIndexList>($dynamic_basis, $static_basis) "
         "attr-dict `:` type($linear_index)"
@@ -101,9 +101,7 @@ class DelinearizeIndexOp(_IndexBasis):
 
     name = "affine.delinearize_index"
     linear_index = operand_def(IndexType)
-    dynamic_basis = var_operand_def(IndexType)
     multi_index = var_result_def(IndexType)
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = (
         "$linear_index `into` custom<ParenIndexList>($dynamic_basis, $static_basis) attr-dict `:` type($multi_index)"
     )

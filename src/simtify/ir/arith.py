@@ -34,7 +34,6 @@ from xdsl.irdl.declarative_assembly_format import (
     CustomDirective,
     ParsingState,
     PrintingState,
-    TypeDirective,
     irdl_custom_directive,
 )
 from xdsl.parser import Parser
@@ -42,7 +41,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.assembly import mlir_op, split_properties
+from simtify.ir.assembly import DerivingType, mlir_op, split_properties
 
 
 def element_and_shape(type_: Attribute) -> tuple[Attribute, tuple | None]:
@@ -98,22 +97,6 @@ class Predicate(CustomDirective):
         printer.print_string(op.PREDICATES[self.predicate.get(op).value.data])  # type: ignore[attr-defined,union-attr]
 
 
-@irdl_custom_directive
-class ComparedType(CustomDirective):
-    """The compared type alone; the result's type follows from it."""
-
-    operand: TypeDirective
-    result: TypeDirective
-
-    def parse(self, parser: Parser, state: ParsingState) -> None:
-        operand_type = parser.parse_type()
-        self.operand.set(state, (operand_type,))
-        self.result.set(state, (with_element(operand_type, i1),))
-
-    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        self.operand.print(printer, state, op)
-
-
 class _Comparison(IRDLOperation):
     """``arith.cmpX pred, %a, %b : T``; the result is i1, or i1 elements shaped as T."""
 
@@ -125,9 +108,9 @@ class _Comparison(IRDLOperation):
     result = result_def()
     traits = traits_def(Pure())
     SORTED_ATTR_DICT: ClassVar[bool] = False
-    custom_directives = (Predicate, ComparedType)
+    custom_directives = (Predicate, DerivingType)
     assembly_format = (
-        "custom<Predicate>($predicate) `,` $lhs `,` $rhs attr-dict `:` custom<ComparedType>(type($lhs), type($result))"
+        "custom<Predicate>($predicate) `,` $lhs `,` $rhs attr-dict `:` custom<DerivingType>(type($lhs), type($result))"
     )
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, predicate: str | int):
@@ -138,6 +121,10 @@ class _Comparison(IRDLOperation):
             result_types=[with_element(lhs.type, i1)],
             properties={"predicate": IntegerAttr(code, i64)},
         )
+
+    @staticmethod
+    def derived_types(compared: Attribute) -> tuple[Attribute]:
+        return (with_element(compared, i1),)
 
     def check_elements(self, element: Attribute) -> None:
         raise NotImplementedError
@@ -173,7 +160,7 @@ class CmpfOp(_Comparison):
     fastmath = prop_def(FastMathFlagsAttr, default_value=FastMathFlagsAttr("none"))
     assembly_format = (
         "custom<Predicate>($predicate) `,` $lhs `,` $rhs (`fastmath` `` $fastmath^)? attr-dict `:` "
-        "custom<ComparedType>(type($lhs), type($result))"
+        "custom<DerivingType>(type($lhs), type($result))"
     )
 
     def check_elements(self, element: Attribute) -> None:

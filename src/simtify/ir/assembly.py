@@ -258,7 +258,7 @@ class YieldTerminator(IRDLOperation):
     assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
-# --- parenthesised index lists (affine bases, scf.forall bounds) -------------------------
+# --- parenthesised index lists, types derived from a printed type ------------------------
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX  # noqa: E402
 from xdsl.dialects.utils import (  # noqa: E402
@@ -266,6 +266,7 @@ from xdsl.dialects.utils import (  # noqa: E402
     parse_dynamic_index_list_without_types,
     print_dynamic_index_list,
 )
+from xdsl.irdl.declarative_assembly_format import TypeDirective  # noqa: E402
 from xdsl.ir import SSAValue  # noqa: E402
 from xdsl.parser import UnresolvedOperand  # noqa: E402
 
@@ -295,3 +296,21 @@ class ParenIndexList(DynamicIndexList):
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         state.print_whitespace(printer)
         print_paren_index_list(printer, self.dynamic_position.get(op), self.static_position.get(op))  # type: ignore[arg-type]
+
+
+@irdl_custom_directive
+class DerivingType(CustomDirective):
+    """One printed type that gives the types of a second, unprinted directive through
+    the op's ``derived_types`` (``arith.cmpi``'s i1 result from the compared type,
+    ``vector.to_elements``'s results from the vector type)."""
+
+    printed: TypeDirective
+    derived: TypeDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        printed = parser.parse_type()
+        self.printed.set(state, (printed,))
+        self.derived.set(state, state.op_type.derived_types(printed))  # type: ignore[attr-defined]
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        self.printed.print(printer, state, op)

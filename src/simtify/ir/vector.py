@@ -21,78 +21,26 @@ from typing import ClassVar
 
 from xdsl.dialects import vector as xdsl_vector
 from xdsl.dialects.arith import FastMathFlagsAttr
-from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
-    I1,
-    I64,
-    AffineMapAttr,
-    AnyFloat,
-    ArrayAttr,
-    BoolAttr,
-    DenseArrayBase,
-    DictionaryAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    MemRefType,
-    StringAttr,
-    TensorType,
-    VectorType,
-    i1,
-    i64,
-)
-from xdsl.dialects.utils import (
-    DynamicIndexList,
-    EnumAttribute,
-    get_dynamic_index_list,
-    split_dynamic_index_list,
-    verify_dynamic_index_list,
-)
+from xdsl.dialects.builtin import DYNAMIC_INDEX, I1, I64, AffineMapAttr, AnyFloat, ArrayAttr, BoolAttr, DenseArrayBase
+from xdsl.dialects.builtin import DictionaryAttr, IndexType, IntegerAttr, IntegerType, MemRefType, StringAttr
+from xdsl.dialects.builtin import TensorType, VectorType, i1, i64
+from xdsl.dialects.utils import DynamicIndexList, EnumAttribute, get_dynamic_index_list, split_dynamic_index_list
+from xdsl.dialects.utils import verify_dynamic_index_list
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
-from xdsl.irdl import (
-    AnyAttr,
-    AttrSizedOperandSegments,
-    IRDLOperation,
-    ParsePropInAttrDict,
-    VarConstraint,
-    irdl_attr_definition,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_result_def,
-    opt_prop_def,
-    prop_def,
-    region_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
-)
-from xdsl.irdl.declarative_assembly_format import (
-    AttributeVariable,
-    CustomDirective,
-    ParsingState,
-    PrintingState,
-    TypeDirective,
-    irdl_custom_directive,
-)
+from xdsl.irdl import AnyAttr, AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, VarConstraint
+from xdsl.irdl import irdl_attr_definition, irdl_op_definition, operand_def, opt_operand_def, opt_result_def
+from xdsl.irdl import opt_prop_def, prop_def, region_def, result_def, traits_def, var_operand_def, var_result_def
+from xdsl.irdl.declarative_assembly_format import AttributeVariable, CustomDirective, ParsingState, PrintingState
+from xdsl.irdl.declarative_assembly_format import irdl_custom_directive
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, MemoryReadEffect, MemoryWriteEffect, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import (
-    AngleBracketEnum,
-    IntList,
-    YieldTerminator,
-    i64_array,
-    i64_dense,
-    int_values,
-    mlir_op,
-    split_properties,
-)
+from simtify.ir.assembly import AngleBracketEnum, DerivingType, IntList, YieldTerminator, i64_array, i64_dense
+from simtify.ir.assembly import int_values, mlir_op, split_properties
 
 CombiningKind = xdsl_vector.CombiningKindFlag
 CombiningKindAttr = xdsl_vector.CombiningKindAttr
@@ -338,8 +286,18 @@ def _verify_transfer(op: IRDLOperation, shaped: Attribute, vector: Attribute) ->
     _Transfer.verify_permutation_map(op, op.permutation_map.data)
 
 
+class _TransferOp(IRDLOperation):
+    """What the transfer ops share after their own operands: an optional mask, the
+    permutation map and in_bounds."""
+
+    mask = opt_operand_def(VectorType)
+    permutation_map = prop_def(AffineMapAttr)
+    in_bounds = prop_def(ArrayAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+
 @irdl_op_definition
-class TransferReadOp(IRDLOperation):
+class TransferReadOp(_TransferOp):
     """``vector.transfer_read %m[%i, %j], %pad (, %mask)? {in_bounds = [..],
     permutation_map = ..} : memref<..>, vector<..>``: read a vector whose dims map to
     source dims by the permutation map (0 = broadcast); out-of-bounds or masked-off
@@ -350,11 +308,7 @@ class TransferReadOp(IRDLOperation):
     source = operand_def(TensorType | MemRefType)
     indices = var_operand_def(IndexType)
     padding = operand_def()
-    mask = opt_operand_def(VectorType)
-    permutation_map = prop_def(AffineMapAttr)
-    in_bounds = prop_def(ArrayAttr)
     result = result_def(VectorType)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
     def parse(cls, parser: Parser) -> TransferReadOp:
@@ -388,7 +342,7 @@ class TransferReadOp(IRDLOperation):
 
 
 @irdl_op_definition
-class TransferWriteOp(IRDLOperation):
+class TransferWriteOp(_TransferOp):
     """``vector.transfer_write %v, %m[%i, %j] (, %mask)? {..} : vector<..>, memref<..>``
     (on a tensor it returns the updated tensor)."""
 
@@ -397,11 +351,7 @@ class TransferWriteOp(IRDLOperation):
     vector = operand_def(VectorType)
     source = operand_def(TensorType | MemRefType)
     indices = var_operand_def(IndexType)
-    mask = opt_operand_def(VectorType)
-    permutation_map = prop_def(AffineMapAttr)
-    in_bounds = prop_def(ArrayAttr)
     result = opt_result_def(TensorType)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
     def parse(cls, parser: Parser) -> TransferWriteOp:
@@ -780,23 +730,6 @@ class FromElementsOp(IRDLOperation):
             raise VerifyException(f"{result} needs {count} elements, got {len(self.elements)}")
 
 
-@irdl_custom_directive
-class UnpackedType(CustomDirective):
-    """The unpacked vector's type alone; one result per element follows from it."""
-
-    source: TypeDirective
-    elements: TypeDirective
-
-    def parse(self, parser: Parser, state: ParsingState) -> None:
-        source = parser.parse_type()
-        self.source.set(state, (source,))
-        count = prod(shape_of(source)) if isinstance(source, VectorType) else 0
-        self.elements.set(state, (element_type_of(source),) * count)
-
-    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        self.source.print(printer, state, op)
-
-
 @irdl_op_definition
 class ToElementsOp(IRDLOperation):
     """``%a:4 = vector.to_elements %v : vector<4xf32>``: every element, row-major."""
@@ -805,8 +738,12 @@ class ToElementsOp(IRDLOperation):
     source = operand_def(VectorType)
     elements = var_result_def()
     traits = traits_def(Pure())
-    custom_directives = (UnpackedType,)
-    assembly_format = "$source attr-dict `:` custom<UnpackedType>(type($source), type($elements))"
+    custom_directives = (DerivingType,)
+    assembly_format = "$source attr-dict `:` custom<DerivingType>(type($source), type($elements))"
+
+    @staticmethod
+    def derived_types(source: Attribute) -> tuple[Attribute, ...]:
+        return (element_type_of(source),) * (prod(shape_of(source)) if isinstance(source, VectorType) else 0)
 
     def verify_(self) -> None:
         source = self.source.type
