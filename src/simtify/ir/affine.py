@@ -68,10 +68,10 @@ class LinearizeIndexOp(_IndexBasis):
     ``a * 16 + b``. ``disjoint`` promises every index is within its bound."""
 
     name = "affine.linearize_index"
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     multi_index = var_operand_def(IndexType)
     disjoint = opt_prop_def(UnitAttr)
     linear_index = result_def(IndexType)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "(`disjoint` $disjoint^)? ` ` `[` $multi_index `]` `by` custom<ParenIndexList>($dynamic_basis, $static_basis) "
         "attr-dict `:` type($linear_index)"

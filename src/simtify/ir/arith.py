@@ -41,7 +41,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.assembly import DerivingType, mlir_op, split_properties
+from simtify.ir.assembly import DerivingType, mlir_op, parse_operands, split_properties
 
 
 def element_and_shape(type_: Attribute) -> tuple[Attribute, tuple | None]:
@@ -187,10 +187,7 @@ class SelectOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> SelectOp:
-        operands = [parser.parse_unresolved_operand()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            operands.append(parser.parse_unresolved_operand())
+        operands = parse_operands(parser, 3)
         extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
         parser.parse_punctuation(":")
         types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)

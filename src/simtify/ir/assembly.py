@@ -314,3 +314,12 @@ class DerivingType(CustomDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         self.printed.print(printer, state, op)
+
+
+def parse_operands(parser: Parser, count: int) -> list[UnresolvedOperand]:
+    """``%a, %b, %c``: exactly `count` comma-separated operands."""
+    operands = [parser.parse_unresolved_operand()]
+    for _ in range(count - 1):
+        parser.parse_punctuation(",")
+        operands.append(parser.parse_unresolved_operand())
+    return operands

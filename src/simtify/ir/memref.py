@@ -32,9 +32,9 @@ def _compatible_shapes(a: Attribute, b: Attribute) -> bool:
 class _Cast(IRDLOperation):
     """``memref.<cast> %m : memref<..> to memref<..>``: the same buffer, seen otherwise."""
 
+    traits = traits_def(NoMemoryEffect())
     source = operand_def(_AnyMemRef)
     dest = result_def(_AnyMemRef)
-    traits = traits_def(NoMemoryEffect())
     assembly_format = "$source attr-dict `:` type($source) `to` type($dest)"
 
     def __init__(self, source: SSAValue | Operation, result_type: Attribute):

@@ -34,14 +34,14 @@ class ParallelInsertSliceOp(IRDLOperation):
     name = "tensor.parallel_insert_slice"
     source = operand_def(TensorType)
     dest = operand_def(TensorType)
-    offsets = var_operand_def(IndexType)
-    static_offsets = prop_def(DenseArrayBase.constr(i64))
-    sizes = var_operand_def(IndexType)
-    static_sizes = prop_def(DenseArrayBase.constr(i64))
-    strides = var_operand_def(IndexType)
-    static_strides = prop_def(DenseArrayBase.constr(i64))
     traits = traits_def(HasParent(InParallelOp))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    offsets = var_operand_def(IndexType)
+    sizes = var_operand_def(IndexType)
+    strides = var_operand_def(IndexType)
+    static_offsets = prop_def(DenseArrayBase.constr(i64))
+    static_sizes = prop_def(DenseArrayBase.constr(i64))
+    static_strides = prop_def(DenseArrayBase.constr(i64))
     assembly_format = (
         "$source `into` $dest ``"
         "custom<DynamicIndexList>($offsets, $static_offsets)"

@@ -33,14 +33,14 @@ from xdsl.irdl import irdl_attr_definition, irdl_op_definition, operand_def, opt
 from xdsl.irdl import opt_prop_def, prop_def, region_def, result_def, traits_def, var_operand_def, var_result_def
 from xdsl.irdl.declarative_assembly_format import AttributeVariable, CustomDirective, ParsingState, PrintingState
 from xdsl.irdl.declarative_assembly_format import irdl_custom_directive
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, MemoryReadEffect, MemoryWriteEffect, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from simtify.ir.assembly import AngleBracketEnum, DerivingType, IntList, YieldTerminator, i64_array, i64_dense
-from simtify.ir.assembly import int_values, mlir_op, split_properties
+from simtify.ir.assembly import int_values, mlir_op, parse_operands, split_properties
 
 CombiningKind = xdsl_vector.CombiningKindFlag
 CombiningKindAttr = xdsl_vector.CombiningKindAttr
@@ -221,6 +221,12 @@ class GatherOp(IRDLOperation):
 _Transfer = xdsl_vector.VectorTransferOperation
 
 
+def _parse_indexed(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
+    """``%source[%i, %j]``."""
+    return parser.parse_unresolved_operand(), parser.parse_comma_separated_list(
+        Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+
+
 def _parse_transfer_tail(parser: Parser):
     """The part both transfer ops share after the indices: ``(, %mask)? attr-dict :
     type, type``. Returns (mask, mask start, mask end, attr-dict, first type, second
@@ -312,8 +318,7 @@ class TransferReadOp(_TransferOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> TransferReadOp:
-        source = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        source, indices = _parse_indexed(parser)
         parser.parse_punctuation(",")
         padding = parser.parse_unresolved_operand()
         mask, start, end, attributes, shaped, vector, position = _parse_transfer_tail(parser)
@@ -357,8 +362,7 @@ class TransferWriteOp(_TransferOp):
     def parse(cls, parser: Parser) -> TransferWriteOp:
         vector_operand = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
-        source = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        source, indices = _parse_indexed(parser)
         mask, start, end, attributes, vector, shaped, position = _parse_transfer_tail(parser)
         mask_value, properties, others = _transfer_properties(parser, cls, attributes, shaped, vector, mask, start, end, position)
         return cls.build(
@@ -694,8 +698,8 @@ class DeinterleaveOp(IRDLOperation):
     """``%even, %odd = vector.deinterleave %v : vector<8xf32> -> vector<4xf32>``."""
 
     name = "vector.deinterleave"
-    T: ClassVar = VarConstraint("T", VectorType.constr())
     source = operand_def(VectorType)
+    T: ClassVar = VarConstraint("T", VectorType.constr())
     res1 = result_def(T)
     res2 = result_def(T)
     traits = traits_def(Pure())
@@ -773,42 +777,48 @@ class StepOp(IRDLOperation):
 # -------------------------------------------------------------------------- masks
 
 
+class _MaskOf(IRDLOperation):
+    """A mask true in a leading box of its ``vector<..xi1>`` result, whose bounds each op
+    checks in `verify_bounds`."""
+
+    result = result_def(VectorType)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if self.result.type.element_type != i1:
+            raise VerifyException(f"mask must be a vector of i1, got {self.result.type}")
+        self.verify_bounds(self.result.type)
+
+    def verify_bounds(self, result: VectorType) -> None:
+        raise NotImplementedError
+
+
 @irdl_op_definition
-class CreateMaskOp(IRDLOperation):
+class CreateMaskOp(_MaskOf):
     """``vector.create_mask %a, %b : vector<4x8xi1>``: true where each coordinate is
     below the corresponding operand."""
 
     name = "vector.create_mask"
     operands_ = var_operand_def(IndexType)
-    result = result_def(VectorType)
-    traits = traits_def(Pure())
     assembly_format = "$operands_ attr-dict `:` type($result)"
 
-    def verify_(self) -> None:
-        result = self.result.type
+    def verify_bounds(self, result: VectorType) -> None:
         rank = len(shape_of(result))
-        if result.element_type != i1:
-            raise VerifyException(f"mask must be a vector of i1, got {result}")
         if len(self.operands_) != max(rank, 1):
             raise VerifyException(f"{result} needs {max(rank, 1)} bound operands, got {len(self.operands_)}")
 
 
 @irdl_op_definition
-class ConstantMaskOp(IRDLOperation):
+class ConstantMaskOp(_MaskOf):
     """``vector.constant_mask [2, 3] : vector<4x8xi1>``: true in the leading 2x3 box."""
 
     name = "vector.constant_mask"
     mask_dim_sizes = prop_def(DenseArrayBase.constr(i64))
-    result = result_def(VectorType)
-    traits = traits_def(Pure())
     assembly_format = "$mask_dim_sizes attr-dict `:` type($result)"
 
-    def verify_(self) -> None:
-        result = self.result.type
+    def verify_bounds(self, result: VectorType) -> None:
         sizes = int_values(self.mask_dim_sizes)
         shape = shape_of(result)
-        if result.element_type != i1:
-            raise VerifyException(f"mask must be a vector of i1, got {result}")
         if not shape:
             if len(sizes) != 1 or sizes[0] not in (0, 1):
                 raise VerifyException(f"a 0-D mask takes [0] or [1], got {list(sizes)}")
@@ -966,19 +976,16 @@ class ContractionOp(IRDLOperation):
             if key == "iterator_types":
                 value = _parse_iterator_types(parser, value, trait_position)
             (properties if key in cls.TRAIT_NAMES else attributes)[key] = value
-        operands = [parser.parse_unresolved_operand()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            operands.append(parser.parse_unresolved_operand())
+        operands = parse_operands(parser, 3)
         more_properties, more_attributes = split_properties(cls, parser.parse_optional_attr_dict())
         parser.parse_punctuation(":")
-        lhs_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        rhs_type = parser.parse_type()
+        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != 2:
+            parser.raise_error(f"expected the lhs and rhs types, got {len(types)} types")
         parser.parse_keyword("into")
         acc_type = parser.parse_type()
         return cls.build(
-            operands=[parser.resolve_operand(o, t) for o, t in zip(operands, (lhs_type, rhs_type, acc_type))],
+            operands=[parser.resolve_operand(o, t) for o, t in zip(operands, (*types, acc_type))],
             result_types=[acc_type],
             properties=properties | more_properties,
             attributes=attributes | more_attributes,
@@ -1233,13 +1240,13 @@ class ScanOp(IRDLOperation):
     combination of everything but the last element, as upstream)."""
 
     name = "vector.scan"
-    S: ClassVar = VarConstraint("S", VectorType.constr())
-    I: ClassVar = VarConstraint("I", VectorType.constr())
-    source = operand_def(S)
-    initial_value = operand_def(I)
-    dest = result_def(S)
-    accumulated_value = result_def(I)
     kind = prop_def(CombiningKindAttr)
+    S: ClassVar = VarConstraint("S", VectorType.constr())  # the source, and the scanned result
+    source = operand_def(S)
+    dest = result_def(S)
+    I: ClassVar = VarConstraint("I", VectorType.constr())  # the initial value, and each line's last prefix
+    initial_value = operand_def(I)
+    accumulated_value = result_def(I)
     reduction_dim = prop_def(IntegerAttr[I64])
     inclusive = prop_def(BoolAttr)
     traits = traits_def(Pure())
