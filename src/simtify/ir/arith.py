@@ -255,9 +255,17 @@ class _Cast(IRDLOperation):
 
 def _cast(class_name: str, name: str, source: str, target: str, accepts: Callable[[Any, Any], bool]) -> type[_Cast]:
     """A `_Cast` op from `source` element types to `target` ones, as `accepts` decides."""
-    body = {"name": name, "SOURCE": source, "TARGET": target, "accepts": staticmethod(accepts),
-            "__module__": __name__, "__qualname__": class_name,
-            "__annotations__": {"SOURCE": ClassVar[str], "TARGET": ClassVar[str]}}
+    body = {
+        "name": name,
+        "SOURCE": source,
+        "TARGET": target,
+        "accepts": staticmethod(accepts),
+        "__doc__": f"``{name} %x : S to T``: {source} to {target}, elementwise.",
+        "__module__": __name__,
+        "__qualname__": class_name,
+        # IRDL accepts upper-case class constants only when they are annotated ClassVar
+        "__annotations__": {"SOURCE": ClassVar[str], "TARGET": ClassVar[str]},
+    }
     return irdl_op_definition(type(class_name, (_Cast,), body))
 
 

@@ -223,8 +223,8 @@ _Transfer = xdsl_vector.VectorTransferOperation
 
 def _parse_indexed(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
     """``%source[%i, %j]``."""
-    return parser.parse_unresolved_operand(), parser.parse_comma_separated_list(
-        Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+    source = parser.parse_unresolved_operand()
+    return source, parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
 
 
 def _parse_transfer_tail(parser: Parser):
