@@ -266,8 +266,8 @@ from xdsl.dialects.utils import (  # noqa: E402
     parse_dynamic_index_list_without_types,
     print_dynamic_index_list,
 )
-from xdsl.irdl.declarative_assembly_format import TypeDirective  # noqa: E402
 from xdsl.ir import SSAValue  # noqa: E402
+from xdsl.irdl.declarative_assembly_format import TypeDirective  # noqa: E402
 from xdsl.parser import UnresolvedOperand  # noqa: E402
 
 

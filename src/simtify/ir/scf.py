@@ -117,9 +117,11 @@ class ForallOp(IRDLOperation):
         printer.print_string(" (")
         printer.print_list(block.args[:rank], printer.print_operand)
         printer.print_string(")")
-        bounds = [(" in ", self.dynamicUpperBound, self.staticUpperBound)]
-        if not self.is_normalized():
-            bounds = [(" = ", self.dynamicLowerBound, self.staticLowerBound), (" to ", *bounds[0][1:]),
+        if self.is_normalized():
+            bounds = [(" in ", self.dynamicUpperBound, self.staticUpperBound)]
+        else:
+            bounds = [(" = ", self.dynamicLowerBound, self.staticLowerBound),
+                      (" to ", self.dynamicUpperBound, self.staticUpperBound),
                       (" step ", self.dynamicStep, self.staticStep)]
         for keyword, dynamic, static in bounds:
             printer.print_string(keyword)
