@@ -12,7 +12,8 @@ are declared here and the rest of xDSL's ``arith`` is kept.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from xdsl.dialects import arith as xdsl_arith
 from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS, CMPI_COMPARISON_OPERATIONS, FastMathFlagsAttr
@@ -28,12 +29,19 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.assembly import split_properties
+from simtify.ir.assembly import DerivingType, mlir_op, parse_operands, split_properties
 
 
 def element_and_shape(type_: Attribute) -> tuple[Attribute, tuple | None]:
@@ -69,6 +77,26 @@ def _is_float(t: Attribute) -> bool:
 # ----------------------------------------------------------------------- comparisons
 
 
+@irdl_custom_directive
+class Predicate(CustomDirective):
+    """A comparison predicate spelled as its keyword (``slt``), held as its index in the
+    op's ``PREDICATES``."""
+
+    predicate: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        predicates = state.op_type.PREDICATES  # type: ignore[attr-defined]
+        position = parser.pos
+        word = parser.parse_identifier()
+        if word not in predicates:
+            parser.raise_error(f"unknown predicate '{word}', expected one of {', '.join(predicates)}", at_position=position)
+        self.predicate.set(state, IntegerAttr(predicates.index(word), i64))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string(op.PREDICATES[self.predicate.get(op).value.data])  # type: ignore[attr-defined,union-attr]
+
+
 class _Comparison(IRDLOperation):
     """``arith.cmpX pred, %a, %b : T``; the result is i1, or i1 elements shaped as T."""
 
@@ -79,6 +107,11 @@ class _Comparison(IRDLOperation):
     rhs = operand_def(T)
     result = result_def()
     traits = traits_def(Pure())
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    custom_directives = (Predicate, DerivingType)
+    assembly_format = (
+        "custom<Predicate>($predicate) `,` $lhs `,` $rhs attr-dict `:` custom<DerivingType>(type($lhs), type($result))"
+    )
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, predicate: str | int):
         lhs = SSAValue.get(lhs)
@@ -89,43 +122,9 @@ class _Comparison(IRDLOperation):
             properties={"predicate": IntegerAttr(code, i64)},
         )
 
-    @classmethod
-    def parse(cls, parser: Parser):
-        position = parser.pos
-        word = parser.parse_identifier()
-        if word not in cls.PREDICATES:
-            parser.raise_error(f"unknown predicate '{word}', expected one of {', '.join(cls.PREDICATES)}", at_position=position)
-        parser.parse_punctuation(",")
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        properties: dict[str, Attribute] = {"predicate": IntegerAttr(cls.PREDICATES.index(word), i64)}
-        if "fastmath" in cls.get_irdl_definition().properties:
-            properties["fastmath"] = FastMathFlagsAttr("none")
-            if parser.parse_optional_keyword("fastmath") is not None:
-                properties["fastmath"] = FastMathFlagsAttr(FastMathFlagsAttr.parse_parameter(parser))
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        operand_type = parser.parse_type()
-        return cls.build(
-            operands=[parser.resolve_operand(lhs, operand_type), parser.resolve_operand(rhs, operand_type)],
-            result_types=[with_element(operand_type, i1)],
-            properties=properties | extra,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.PREDICATES[self.predicate.value.data]}, ")
-        printer.print_operand(self.lhs)
-        printer.print_string(", ")
-        printer.print_operand(self.rhs)
-        fastmath = self.properties.get("fastmath")
-        if isinstance(fastmath, FastMathFlagsAttr) and fastmath != FastMathFlagsAttr("none"):
-            printer.print_string(" fastmath")
-            fastmath.print_parameter(printer)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.lhs.type)
+    @staticmethod
+    def derived_types(compared: Attribute) -> tuple[Attribute]:
+        return (with_element(compared, i1),)
 
     def check_elements(self, element: Attribute) -> None:
         raise NotImplementedError
@@ -140,7 +139,7 @@ class _Comparison(IRDLOperation):
             raise VerifyException(f"comparing {self.lhs.type} gives {expected}, but the result is {self.result.type}")
 
 
-@irdl_op_definition
+@mlir_op
 class CmpiOp(_Comparison):
     """``arith.cmpi slt, %a, %b : vector<4xi32>`` -> ``vector<4xi1>``."""
 
@@ -152,13 +151,17 @@ class CmpiOp(_Comparison):
             raise VerifyException(f"compares integers or indices, got {self.lhs.type}")
 
 
-@irdl_op_definition
+@mlir_op
 class CmpfOp(_Comparison):
     """``arith.cmpf olt, %a, %b (fastmath<..>)? : vector<4xf32>`` -> ``vector<4xi1>``."""
 
     name = "arith.cmpf"
     PREDICATES: ClassVar = list(CMPF_COMPARISON_OPERATIONS)
     fastmath = prop_def(FastMathFlagsAttr, default_value=FastMathFlagsAttr("none"))
+    assembly_format = (
+        "custom<Predicate>($predicate) `,` $lhs `,` $rhs (`fastmath` `` $fastmath^)? attr-dict `:` "
+        "custom<DerivingType>(type($lhs), type($result))"
+    )
 
     def check_elements(self, element: Attribute) -> None:
         if not _is_float(element):
@@ -184,10 +187,7 @@ class SelectOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> SelectOp:
-        operands = [parser.parse_unresolved_operand()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            operands.append(parser.parse_unresolved_operand())
+        operands = parse_operands(parser, 3)
         extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
         parser.parse_punctuation(":")
         types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
@@ -227,7 +227,7 @@ class SelectOp(IRDLOperation):
 
 class _Cast(IRDLOperation):
     """``arith.<cast> %x : S to T``, elementwise: S and T are both scalars or have the
-    same shape; subclasses say which element types go in and come out."""
+    same shape; `accepts` says which element types go in and come out."""
 
     input = operand_def()
     result = result_def()
@@ -240,7 +240,8 @@ class _Cast(IRDLOperation):
     def __init__(self, input: SSAValue | Operation, result_type: Attribute):
         super().__init__(operands=[input], result_types=[result_type])
 
-    def accepts(self, source: Attribute, target: Attribute) -> bool:
+    @staticmethod
+    def accepts(source: Attribute, target: Attribute) -> bool:
         raise NotImplementedError
 
     def verify_(self) -> None:
@@ -252,122 +253,53 @@ class _Cast(IRDLOperation):
             raise VerifyException(f"casts {self.SOURCE} to {self.TARGET}, not {source} to {target}")
 
 
+def _cast(class_name: str, name: str, source: str, target: str, accepts: Callable[[Any, Any], bool]) -> type[_Cast]:
+    """A `_Cast` op from `source` element types to `target` ones, as `accepts` decides."""
+    body = {
+        "name": name,
+        "SOURCE": source,
+        "TARGET": target,
+        "accepts": staticmethod(accepts),
+        "__doc__": f"``{name} %x : S to T``: {source} to {target}, elementwise.",
+        "__module__": __name__,
+        "__qualname__": class_name,
+        # IRDL accepts upper-case class constants only when they are annotated ClassVar
+        "__annotations__": {"SOURCE": ClassVar[str], "TARGET": ClassVar[str]},
+    }
+    return irdl_op_definition(type(class_name, (_Cast,), body))
+
+
 def _index_pair(s: Attribute, t: Attribute) -> bool:
     return isinstance(s, IndexType) != isinstance(t, IndexType) and _is_integer_or_index(s) and _is_integer_or_index(t)
 
 
-@irdl_op_definition
-class IndexCastOp(_Cast):
-    """``arith.index_cast %x : vector<32xindex> to vector<32xi32>`` (sign-extends)."""
-
-    name = "arith.index_cast"
-    SOURCE: ClassVar = "index or integer"
-    TARGET: ClassVar = "integer or index (one side index)"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _index_pair(s, t)
+def _int_to_float(s: Attribute, t: Attribute) -> bool:
+    return _is_integer(s) and _is_float(t)
 
 
-@irdl_op_definition
-class IndexCastUIOp(_Cast):
-    """``arith.index_castui %x : index to i32`` (zero-extends)."""
-
-    name = "arith.index_castui"
-    SOURCE: ClassVar = "index or integer"
-    TARGET: ClassVar = "integer or index (one side index)"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _index_pair(s, t)
+def _float_to_int(s: Attribute, t: Attribute) -> bool:
+    return _is_float(s) and _is_integer(t)
 
 
-@irdl_op_definition
-class SIToFPOp(_Cast):
-    name = "arith.sitofp"
-    SOURCE: ClassVar = "signed integers"
-    TARGET: ClassVar = "floats"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _is_integer(s) and _is_float(t)
+def _resized(is_kind: Callable[[Attribute], bool], wider: bool) -> Callable[[Any, Any], bool]:
+    """Same kind of element on both sides, the target wider (or narrower)."""
+    return lambda s, t: is_kind(s) and is_kind(t) and (t.bitwidth > s.bitwidth if wider else t.bitwidth < s.bitwidth)
 
 
-@irdl_op_definition
-class UIToFPOp(_Cast):
-    name = "arith.uitofp"
-    SOURCE: ClassVar = "unsigned integers"
-    TARGET: ClassVar = "floats"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _is_integer(s) and _is_float(t)
-
-
-@irdl_op_definition
-class FPToSIOp(_Cast):
-    name = "arith.fptosi"
-    SOURCE: ClassVar = "floats"
-    TARGET: ClassVar = "signed integers"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _is_float(s) and _is_integer(t)
-
-
-@irdl_op_definition
-class FPToUIOp(_Cast):
-    name = "arith.fptoui"
-    SOURCE: ClassVar = "floats"
-    TARGET: ClassVar = "unsigned integers"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _is_float(s) and _is_integer(t)
-
-
-@irdl_op_definition
-class ExtSIOp(_Cast):
-    name = "arith.extsi"
-    SOURCE: ClassVar = "integers"
-    TARGET: ClassVar = "wider integers"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _is_integer(s) and _is_integer(t) and t.bitwidth > s.bitwidth
-
-
-@irdl_op_definition
-class ExtUIOp(_Cast):
-    name = "arith.extui"
-    SOURCE: ClassVar = "integers"
-    TARGET: ClassVar = "wider integers"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _is_integer(s) and _is_integer(t) and t.bitwidth > s.bitwidth
-
-
-@irdl_op_definition
-class TruncIOp(_Cast):
-    name = "arith.trunci"
-    SOURCE: ClassVar = "integers"
-    TARGET: ClassVar = "narrower integers"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _is_integer(s) and _is_integer(t) and t.bitwidth < s.bitwidth
-
-
-@irdl_op_definition
-class ExtFOp(_Cast):
-    name = "arith.extf"
-    SOURCE: ClassVar = "floats"
-    TARGET: ClassVar = "wider floats"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _is_float(s) and _is_float(t) and t.bitwidth > s.bitwidth
-
-
-@irdl_op_definition
-class TruncFOp(_Cast):
-    name = "arith.truncf"
-    SOURCE: ClassVar = "floats"
-    TARGET: ClassVar = "narrower floats"
-
-    def accepts(self, s: Attribute, t: Attribute) -> bool:
-        return _is_float(s) and _is_float(t) and t.bitwidth < s.bitwidth
+# index_cast sign-extends (``arith.index_cast %x : vector<32xindex> to vector<32xi32>``),
+# index_castui zero-extends.
+_INDEX_OR_INTEGER, _ONE_SIDE_INDEX = "index or integer", "integer or index (one side index)"
+IndexCastOp = _cast("IndexCastOp", "arith.index_cast", _INDEX_OR_INTEGER, _ONE_SIDE_INDEX, _index_pair)
+IndexCastUIOp = _cast("IndexCastUIOp", "arith.index_castui", _INDEX_OR_INTEGER, _ONE_SIDE_INDEX, _index_pair)
+SIToFPOp = _cast("SIToFPOp", "arith.sitofp", "signed integers", "floats", _int_to_float)
+UIToFPOp = _cast("UIToFPOp", "arith.uitofp", "unsigned integers", "floats", _int_to_float)
+FPToSIOp = _cast("FPToSIOp", "arith.fptosi", "floats", "signed integers", _float_to_int)
+FPToUIOp = _cast("FPToUIOp", "arith.fptoui", "floats", "unsigned integers", _float_to_int)
+ExtSIOp = _cast("ExtSIOp", "arith.extsi", "integers", "wider integers", _resized(_is_integer, wider=True))
+ExtUIOp = _cast("ExtUIOp", "arith.extui", "integers", "wider integers", _resized(_is_integer, wider=True))
+TruncIOp = _cast("TruncIOp", "arith.trunci", "integers", "narrower integers", _resized(_is_integer, wider=False))
+ExtFOp = _cast("ExtFOp", "arith.extf", "floats", "wider floats", _resized(_is_float, wider=True))
+TruncFOp = _cast("TruncFOp", "arith.truncf", "floats", "narrower floats", _resized(_is_float, wider=False))
 
 
 @irdl_op_definition

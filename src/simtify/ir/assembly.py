@@ -303,3 +303,70 @@ def keyword_enum(name: str, keywords: str, module: str) -> type[StrEnum]:
     each member named by its keyword in upper case: ``"add mul"`` gives ``ADD = "add"``,
     ``MUL = "mul"``."""
     return StrEnum(name, [(k.upper(), k) for k in keywords.split()], module=module)  # type: ignore[return-value]
+
+
+# --- parenthesised index lists, types derived from a printed type ------------------------
+
+from xdsl.dialects.builtin import DYNAMIC_INDEX  # noqa: E402
+from xdsl.dialects.utils import (  # noqa: E402
+    DynamicIndexList,
+    parse_dynamic_index_list_without_types,
+    print_dynamic_index_list,
+)
+from xdsl.ir import SSAValue  # noqa: E402
+from xdsl.irdl.declarative_assembly_format import TypeDirective  # noqa: E402
+from xdsl.parser import UnresolvedOperand  # noqa: E402
+
+
+def parse_paren_index_list(parser: Parser) -> tuple[list[UnresolvedOperand], DenseArrayBase]:
+    """``(16, %n)`` -> (unresolved values, DenseI64ArrayAttr with DYNAMIC_INDEX holes)."""
+    dynamic, static = parse_dynamic_index_list_without_types(parser, DYNAMIC_INDEX, delimiter=Parser.Delimiter.PAREN)
+    return dynamic, i64_dense(static)
+
+
+def print_paren_index_list(printer: Printer, dynamic: Sequence[SSAValue], static: DenseArrayBase) -> None:
+    print_dynamic_index_list(printer, DYNAMIC_INDEX, dynamic, static.get_values(), delimiter=Parser.Delimiter.PAREN)
+
+
+@irdl_custom_directive
+class ParenIndexList(DynamicIndexList):
+    """``(16, %n)``: a DynamicIndexList in parentheses."""
+
+    dynamic_position: VariadicOperandVariable
+    static_position: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        dynamic, static = parse_paren_index_list(parser)
+        self.dynamic_position.set(state, dynamic)
+        self.static_position.set(state, static)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        print_paren_index_list(printer, self.dynamic_position.get(op), self.static_position.get(op))  # type: ignore[arg-type]
+
+
+@irdl_custom_directive
+class DerivingType(CustomDirective):
+    """One printed type that gives the types of a second, unprinted directive through
+    the op's ``derived_types`` (``arith.cmpi``'s i1 result from the compared type,
+    ``vector.to_elements``'s results from the vector type)."""
+
+    printed: TypeDirective
+    derived: TypeDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        printed = parser.parse_type()
+        self.printed.set(state, (printed,))
+        self.derived.set(state, state.op_type.derived_types(printed))  # type: ignore[attr-defined]
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        self.printed.print(printer, state, op)
+
+
+def parse_operands(parser: Parser, count: int) -> list[UnresolvedOperand]:
+    """``%a, %b, %c``: exactly `count` comma-separated operands."""
+    operands = [parser.parse_unresolved_operand()]
+    for _ in range(count - 1):
+        parser.parse_punctuation(",")
+        operands.append(parser.parse_unresolved_operand())
+    return operands

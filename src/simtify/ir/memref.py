@@ -29,19 +29,24 @@ def _compatible_shapes(a: Attribute, b: Attribute) -> bool:
     return all(x == y or DYNAMIC_INDEX in (x, y) for x, y in zip(a.get_shape(), b.get_shape()))
 
 
-@irdl_op_definition
-class CastOp(IRDLOperation):
-    """``memref.cast %m : memref<16x16xf32> to memref<?x?xf32>``: the same buffer seen
-    with more or fewer static sizes."""
+class _Cast(IRDLOperation):
+    """``memref.<cast> %m : memref<..> to memref<..>``: the same buffer, seen otherwise."""
 
-    name = "memref.cast"
+    traits = traits_def(NoMemoryEffect())
     source = operand_def(_AnyMemRef)
     dest = result_def(_AnyMemRef)
-    traits = traits_def(NoMemoryEffect())
     assembly_format = "$source attr-dict `:` type($source) `to` type($dest)"
 
     def __init__(self, source: SSAValue | Operation, result_type: Attribute):
         super().__init__(operands=[source], result_types=[result_type])
+
+
+@irdl_op_definition
+class CastOp(_Cast):
+    """``memref.cast %m : memref<16x16xf32> to memref<?x?xf32>``: the same buffer seen
+    with more or fewer static sizes."""
+
+    name = "memref.cast"
 
     def verify_(self) -> None:
         source, dest = self.source.type, self.dest.type
@@ -52,15 +57,11 @@ class CastOp(IRDLOperation):
 
 
 @irdl_op_definition
-class MemorySpaceCastOp(IRDLOperation):
+class MemorySpaceCastOp(_Cast):
     """``memref.memory_space_cast %m : memref<4xf32, #gpu.address_space<workgroup>> to
     memref<4xf32>``: the same buffer in another address space."""
 
     name = "memref.memory_space_cast"
-    source = operand_def(_AnyMemRef)
-    dest = result_def(_AnyMemRef)
-    traits = traits_def(NoMemoryEffect())
-    assembly_format = "$source attr-dict `:` type($source) `to` type($dest)"
 
     def verify_(self) -> None:
         source, dest = self.source.type, self.dest.type

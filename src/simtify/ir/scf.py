@@ -22,30 +22,16 @@ from collections.abc import Sequence
 
 from xdsl.dialects import scf as xdsl_scf
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, DenseArrayBase, IndexType, TensorType, i64
-from xdsl.dialects.utils import (
-    get_dynamic_index_list,
-    parse_dynamic_index_list_without_types,
-    print_dynamic_index_list,
-    verify_dynamic_index_list,
-)
+from xdsl.dialects.utils import get_dynamic_index_list, verify_dynamic_index_list
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
-from xdsl.irdl import (
-    AttrSizedOperandSegments,
-    IRDLOperation,
-    irdl_op_definition,
-    opt_prop_def,
-    prop_def,
-    region_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
-)
+from xdsl.irdl import AttrSizedOperandSegments, IRDLOperation, irdl_op_definition, opt_prop_def, prop_def
+from xdsl.irdl import region_def, traits_def, var_operand_def, var_result_def
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, NoTerminator, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.assembly import i64_dense, split_properties
+from simtify.ir.assembly import i64_dense, parse_paren_index_list, print_paren_index_list, split_properties
 
 
 @irdl_op_definition
@@ -54,12 +40,12 @@ class ForallOp(IRDLOperation):
 
     name = "scf.forall"
     dynamicLowerBound = var_operand_def(IndexType)
-    dynamicUpperBound = var_operand_def(IndexType)
-    dynamicStep = var_operand_def(IndexType)
-    outputs = var_operand_def(TensorType)
     staticLowerBound = prop_def(DenseArrayBase.constr(i64))
+    dynamicUpperBound = var_operand_def(IndexType)
     staticUpperBound = prop_def(DenseArrayBase.constr(i64))
+    dynamicStep = var_operand_def(IndexType)
     staticStep = prop_def(DenseArrayBase.constr(i64))
+    outputs = var_operand_def(TensorType)
     mapping = opt_prop_def(ArrayAttr)
     loop_results = var_result_def()
     body = region_def("single_block")
@@ -84,8 +70,8 @@ class ForallOp(IRDLOperation):
         rank = len(ivs)
 
         def bounds() -> tuple[list[SSAValue], DenseArrayBase]:
-            dynamic, static = parse_dynamic_index_list_without_types(parser, DYNAMIC_INDEX, delimiter=Parser.Delimiter.PAREN)
-            return [parser.resolve_operand(v, IndexType()) for v in dynamic], i64_dense(static)
+            dynamic, static = parse_paren_index_list(parser)
+            return [parser.resolve_operand(v, IndexType()) for v in dynamic], static
 
         if parser.parse_optional_keyword("in") is not None:
             lower = ([], i64_dense([0] * rank))
@@ -132,16 +118,14 @@ class ForallOp(IRDLOperation):
         printer.print_list(block.args[:rank], printer.print_operand)
         printer.print_string(")")
         if self.is_normalized():
-            printer.print_string(" in ")
-            print_dynamic_index_list(printer, DYNAMIC_INDEX, self.dynamicUpperBound, self.staticUpperBound.get_values(), delimiter=Parser.Delimiter.PAREN)
+            bounds = [(" in ", self.dynamicUpperBound, self.staticUpperBound)]
         else:
-            for keyword, dynamic, static in (
-                (" = ", self.dynamicLowerBound, self.staticLowerBound),
-                (" to ", self.dynamicUpperBound, self.staticUpperBound),
-                (" step ", self.dynamicStep, self.staticStep),
-            ):
-                printer.print_string(keyword)
-                print_dynamic_index_list(printer, DYNAMIC_INDEX, dynamic, static.get_values(), delimiter=Parser.Delimiter.PAREN)
+            bounds = [(" = ", self.dynamicLowerBound, self.staticLowerBound),
+                      (" to ", self.dynamicUpperBound, self.staticUpperBound),
+                      (" step ", self.dynamicStep, self.staticStep)]
+        for keyword, dynamic, static in bounds:
+            printer.print_string(keyword)
+            print_paren_index_list(printer, dynamic, static)
         if self.outputs:
             printer.print_string(" shared_outs(")
             printer.print_list(
@@ -160,12 +144,9 @@ class ForallOp(IRDLOperation):
 
     def verify_(self) -> None:
         lower, upper, step = (d.get_values() for d in (self.staticLowerBound, self.staticUpperBound, self.staticStep))
-        for name, static, dynamic in (
-            ("lower bounds", lower, self.dynamicLowerBound),
-            ("upper bounds", upper, self.dynamicUpperBound),
-            ("steps", step, self.dynamicStep),
-        ):
-            verify_dynamic_index_list(static, dynamic, DYNAMIC_INDEX, f" in the {name}")
+        verify_index_lists(("lower bounds", self.staticLowerBound, self.dynamicLowerBound),
+                           ("upper bounds", self.staticUpperBound, self.dynamicUpperBound),
+                           ("steps", self.staticStep, self.dynamicStep))
         rank = len(upper)
         if len(lower) != rank or len(step) != rank:
             raise VerifyException(f"needs as many lower bounds ({len(lower)}) and steps ({len(step)}) as upper bounds ({rank})")
@@ -195,7 +176,7 @@ class InParallelOp(IRDLOperation):
         super().__init__(regions=[Region(Block(ops))])
 
     @classmethod
-    def parse(cls, parser: Parser) -> InParallelOp:
+    def parse(cls, parser: Parser) -> InParallelOp:  # upstream hand-writes this syntax too
         region = parser.parse_region()
         if not region.blocks:
             region.add_block(Block())
@@ -206,6 +187,13 @@ class InParallelOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_region(self.region, print_entry_block_args=False, print_empty_block=False)
         printer.print_op_attributes(self.attributes)
+
+
+def verify_index_lists(*lists: tuple[str, DenseArrayBase, Sequence[SSAValue]]) -> None:
+    """Each named static list holds one DYNAMIC_INDEX per dynamic value (``scf.forall``'s
+    bounds, ``tensor.parallel_insert_slice``'s offsets, sizes and strides)."""
+    for name, static, dynamic in lists:
+        verify_dynamic_index_list(static.get_values(), dynamic, DYNAMIC_INDEX, f" in the {name}")
 
 
 def _ensure_in_parallel(region: Region) -> None:

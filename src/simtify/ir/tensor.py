@@ -8,8 +8,8 @@ the op an ``scf.forall.in_parallel`` terminator is made of (see `simtify.ir.scf`
 from __future__ import annotations
 
 from xdsl.dialects import tensor as xdsl_tensor
-from xdsl.dialects.builtin import DYNAMIC_INDEX, DenseArrayBase, IndexType, TensorType, i64
-from xdsl.dialects.utils import DynamicIndexList, verify_dynamic_index_list
+from xdsl.dialects.builtin import DenseArrayBase, IndexType, TensorType, i64
+from xdsl.dialects.utils import DynamicIndexList
 from xdsl.ir import Dialect
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -23,7 +23,7 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.scf import InParallelOp
+from simtify.ir.scf import InParallelOp, verify_index_lists
 
 
 @irdl_op_definition
@@ -34,14 +34,14 @@ class ParallelInsertSliceOp(IRDLOperation):
     name = "tensor.parallel_insert_slice"
     source = operand_def(TensorType)
     dest = operand_def(TensorType)
+    traits = traits_def(HasParent(InParallelOp))
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     offsets = var_operand_def(IndexType)
     sizes = var_operand_def(IndexType)
     strides = var_operand_def(IndexType)
     static_offsets = prop_def(DenseArrayBase.constr(i64))
     static_sizes = prop_def(DenseArrayBase.constr(i64))
     static_strides = prop_def(DenseArrayBase.constr(i64))
-    traits = traits_def(HasParent(InParallelOp))
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$source `into` $dest ``"
         "custom<DynamicIndexList>($offsets, $static_offsets)"
@@ -52,12 +52,9 @@ class ParallelInsertSliceOp(IRDLOperation):
     custom_directives = (DynamicIndexList,)
 
     def verify_(self) -> None:
-        for name, static, dynamic in (
-            ("offset", self.static_offsets, self.offsets),
-            ("size", self.static_sizes, self.sizes),
-            ("stride", self.static_strides, self.strides),
-        ):
-            verify_dynamic_index_list(static.get_values(), dynamic, DYNAMIC_INDEX, f" in the {name} arguments")
+        verify_index_lists(("offset arguments", self.static_offsets, self.offsets),
+                           ("size arguments", self.static_sizes, self.sizes),
+                           ("stride arguments", self.static_strides, self.strides))
         rank = self.dest.type.get_num_dims()
         if not len(self.static_offsets) == len(self.static_sizes) == len(self.static_strides) == rank:
             raise VerifyException(f"needs one offset, size and stride per dim of {self.dest.type}")

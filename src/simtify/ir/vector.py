@@ -16,76 +16,31 @@ vector<4x8xf32> (size 4)``), because these are the errors a user of simtify sees
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import auto
 from math import prod
 from typing import ClassVar
 
 from xdsl.dialects import vector as xdsl_vector
 from xdsl.dialects.arith import FastMathFlagsAttr
-from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
-    I1,
-    I64,
-    AffineMapAttr,
-    AnyFloat,
-    ArrayAttr,
-    BoolAttr,
-    DenseArrayBase,
-    DictionaryAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    MemRefType,
-    StringAttr,
-    TensorType,
-    VectorType,
-    i1,
-    i64,
-)
-from xdsl.dialects.utils import (
-    DynamicIndexList,
-    EnumAttribute,
-    get_dynamic_index_list,
-    split_dynamic_index_list,
-    verify_dynamic_index_list,
-)
+from xdsl.dialects.builtin import DYNAMIC_INDEX, I1, I64, AffineMapAttr, AnyFloat, ArrayAttr, BoolAttr, DenseArrayBase
+from xdsl.dialects.builtin import DictionaryAttr, IndexType, IntegerAttr, IntegerType, MemRefType, StringAttr
+from xdsl.dialects.builtin import TensorType, VectorType, i1, i64
+from xdsl.dialects.utils import DynamicIndexList, EnumAttribute, get_dynamic_index_list, split_dynamic_index_list
+from xdsl.dialects.utils import verify_dynamic_index_list
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
-from xdsl.irdl import (
-    AnyAttr,
-    AttrSizedOperandSegments,
-    IRDLOperation,
-    ParsePropInAttrDict,
-    VarConstraint,
-    irdl_attr_definition,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_result_def,
-    opt_prop_def,
-    prop_def,
-    region_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
-)
-from xdsl.parser import Parser
+from xdsl.irdl import AnyAttr, AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, VarConstraint
+from xdsl.irdl import irdl_attr_definition, irdl_op_definition, operand_def, opt_operand_def, opt_result_def
+from xdsl.irdl import opt_prop_def, prop_def, region_def, result_def, traits_def, var_operand_def, var_result_def
+from xdsl.irdl.declarative_assembly_format import AttributeVariable, CustomDirective, ParsingState, PrintingState
+from xdsl.irdl.declarative_assembly_format import irdl_custom_directive
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, MemoryReadEffect, MemoryWriteEffect, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from simtify.ir.assembly import (
-    AngleBracketEnum,
-    IntList,
-    YieldTerminator,
-    i64_array,
-    i64_dense,
-    int_values,
-    mlir_op,
-    split_properties,
-)
+from simtify.ir.assembly import AngleBracketEnum, DerivingType, IntList, YieldTerminator, i64_array, i64_dense
+from simtify.ir.assembly import int_values, mlir_op, parse_operands, split_properties
 
 CombiningKind = xdsl_vector.CombiningKindFlag
 CombiningKindAttr = xdsl_vector.CombiningKindAttr
@@ -146,9 +101,7 @@ def check_same_element(a: Attribute, b: Attribute, a_name: str, b_name: str) -> 
 # ------------------------------------------------------------------------ attributes
 
 
-class IteratorType(StrEnum):
-    PARALLEL = auto()
-    REDUCTION = auto()
+IteratorType = StrEnum("IteratorType", "PARALLEL REDUCTION", module=__name__)
 
 
 @irdl_attr_definition
@@ -174,20 +127,25 @@ def _check_access(base: Attribute, indices: Sequence[SSAValue], vector: Attribut
         raise VerifyException(f"memref element type {base.element_type} does not match vector element type {element_type_of(vector)}")
 
 
+class _Access(IRDLOperation):
+    """What vector.load and vector.store share: a memref indexed at every dim, and
+    today's ``alignment =`` / ``nontemporal =`` keywords."""
+
+    base = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    nontemporal = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
+    alignment = opt_prop_def(IntegerAttr[I64])
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+
+
 @mlir_op
-class LoadOp(IRDLOperation):
+class LoadOp(_Access):
     """``%v = vector.load %base[%i, %j] : memref<..>, vector<..>``: a contiguous read of
     the innermost dims of the memref at the given indices."""
 
     name = "vector.load"
     traits = traits_def(MemoryReadEffect())
-    base = operand_def(MemRefType)
-    indices = var_operand_def(IndexType)
     result = result_def(VectorType)
-    nontemporal = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
-    alignment = opt_prop_def(IntegerAttr[I64])
-
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = (
         "$base `[` $indices `]` (`alignment` `=` $alignment^)? (`nontemporal` `=` $nontemporal^)? attr-dict `:` "
         "type($base) `,` type($result)"
@@ -201,18 +159,12 @@ class LoadOp(IRDLOperation):
 
 
 @mlir_op
-class StoreOp(IRDLOperation):
+class StoreOp(_Access):
     """``vector.store %v, %base[%i, %j] : memref<..>, vector<..>``."""
 
     name = "vector.store"
     traits = traits_def(MemoryWriteEffect())
     value_to_store = operand_def(VectorType)
-    base = operand_def(MemRefType)
-    indices = var_operand_def(IndexType)
-    nontemporal = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
-    alignment = opt_prop_def(IntegerAttr[I64])
-
-    SORTED_ATTR_DICT: ClassVar[bool] = False
     assembly_format = (
         "$value_to_store `,` $base `[` $indices `]` (`alignment` `=` $alignment^)? (`nontemporal` `=` "
         "$nontemporal^)? attr-dict `:` type($base) `,` type($value_to_store)"
@@ -269,6 +221,12 @@ class GatherOp(IRDLOperation):
 _Transfer = xdsl_vector.VectorTransferOperation
 
 
+def _parse_indexed(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
+    """``%source[%i, %j]``."""
+    source = parser.parse_unresolved_operand()
+    return source, parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+
+
 def _parse_transfer_tail(parser: Parser):
     """The part both transfer ops share after the indices: ``(, %mask)? attr-dict :
     type, type``. Returns (mask, mask start, mask end, attr-dict, first type, second
@@ -302,14 +260,26 @@ def _transfer_properties(parser: Parser, op_type, attributes, shaped, vector, ma
     return mask_value, properties, others
 
 
-def _print_transfer_attributes(printer: Printer, op: IRDLOperation) -> None:
-    """Upstream elides the minor-identity permutation map and an all-false in_bounds."""
+def _print_transfer(printer: Printer, op: IRDLOperation, vector: Sequence[SSAValue], after: Sequence[SSAValue],
+                    types: Sequence[Attribute]) -> None:
+    """``(%v, )? %source[%i, %j](, %x)* {attrs} : T, U``. Upstream elides the
+    minor-identity permutation map and an all-false in_bounds."""
+    printer.print_string(" ")
+    printer.print_list([*vector, op.source], printer.print_operand)
+    printer.print_string("[")
+    printer.print_list(op.indices, printer.print_operand)
+    printer.print_string("]")
+    for value in (*after, *([op.mask] if op.mask is not None else [])):
+        printer.print_string(", ")
+        printer.print_operand(value)
     names = {"operandSegmentSizes"}
     if op.permutation_map.data.is_minor_identity():
         names.add("permutation_map")
     if not any(op.in_bounds):
         names.add("in_bounds")
     printer.print_op_attributes(op.attributes | op.properties, reserved_attr_names=names)
+    printer.print_string(" : ")
+    printer.print_list(types, printer.print_attribute)
 
 
 def _verify_transfer(op: IRDLOperation, shaped: Attribute, vector: Attribute) -> None:
@@ -322,8 +292,18 @@ def _verify_transfer(op: IRDLOperation, shaped: Attribute, vector: Attribute) ->
     _Transfer.verify_permutation_map(op, op.permutation_map.data)
 
 
+class _TransferOp(IRDLOperation):
+    """What the transfer ops share after their own operands: an optional mask, the
+    permutation map and in_bounds."""
+
+    mask = opt_operand_def(VectorType)
+    permutation_map = prop_def(AffineMapAttr)
+    in_bounds = prop_def(ArrayAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+
 @irdl_op_definition
-class TransferReadOp(IRDLOperation):
+class TransferReadOp(_TransferOp):
     """``vector.transfer_read %m[%i, %j], %pad (, %mask)? {in_bounds = [..],
     permutation_map = ..} : memref<..>, vector<..>``: read a vector whose dims map to
     source dims by the permutation map (0 = broadcast); out-of-bounds or masked-off
@@ -334,16 +314,11 @@ class TransferReadOp(IRDLOperation):
     source = operand_def(TensorType | MemRefType)
     indices = var_operand_def(IndexType)
     padding = operand_def()
-    mask = opt_operand_def(VectorType)
-    permutation_map = prop_def(AffineMapAttr)
-    in_bounds = prop_def(ArrayAttr)
     result = result_def(VectorType)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
     def parse(cls, parser: Parser) -> TransferReadOp:
-        source = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        source, indices = _parse_indexed(parser)
         parser.parse_punctuation(",")
         padding = parser.parse_unresolved_operand()
         mask, start, end, attributes, shaped, vector, position = _parse_transfer_tail(parser)
@@ -362,20 +337,7 @@ class TransferReadOp(IRDLOperation):
         )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_operand)
-        printer.print_string("], ")
-        printer.print_operand(self.padding)
-        if self.mask is not None:
-            printer.print_string(", ")
-            printer.print_operand(self.mask)
-        _print_transfer_attributes(printer, self)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.result.type)
+        _print_transfer(printer, self, [], [self.padding], [self.source.type, self.result.type])
 
     def verify_(self) -> None:
         _verify_transfer(self, self.source.type, self.result.type)
@@ -385,7 +347,7 @@ class TransferReadOp(IRDLOperation):
 
 
 @irdl_op_definition
-class TransferWriteOp(IRDLOperation):
+class TransferWriteOp(_TransferOp):
     """``vector.transfer_write %v, %m[%i, %j] (, %mask)? {..} : vector<..>, memref<..>``
     (on a tensor it returns the updated tensor)."""
 
@@ -394,18 +356,13 @@ class TransferWriteOp(IRDLOperation):
     vector = operand_def(VectorType)
     source = operand_def(TensorType | MemRefType)
     indices = var_operand_def(IndexType)
-    mask = opt_operand_def(VectorType)
-    permutation_map = prop_def(AffineMapAttr)
-    in_bounds = prop_def(ArrayAttr)
     result = opt_result_def(TensorType)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     @classmethod
     def parse(cls, parser: Parser) -> TransferWriteOp:
         vector_operand = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
-        source = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        source, indices = _parse_indexed(parser)
         mask, start, end, attributes, vector, shaped, position = _parse_transfer_tail(parser)
         mask_value, properties, others = _transfer_properties(parser, cls, attributes, shaped, vector, mask, start, end, position)
         return cls.build(
@@ -421,21 +378,7 @@ class TransferWriteOp(IRDLOperation):
         )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.vector)
-        printer.print_string(", ")
-        printer.print_operand(self.source)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_operand)
-        printer.print_string("]")
-        if self.mask is not None:
-            printer.print_string(", ")
-            printer.print_operand(self.mask)
-        _print_transfer_attributes(printer, self)
-        printer.print_string(" : ")
-        printer.print_attribute(self.vector.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.source.type)
+        _print_transfer(printer, self, [self.vector], [], [self.vector.type, self.source.type])
 
     def verify_(self) -> None:
         _verify_transfer(self, self.source.type, self.vector.type)
@@ -474,12 +417,9 @@ class BroadcastOp(IRDLOperation):
                 raise VerifyException(f"cannot broadcast {source} to {result}: source dim {dim} has size {size}, neither 1 nor {target}")
 
 
-@irdl_op_definition
-class ShapeCastOp(IRDLOperation):
-    """``vector.shape_cast %v : vector<4x8xf32> to vector<32xf32>``: same elements in
-    the same row-major order, another shape."""
+class _VectorCast(IRDLOperation):
+    """``vector.<cast> %v : vector<..> to vector<..>``."""
 
-    name = "vector.shape_cast"
     source = operand_def(VectorType)
     result = result_def(VectorType)
     traits = traits_def(Pure())
@@ -487,6 +427,14 @@ class ShapeCastOp(IRDLOperation):
 
     def __init__(self, source: SSAValue | Operation, result_type: VectorType):
         super().__init__(operands=[source], result_types=[result_type])
+
+
+@irdl_op_definition
+class ShapeCastOp(_VectorCast):
+    """``vector.shape_cast %v : vector<4x8xf32> to vector<32xf32>``: same elements in
+    the same row-major order, another shape."""
+
+    name = "vector.shape_cast"
 
     def verify_(self) -> None:
         source, result = self.source.type, self.result.type
@@ -522,59 +470,57 @@ class TransposeOp(IRDLOperation):
             raise VerifyException(f"transposing {source} by {list(permutation)} gives shape {list(expected)}, but the result is {result}")
 
 
+class _Positioned(IRDLOperation):
+    """What vector.extract and vector.insert share: a static or dynamic position."""
+
+    dynamic_position = var_operand_def(IndexType)
+    static_position = prop_def(DenseArrayBase.constr(i64))
+    traits = traits_def(Pure())
+    custom_directives = (DynamicIndexList,)
+
+    def mixed_position(self) -> list[SSAValue | int]:
+        return get_dynamic_index_list(self.static_position.get_values(), self.dynamic_position, DYNAMIC_INDEX)
+
+
 @irdl_op_definition
-class ExtractOp(IRDLOperation):
+class ExtractOp(_Positioned):
     """``vector.extract %v[1, %i] : f32 from vector<4x8xf32>``: the sub-vector (or
     element) at a static or dynamic position of the leading dims."""
 
     name = "vector.extract"
     vector = operand_def(VectorType)
-    dynamic_position = var_operand_def(IndexType)
-    static_position = prop_def(DenseArrayBase.constr(i64))
     result = result_def()
-    traits = traits_def(Pure())
     assembly_format = (
         "$vector `` custom<DynamicIndexList>($dynamic_position, $static_position) "
         "attr-dict `:` type($result) `from` type($vector)"
     )
-    custom_directives = (DynamicIndexList,)
 
     def __init__(self, vector: SSAValue | Operation, position: Sequence[SSAValue | int], result_type: Attribute):
         static, dynamic = split_dynamic_index_list(position, DYNAMIC_INDEX)
         super().__init__(operands=[vector, dynamic], result_types=[result_type], properties={"static_position": i64_dense(static)})
-
-    def mixed_position(self) -> list[SSAValue | int]:
-        return get_dynamic_index_list(self.static_position.get_values(), self.dynamic_position, DYNAMIC_INDEX)
 
     def verify_(self) -> None:
         _check_position(self.static_position, self.dynamic_position, self.vector.type, self.result.type, "result")
 
 
 @irdl_op_definition
-class InsertOp(IRDLOperation):
+class InsertOp(_Positioned):
     """``vector.insert %s, %v [1, %i] : f32 into vector<4x8xf32>``."""
 
     name = "vector.insert"
     T: ClassVar = VarConstraint("T", VectorType.constr())
     value_to_store = operand_def()
     dest = operand_def(T)
-    dynamic_position = var_operand_def(IndexType)
-    static_position = prop_def(DenseArrayBase.constr(i64))
     result = result_def(T)
-    traits = traits_def(Pure())
     assembly_format = (
         "$value_to_store `,` $dest custom<DynamicIndexList>($dynamic_position, $static_position) "
         "attr-dict `:` type($value_to_store) `into` type($dest)"
     )
-    custom_directives = (DynamicIndexList,)
 
     def __init__(self, value: SSAValue | Operation, dest: SSAValue | Operation, position: Sequence[SSAValue | int]):
         static, dynamic = split_dynamic_index_list(position, DYNAMIC_INDEX)
         dest = SSAValue.get(dest)
         super().__init__(operands=[value, dest, dynamic], result_types=[dest.type], properties={"static_position": i64_dense(static)})
-
-    def mixed_position(self) -> list[SSAValue | int]:
-        return get_dynamic_index_list(self.static_position.get_values(), self.dynamic_position, DYNAMIC_INDEX)
 
     def verify_(self) -> None:
         _check_position(self.static_position, self.dynamic_position, self.dest.type, self.value_to_store.type, "inserted value")
@@ -605,21 +551,25 @@ def _check_position(static: DenseArrayBase, dynamic: Sequence[SSAValue], vector:
         raise VerifyException(f"{part_name} type {part} does not match the {'element' if not trailing else 'sub-vector'} type {expected[0]} of {vector} at {len(positions)} positions")
 
 
+class _StridedSlice(IRDLOperation):
+    """What the strided-slice ops share: bare integer lists (no braces: today's syntax)."""
+
+    offsets = prop_def(ArrayAttr[IntegerAttr])
+    strides = prop_def(ArrayAttr[IntegerAttr])
+    traits = traits_def(Pure())
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    custom_directives = (IntList,)
+
+
 @mlir_op
-class ExtractStridedSliceOp(IRDLOperation):
+class ExtractStridedSliceOp(_StridedSlice):
     """``vector.extract_strided_slice %v offsets = [0, 4], sizes = [2, 4], strides =
-    [1, 1] : vector<4x8xf32> to vector<2x4xf32>`` (no braces: today's syntax)."""
+    [1, 1] : vector<4x8xf32> to vector<2x4xf32>``."""
 
     name = "vector.extract_strided_slice"
     source = operand_def(VectorType)
-    offsets = prop_def(ArrayAttr[IntegerAttr])
     sizes = prop_def(ArrayAttr[IntegerAttr])
-    strides = prop_def(ArrayAttr[IntegerAttr])
     result = result_def(VectorType)
-    traits = traits_def(Pure())
-
-    SORTED_ATTR_DICT: ClassVar[bool] = False
-    custom_directives = (IntList,)
     assembly_format = (
         "$source `offsets` `=` custom<IntList>($offsets) `,` `sizes` `=` custom<IntList>($sizes) `,` `strides` `=` "
         "custom<IntList>($strides) attr-dict `:` type($source) `to` type($result)"
@@ -648,7 +598,7 @@ class ExtractStridedSliceOp(IRDLOperation):
 
 
 @mlir_op
-class InsertStridedSliceOp(IRDLOperation):
+class InsertStridedSliceOp(_StridedSlice):
     """``vector.insert_strided_slice %s, %v offsets = [0, 4], strides = [1, 1] :
     vector<2x4xf32> into vector<4x8xf32>``."""
 
@@ -656,13 +606,7 @@ class InsertStridedSliceOp(IRDLOperation):
     T: ClassVar = VarConstraint("T", VectorType.constr())
     value_to_store = operand_def(VectorType)
     dest = operand_def(T)
-    offsets = prop_def(ArrayAttr[IntegerAttr])
-    strides = prop_def(ArrayAttr[IntegerAttr])
     result = result_def(T)
-    traits = traits_def(Pure())
-
-    SORTED_ATTR_DICT: ClassVar[bool] = False
-    custom_directives = (IntList,)
     assembly_format = (
         "$value_to_store `,` $dest `offsets` `=` custom<IntList>($offsets) `,` `strides` `=` custom<IntList>($strides) "
         "attr-dict `:` type($value_to_store) `into` type($dest)"
@@ -705,15 +649,11 @@ def _check_slice(offsets: Sequence[int], sizes: Sequence[int], strides: Sequence
 
 
 @irdl_op_definition
-class BitCastOp(IRDLOperation):
+class BitCastOp(_VectorCast):
     """``vector.bitcast %v : vector<4x8xf32> to vector<4x16xf16>``: reinterpret the
     bits of the innermost dim; the other dims stay."""
 
     name = "vector.bitcast"
-    source = operand_def(VectorType)
-    result = result_def(VectorType)
-    traits = traits_def(Pure())
-    assembly_format = "$source attr-dict `:` type($source) `to` type($result)"
 
     def verify_(self) -> None:
         source, result = self.source.type, self.result.type
@@ -758,8 +698,8 @@ class DeinterleaveOp(IRDLOperation):
     """``%even, %odd = vector.deinterleave %v : vector<8xf32> -> vector<4xf32>``."""
 
     name = "vector.deinterleave"
-    T: ClassVar = VarConstraint("T", VectorType.constr())
     source = operand_def(VectorType)
+    T: ClassVar = VarConstraint("T", VectorType.constr())
     res1 = result_def(T)
     res2 = result_def(T)
     traits = traits_def(Pure())
@@ -781,41 +721,17 @@ class FromElementsOp(IRDLOperation):
     """``vector.from_elements %a, %b : vector<2xf32>``: a vector from scalars, row-major."""
 
     name = "vector.from_elements"
-    elements = var_operand_def()
-    result = result_def(VectorType)
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    elements = var_operand_def(T)
+    result = result_def(VectorType.constr(T))
     traits = traits_def(Pure())
-
-    @classmethod
-    def parse(cls, parser: Parser) -> FromElementsOp:
-        elements = parser.parse_optional_undelimited_comma_separated_list(
-            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
-        ) or []
-        extra_properties, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        result_type = parser.parse_type()
-        element = element_type_of(result_type)
-        return cls.build(
-            operands=[[parser.resolve_operand(e, element) for e in elements]],
-            result_types=[result_type],
-            properties=extra_properties,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.elements, printer.print_operand)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+    assembly_format = "$elements attr-dict `:` type($result)"
 
     def verify_(self) -> None:
         result = self.result.type
         count = prod(shape_of(result))
         if len(self.elements) != count:
             raise VerifyException(f"{result} needs {count} elements, got {len(self.elements)}")
-        for value in self.elements:
-            if value.type != result.element_type:
-                raise VerifyException(f"element of type {value.type} does not match {result}")
 
 
 @irdl_op_definition
@@ -826,27 +742,12 @@ class ToElementsOp(IRDLOperation):
     source = operand_def(VectorType)
     elements = var_result_def()
     traits = traits_def(Pure())
+    custom_directives = (DerivingType,)
+    assembly_format = "$source attr-dict `:` custom<DerivingType>(type($source), type($elements))"
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ToElementsOp:
-        source = parser.parse_unresolved_operand()
-        extra_properties, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        count = prod(shape_of(source_type)) if isinstance(source_type, VectorType) else 0
-        return cls.build(
-            operands=[parser.resolve_operand(source, source_type)],
-            result_types=[[element_type_of(source_type)] * count],
-            properties=extra_properties,
-            attributes=attributes,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
+    @staticmethod
+    def derived_types(source: Attribute) -> tuple[Attribute, ...]:
+        return (element_type_of(source),) * (prod(shape_of(source)) if isinstance(source, VectorType) else 0)
 
     def verify_(self) -> None:
         source = self.source.type
@@ -876,42 +777,48 @@ class StepOp(IRDLOperation):
 # -------------------------------------------------------------------------- masks
 
 
+class _MaskOf(IRDLOperation):
+    """A mask true in a leading box of its ``vector<..xi1>`` result, whose bounds each op
+    checks in `verify_bounds`."""
+
+    result = result_def(VectorType)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if self.result.type.element_type != i1:
+            raise VerifyException(f"mask must be a vector of i1, got {self.result.type}")
+        self.verify_bounds(self.result.type)
+
+    def verify_bounds(self, result: VectorType) -> None:
+        raise NotImplementedError
+
+
 @irdl_op_definition
-class CreateMaskOp(IRDLOperation):
+class CreateMaskOp(_MaskOf):
     """``vector.create_mask %a, %b : vector<4x8xi1>``: true where each coordinate is
     below the corresponding operand."""
 
     name = "vector.create_mask"
     operands_ = var_operand_def(IndexType)
-    result = result_def(VectorType)
-    traits = traits_def(Pure())
     assembly_format = "$operands_ attr-dict `:` type($result)"
 
-    def verify_(self) -> None:
-        result = self.result.type
+    def verify_bounds(self, result: VectorType) -> None:
         rank = len(shape_of(result))
-        if result.element_type != i1:
-            raise VerifyException(f"mask must be a vector of i1, got {result}")
         if len(self.operands_) != max(rank, 1):
             raise VerifyException(f"{result} needs {max(rank, 1)} bound operands, got {len(self.operands_)}")
 
 
 @irdl_op_definition
-class ConstantMaskOp(IRDLOperation):
+class ConstantMaskOp(_MaskOf):
     """``vector.constant_mask [2, 3] : vector<4x8xi1>``: true in the leading 2x3 box."""
 
     name = "vector.constant_mask"
     mask_dim_sizes = prop_def(DenseArrayBase.constr(i64))
-    result = result_def(VectorType)
-    traits = traits_def(Pure())
     assembly_format = "$mask_dim_sizes attr-dict `:` type($result)"
 
-    def verify_(self) -> None:
-        result = self.result.type
+    def verify_bounds(self, result: VectorType) -> None:
         sizes = int_values(self.mask_dim_sizes)
         shape = shape_of(result)
-        if result.element_type != i1:
-            raise VerifyException(f"mask must be a vector of i1, got {result}")
         if not shape:
             if len(sizes) != 1 or sizes[0] not in (0, 1):
                 raise VerifyException(f"a 0-D mask takes [0] or [1], got {list(sizes)}")
@@ -1069,19 +976,16 @@ class ContractionOp(IRDLOperation):
             if key == "iterator_types":
                 value = _parse_iterator_types(parser, value, trait_position)
             (properties if key in cls.TRAIT_NAMES else attributes)[key] = value
-        operands = [parser.parse_unresolved_operand()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            operands.append(parser.parse_unresolved_operand())
+        operands = parse_operands(parser, 3)
         more_properties, more_attributes = split_properties(cls, parser.parse_optional_attr_dict())
         parser.parse_punctuation(":")
-        lhs_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        rhs_type = parser.parse_type()
+        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != 2:
+            parser.raise_error(f"expected the lhs and rhs types, got {len(types)} types")
         parser.parse_keyword("into")
         acc_type = parser.parse_type()
         return cls.build(
-            operands=[parser.resolve_operand(o, t) for o, t in zip(operands, (lhs_type, rhs_type, acc_type))],
+            operands=[parser.resolve_operand(o, t) for o, t in zip(operands, (*types, acc_type))],
             result_types=[acc_type],
             properties=properties | more_properties,
             attributes=attributes | more_attributes,
@@ -1305,7 +1209,30 @@ class MaskOp(IRDLOperation):
                                       f"{self.results_.types[0]}")
 
 
-@irdl_op_definition
+@irdl_custom_directive
+class ScanDim(CustomDirective):
+    """``reduction_dim = 1, inclusive = true``, as simtify has always printed them; older
+    IR has them in the attr-dict instead, and is read so too."""
+
+    reduction_dim: AttributeVariable
+    inclusive: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if parser.parse_optional_keyword("reduction_dim") is None:
+            return
+        parser.parse_punctuation("=")
+        self.reduction_dim.set(state, IntegerAttr(parser.parse_integer(allow_negative=False), i64))
+        parser.parse_punctuation(",")
+        parser.parse_keyword("inclusive")
+        parser.parse_punctuation("=")
+        self.inclusive.set(state, BoolAttr.from_bool(parser.parse_boolean()))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        inclusive = "true" if self.inclusive.get(op).value.data else "false"  # type: ignore[union-attr]
+        printer.print_string(f" reduction_dim = {self.reduction_dim.get(op).value.data}, inclusive = {inclusive}")  # type: ignore[union-attr]
+
+
+@mlir_op
 class ScanOp(IRDLOperation):
     """``%dest, %acc = vector.scan <add>, %src, %init reduction_dim = 0, inclusive = true :
     vector<16xf32>, vector<f32>``: prefix combination along one dim, starting from %init
@@ -1313,14 +1240,22 @@ class ScanOp(IRDLOperation):
     combination of everything but the last element, as upstream)."""
 
     name = "vector.scan"
-    source = operand_def(VectorType)
-    initial_value = operand_def(VectorType)
-    dest = result_def(VectorType)
-    accumulated_value = result_def(VectorType)
     kind = prop_def(CombiningKindAttr)
+    S: ClassVar = VarConstraint("S", VectorType.constr())  # the source, and the scanned result
+    source = operand_def(S)
+    dest = result_def(S)
+    I: ClassVar = VarConstraint("I", VectorType.constr())  # the initial value, and each line's last prefix
+    initial_value = operand_def(I)
+    accumulated_value = result_def(I)
     reduction_dim = prop_def(IntegerAttr[I64])
     inclusive = prop_def(BoolAttr)
     traits = traits_def(Pure())
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    custom_directives = (ScanDim,)
+    assembly_format = (
+        "$kind `,` $source `,` $initial_value custom<ScanDim>($reduction_dim, $inclusive) attr-dict `:` "
+        "type($source) `,` type($initial_value)"
+    )
 
     def __init__(self, kind: CombiningKind | str, source: SSAValue | Operation, init: SSAValue | Operation,
                  reduction_dim: int, inclusive: bool):
@@ -1329,52 +1264,6 @@ class ScanOp(IRDLOperation):
                          properties={"kind": CombiningKindAttr(CombiningKind(kind)),
                                      "reduction_dim": IntegerAttr(reduction_dim, i64),
                                      "inclusive": BoolAttr.from_bool(inclusive)})
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ScanOp:
-        position = parser.pos
-        parser.parse_punctuation("<")
-        word = parser.parse_identifier()
-        parser.parse_punctuation(">")
-        try:
-            kind = CombiningKindAttr(CombiningKind(word))
-        except ValueError:
-            parser.raise_error(f"unknown combining kind <{word}>", at_position=position)
-        parser.parse_punctuation(",")
-        source = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        init = parser.parse_unresolved_operand()
-        props: dict[str, Attribute] = {"kind": kind}
-        if parser.parse_optional_keyword("reduction_dim") is not None:  # today's syntax
-            parser.parse_punctuation("=")
-            props["reduction_dim"] = IntegerAttr(parser.parse_integer(allow_negative=False), i64)
-            parser.parse_punctuation(",")
-            parser.parse_keyword("inclusive")
-            parser.parse_punctuation("=")
-            props["inclusive"] = BoolAttr.from_bool(parser.parse_boolean())
-        extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
-        props |= extra
-        if "reduction_dim" not in props or "inclusive" not in props:
-            parser.raise_error("vector.scan needs reduction_dim and inclusive")
-        parser.parse_punctuation(":")
-        src_t = parser.parse_type()
-        parser.parse_punctuation(",")
-        init_t = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(source, src_t), parser.resolve_operand(init, init_t)],
-                         result_types=[src_t, init_t], properties=props, attributes=attributes)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" <{self.kind.data.value}>, ")
-        printer.print_operand(self.source)
-        printer.print_string(", ")
-        printer.print_operand(self.initial_value)
-        printer.print_string(f" reduction_dim = {self.reduction_dim.value.data}, inclusive = "
-                             f"{'true' if self.inclusive.value.data else 'false'}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.initial_value.type)
 
     def verify_(self) -> None:
         shape = shape_of(self.source.type)
