@@ -24,6 +24,7 @@ Two things are added to `xdsl.parser.Parser`:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from math import prod
 
@@ -49,21 +50,21 @@ __all__ = ["MLIRParser"]
 _REMEMBERED_TYPES = ("vector<", "memref<", "tensor<")
 
 
+_ANGLE_OR_STOP = re.compile(r'[<>(\-"\n{]')
+
+
 def _closing_angle(text: str, start: int) -> int:
     """The offset after the ``>`` closing the ``<`` opened after `start`; -1 where the
     type's text holds anything but nested angle brackets (an affine map's ``->``, a
     string, a line break): such text is parsed, not remembered."""
     depth = 0
-    for i in range(start, min(len(text), start + 512)):
-        c = text[i]
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif c in '(-"\n{':
+    for found in _ANGLE_OR_STOP.finditer(text, start, min(len(text), start + 512)):
+        bracket = found.group()
+        if bracket not in "<>":
             return -1
+        depth += 1 if bracket == "<" else -1
+        if depth == 0:
+            return found.end()
     return -1
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.layout.nested import NestedLayout
-from simtify.layout.syntax import _Reader, format_ints, int_list
+from simtify.layout.syntax import _Reader, built_at, format_ints, int_list
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,7 @@ class Basis:
             raise reader.fail("unexpected text after the basis")
         if not isinstance(value, list) or len(value) != 2:
             raise SimtifyError("a basis is [[counts], [mapping]]", where)
-        try:
-            return cls(int_list(value[0], "counts", where), int_list(value[1], "mapping", where))
-        except SimtifyError as e:
-            raise e.at(where)
+        return built_at(where, cls, int_list(value[0], "counts", where), int_list(value[1], "mapping", where))
 
     def __str__(self) -> str:
         return f"[{format_ints(self.counts)}, {format_ints(self.mapping)}]"

@@ -32,6 +32,7 @@ import numpy as np
 from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap, ravel, unravel
 from simtify.layout.protocol import VectorLayout
+from simtify.layout.syntax import built_at
 
 IntTuple = Union[int, tuple]
 MAX_SIZE = 1 << 24  # coordinates listed at once (as many as the layout commands' elements)
@@ -249,10 +250,9 @@ def parse_cute(text: str, where: str = "layout") -> CuteLayout:
         kind, val, at = token()
     if val is not None:
         raise fail("unexpected text after the CuTe layout", at)
-    try:
-        return CuteLayout.compact(shape) if stride is None else CuteLayout(shape, stride)
-    except SimtifyError as e:
-        raise e.at(where)
+    if stride is None:
+        return built_at(where, CuteLayout.compact, shape)
+    return built_at(where, CuteLayout, shape, stride)
 
 
 # --- algebra ---------------------------------------------------------------------------

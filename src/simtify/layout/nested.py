@@ -20,7 +20,7 @@ from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap
 from simtify.layout.protocol import VectorLayout
 from simtify.layout.reshape import reshape_nested
-from simtify.layout.syntax import AttributeText, format_ints, int_list, parse_attribute, parse_dim_map
+from simtify.layout.syntax import AttributeText, built_at, format_ints, int_list, parse_attribute, parse_dim_map
 
 ATTRIBUTE_NAME = "#iree_vector_ext.nested_layout"
 FIELDS = (
@@ -110,10 +110,7 @@ class NestedLayout(VectorLayout):
         missing = [f for f in FIELDS if f not in values]
         if missing:
             raise SimtifyError(f"nested_layout is missing {', '.join(repr(m) for m in missing)}", where)
-        try:
-            return cls(**values)
-        except SimtifyError as e:
-            raise e.at(where)
+        return built_at(where, cls, **values)
 
     def __str__(self) -> str:
         body = ", ".join(f"{f} = {format_ints(getattr(self, f))}" for f in FIELDS)

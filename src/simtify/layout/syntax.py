@@ -144,6 +144,14 @@ def parse_attribute(text: str, where: str = "layout") -> AttributeText:
     return attr
 
 
+def built_at(where: str, build, *args, **kwargs):
+    """``build(*args, **kwargs)`` (a layout's constructor), its errors located at `where`."""
+    try:
+        return build(*args, **kwargs)
+    except SimtifyError as e:
+        raise e.at(where)
+
+
 def int_list(value: Value, key: str, where: str) -> tuple[int, ...]:
     """A ``[i, j, ...]`` value as a tuple, or a clear error naming `key`."""
     if not isinstance(value, list) or not all(isinstance(v, int) for v in value):

@@ -45,7 +45,7 @@ from simtify.layout.convert import NestedConversion
 from simtify.layout.nested import NestedLayout
 from simtify.layout.ownership import OwnershipMap
 from simtify.layout.protocol import VectorLayout
-from simtify.layout.syntax import AttributeText, format_ints, int_list, parse_attribute
+from simtify.layout.syntax import AttributeText, built_at, format_ints, int_list, parse_attribute
 
 PREFIXES = ("#ttg.", "#triton_gpu.")
 BLOCKED_FIELDS = ("sizePerThread", "threadsPerWarp", "warpsPerCTA", "order")
@@ -234,10 +234,7 @@ class _ByLinear(VectorLayout):
 
 def _construct(cls, args, values: dict, where: str):
     """``cls(*args)`` with its errors located at `where`, and its CTA fields checked."""
-    try:
-        layout = cls(*args)
-    except SimtifyError as e:
-        raise e.at(where)
+    layout = built_at(where, cls, *args)
     _check_single_cta(values, layout.rank, where)
     return layout
 
@@ -278,18 +275,14 @@ class TritonBlocked(_ByLinear):
                 f"threadsPerWarp = {format_ints(self.threads_per_warp)}, "
                 f"warpsPerCTA = {format_ints(self.warps_per_cta)}, order = {format_ints(self.order)}}}>")
 
-    @property
-    def rank(self) -> int:
-        return len(self.order)
+    rank = property(lambda self: len(self.order))
 
     @property
     def tile_shape(self) -> tuple[int, ...]:
         """One CTA tile: ``sizePerThread · threadsPerWarp · warpsPerCTA`` per dim."""
         return tuple(s * t * w for s, t, w in zip(self.size_per_thread, self.threads_per_warp, self.warps_per_cta))
 
-    @property
-    def default_subgroup_size(self) -> int:
-        return int(np.prod(self.threads_per_warp))
+    default_subgroup_size = property(lambda self: int(np.prod(self.threads_per_warp)))
 
     def linear(self, shape: Sequence[int]) -> LinearBases:
         shape = check_shape_pow2(shape, self.rank)
@@ -352,10 +345,7 @@ class TritonLinear(_ByLinear):
         block = _bases_list(values["block"], "block", where)
         if block:
             raise SimtifyError("block bases describe several CTAs; simtify models one CTA (use block = [])", where)
-        try:
-            return cls(*(tuple(_bases_list(values[k], k, where)) for k in IN_DIMS))
-        except SimtifyError as e:
-            raise e.at(where)
+        return built_at(where, cls, *(tuple(_bases_list(values[k], k, where)) for k in IN_DIMS))
 
     def __str__(self) -> str:
         def bases(bs):
@@ -366,18 +356,14 @@ class TritonLinear(_ByLinear):
     def _all(self):
         return self.register + self.lane + self.warp
 
-    @property
-    def rank(self) -> int:
-        return len(self._all()[0])
+    rank = property(lambda self: len(self._all()[0]))
 
     @property
     def tile_shape(self) -> tuple[int, ...]:
         """Per dim, the smallest power of two above its largest basis value."""
         return tuple(2 * max([b[d] for b in self._all()] + [0]) or 1 for d in range(self.rank))
 
-    @property
-    def default_subgroup_size(self) -> int:
-        return 1 << len(self.lane)
+    default_subgroup_size = property(lambda self: 1 << len(self.lane))
 
     def register_order(self) -> tuple[int, ...]:
         """Dims in the order the register bases first move them, then the rest from the
@@ -419,26 +405,19 @@ class TritonSlice(_ByLinear):
                 "blocked", "linear", "slice", "dot_op", "amd_mfma", *MMA_NAMES):
             raise SimtifyError("'parent' must be a #ttg.blocked, #ttg.linear, #ttg.slice, #ttg.nvidia_mma, "
                                "#ttg.amd_mfma or #ttg.dot_op layout", where)
-        try:
-            return cls(values["dim"], triton_from_attribute(parent, where))
-        except SimtifyError as e:
-            raise e.at(where)
+        return built_at(where, cls, values["dim"], triton_from_attribute(parent, where))
 
     def __str__(self) -> str:
         return f"#ttg.slice<{{dim = {self.dim}, parent = {self.parent}}}>"
 
-    @property
-    def rank(self) -> int:
-        return self.parent.rank - 1
+    rank = property(lambda self: self.parent.rank - 1)
 
     @property
     def tile_shape(self) -> tuple[int, ...]:
         t = self.parent.tile_shape
         return t[:self.dim] + t[self.dim + 1:]
 
-    @property
-    def default_subgroup_size(self) -> int:
-        return self.parent.default_subgroup_size
+    default_subgroup_size = property(lambda self: self.parent.default_subgroup_size)
 
     def linear(self, shape: Sequence[int]) -> LinearBases:
         shape = check_shape_pow2(shape, self.rank)
@@ -519,8 +498,21 @@ def _require(values: dict, keys: Sequence[str], what: str, where: str) -> None:
 MMA_FIELDS = ("versionMajor", "versionMinor", "warpsPerCTA", "instrShape")
 
 
+class _ByBuilder(_ByLinear):
+    """A layout whose bases over one tile `_built()` gives, repeated over a shape in
+    `fit_order` order."""
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        return tuple(self._built().sizes)
+
+    def linear(self, shape: Sequence[int]) -> LinearBases:
+        shape = check_shape_pow2(shape, self.rank)
+        return self._built().fit(shape, self.fit_order)
+
+
 @dataclass(frozen=True)
-class TritonMma(_ByLinear):
+class TritonMma(_ByBuilder):
     """``#ttg.nvidia_mma``: Ampere (versionMajor 2, instrShape [16, 8]) and Hopper
     (versionMajor 3, instrShape [16, N, K]) accumulators, as Triton's
     NvidiaMmaEncodingAttr::toLinearLayout builds them."""
@@ -563,9 +555,7 @@ class TritonMma(_ByLinear):
         return (f"#ttg.nvidia_mma<{{versionMajor = {self.version_major}, versionMinor = {self.version_minor}, "
                 f"warpsPerCTA = {format_ints(self.warps_per_cta)}, instrShape = {format_ints(self.instr_shape)}}}>")
 
-    @property
-    def rank(self) -> int:
-        return len(self.warps_per_cta)
+    rank = property(lambda self: len(self.warps_per_cta))
 
     @property
     def tile(self) -> tuple[int, ...]:
@@ -576,9 +566,7 @@ class TritonMma(_ByLinear):
         """Row-major warps for Ampere; Hopper's are column-major (wgmma fixes it)."""
         return _matrix_order(self.rank, row_major=self.version_major != 3)
 
-    @property
-    def default_subgroup_size(self) -> int:
-        return 32
+    default_subgroup_size = 32
 
     def _built(self) -> _Builder:
         b = _Builder(self.rank)
@@ -587,13 +575,7 @@ class TritonMma(_ByLinear):
             b.identity("warp", self.warps_per_cta[d], d)
         return b
 
-    @property
-    def tile_shape(self) -> tuple[int, ...]:
-        return tuple(self._built().sizes)
-
-    def linear(self, shape: Sequence[int]) -> LinearBases:
-        shape = check_shape_pow2(shape, self.rank)
-        return self._built().fit(shape, _matrix_order(self.rank, True))
+    fit_order = property(lambda self: _matrix_order(self.rank, True))
 
 
 MFMA_FIELDS = ("version", "versionMajor", "versionMinor", "warpsPerCTA", "instrShape", "MDim", "NDim", "isTransposed",
@@ -601,7 +583,7 @@ MFMA_FIELDS = ("version", "versionMajor", "versionMinor", "warpsPerCTA", "instrS
 
 
 @dataclass(frozen=True)
-class TritonMfma(_ByLinear):
+class TritonMfma(_ByBuilder):
     """``#ttg.amd_mfma``: CDNA's 32x32 and 16x16 accumulators on 64-lane wavefronts, as
     Triton's AMDMfmaEncodingAttr::toLinearLayout builds them. Not transposed, a lane holds
     one column (N) and registers run down M (32x32: rows 0-3, 8-11, 16-19, 24-27 of its
@@ -652,17 +634,11 @@ class TritonMfma(_ByLinear):
                 f"warpsPerCTA = {format_ints(self.warps_per_cta)}, instrShape = [{self.m_dim}, {self.n_dim}], "
                 f"isTransposed = {'true' if self.is_transposed else 'false'}}}>")
 
-    @property
-    def rank(self) -> int:
-        return len(self.warps_per_cta)
+    rank = property(lambda self: len(self.warps_per_cta))
 
-    @property
-    def warp_order(self) -> tuple[int, ...]:
-        return _matrix_order(self.rank, row_major=True)
+    warp_order = property(lambda self: _matrix_order(self.rank, row_major=True))
 
-    @property
-    def default_subgroup_size(self) -> int:
-        return 64
+    default_subgroup_size = 64
 
     def _built(self) -> _Builder:
         rank = self.rank
@@ -681,13 +657,7 @@ class TritonMfma(_ByLinear):
             b.identity("warp", self.warps_per_cta[d], d)
         return b
 
-    @property
-    def tile_shape(self) -> tuple[int, ...]:
-        return tuple(self._built().sizes)
-
-    def linear(self, shape: Sequence[int]) -> LinearBases:
-        shape = check_shape_pow2(shape, self.rank)
-        return self._built().fit(shape, self.warp_order)
+    fit_order = property(lambda self: self.warp_order)
 
 
 @dataclass(frozen=True)
@@ -736,13 +706,8 @@ class TritonDotOperand(_ByLinear):
         k_width = f", kWidth = {self.k_width}" if self.k_width or not isinstance(self.parent, TritonBlocked) else ""
         return f"#ttg.dot_op<{{opIdx = {self.op_idx}, parent = {self.parent}{k_width}}}>"
 
-    @property
-    def rank(self) -> int:
-        return self.parent.rank
-
-    @property
-    def default_subgroup_size(self) -> int:
-        return self.parent.default_subgroup_size
+    rank = property(lambda self: self.parent.rank)
+    default_subgroup_size = property(lambda self: self.parent.default_subgroup_size)
 
     @property
     def k_dim(self) -> int:

@@ -40,7 +40,7 @@ import numpy as np
 from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap
 from simtify.layout.protocol import VectorLayout
-from simtify.layout.syntax import AttributeText, format_ints, int_list, parse_attribute
+from simtify.layout.syntax import AttributeText, built_at, format_ints, int_list, parse_attribute
 
 LAYOUT_NAME = "#xegpu.layout"
 SLICE_NAME = "#xegpu.slice"
@@ -130,10 +130,7 @@ class XeGPULayout(_XeGPUQuestions):
             if key in values:
                 raise SimtifyError(f"'{key}' is given twice", where)
             values[key] = int_list(value, key, where)
-        try:
-            return cls(**values)
-        except SimtifyError as e:
-            raise e.at(where)
+        return built_at(where, cls, **values)
 
     def __str__(self) -> str:
         body = ", ".join(f"{f} = {format_ints(getattr(self, f))}" for f in FIELDS if getattr(self, f) is not None)
@@ -198,10 +195,7 @@ class XeGPUSlice(_XeGPUQuestions):
         if not isinstance(parent_attr, AttributeText) or parent_attr.name not in (LAYOUT_NAME, SLICE_NAME):
             raise SimtifyError("a slice's parent must be an #xegpu.layout or #xegpu.slice", where)
         parent = (XeGPULayout if parent_attr.name == LAYOUT_NAME else XeGPUSlice).from_attribute(parent_attr, where)
-        try:
-            return cls(parent, int_list(params[1][1], "dims", where))
-        except SimtifyError as e:
-            raise e.at(where)
+        return built_at(where, cls, parent, int_list(params[1][1], "dims", where))
 
     def __str__(self) -> str:
         return f"{SLICE_NAME}<{self.parent}, dims = {format_ints(self.dims)}>"

@@ -132,17 +132,10 @@ class Interpreter:
     def set(self, v: SSAValue, value) -> None:
         self.state.env[v] = value
 
-    @property
-    def W(self) -> int:
-        return self.state.W
-
-    @property
-    def T(self) -> int:
-        return self.state.T
-
-    @property
-    def subgroup_size(self) -> int:
-        return self.launch.subgroup_size
+    # the batch's workgroups and threads per workgroup (padded to whole subgroups), and the lanes a subgroup has
+    W = property(lambda self: self.state.W)
+    T = property(lambda self: self.state.T)
+    subgroup_size = property(lambda self: self.launch.subgroup_size)
 
     @property
     def threads(self) -> int:

@@ -7,16 +7,8 @@ even) after every op that produces it, so values are exactly what bf16 hardware 
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IndexType,
-    IntegerType,
-    MemRefType,
-    VectorType,
-)
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type
+from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType, VectorType
 
 from simtify.errors import SimtifyError
 

@@ -40,11 +40,8 @@ def int_array(attr) -> list[int]:
 
 
 def bool_array(attr) -> list[bool]:
-    if attr is None:
-        return []
-    if isinstance(attr, DenseArrayBase):
-        return [bool(x) for x in attr.get_values()]
-    return [bool(x.value.data) if isinstance(x, IntegerAttr) else bool(x) for x in attr.data]
+    """A DenseArray / ArrayAttr of i1 as a list."""
+    return [bool(x) for x in int_array(attr)]
 
 
 def prop(op, name: str):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from simtify.errors import SimtifyError
 
@@ -63,41 +63,35 @@ class Target:
         return self.shared_banks * self.bank_width_bytes
 
 
+GFX942 = Target(
+    name="gfx942", vendor="amd", part="MI300X (CDNA3)",
+    subgroup_size=64, supported_subgroup_sizes=(64,),
+    shared_memory_bytes=64 * KiB, shared_banks=32, bank_width_bytes=4,
+    dma_widths_bytes=(1, 2, 4),
+    max_workgroup_size=1024, max_workgroup_dims=(1024, 1024, 1024), max_subgroups_per_workgroup=16,
+    compute_units=304, registers_per_lane=512, register_file_words_per_cu=4 * 512 * 64,
+    max_threads_per_cu=2048,
+    memory_bandwidth_bytes_per_s=5.3e12, memory_latency_ns=700.0, clock_hz=2.1e9,
+    peak_flops={"f16": 1307.4e12, "bf16": 1307.4e12, "f32": 163.4e12},
+    peak_vector_flops={"f16": 163.4e12, "f32": 163.4e12},
+    matrix_instructions=(
+        MatrixInstruction("MFMA_F32_16x16x16_F16", 16, 16, 16, "f16", "f16", "f32"),
+        MatrixInstruction("MFMA_F32_32x32x8_F16", 32, 32, 8, "f16", "f16", "f32"),
+    ),
+)
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
-        Target(
-            name="gfx942", vendor="amd", part="MI300X (CDNA3)",
-            subgroup_size=64, supported_subgroup_sizes=(64,),
-            shared_memory_bytes=64 * KiB, shared_banks=32, bank_width_bytes=4,
-            dma_widths_bytes=(1, 2, 4),
-            max_workgroup_size=1024, max_workgroup_dims=(1024, 1024, 1024), max_subgroups_per_workgroup=16,
-            compute_units=304, registers_per_lane=512, register_file_words_per_cu=4 * 512 * 64,
-            max_threads_per_cu=2048,
-            memory_bandwidth_bytes_per_s=5.3e12, memory_latency_ns=700.0, clock_hz=2.1e9,
-            peak_flops={"f16": 1307.4e12, "bf16": 1307.4e12, "f32": 163.4e12},
-            peak_vector_flops={"f16": 163.4e12, "f32": 163.4e12},
-            matrix_instructions=(
-                MatrixInstruction("MFMA_F32_16x16x16_F16", 16, 16, 16, "f16", "f16", "f32"),
-                MatrixInstruction("MFMA_F32_32x32x8_F16", 32, 32, 8, "f16", "f16", "f32"),
-            ),
-        ),
-        Target(
-            name="gfx950", vendor="amd", part="MI355X (CDNA4)",
-            subgroup_size=64, supported_subgroup_sizes=(64,),
-            # bank layout as gfx942; CDNA4 widens LDS reads for some wide accesses (not modelled)
-            shared_memory_bytes=160 * KiB, shared_banks=32, bank_width_bytes=4,
-            dma_widths_bytes=(1, 2, 4, 12, 16),
-            max_workgroup_size=1024, max_workgroup_dims=(1024, 1024, 1024), max_subgroups_per_workgroup=16,
-            compute_units=256, registers_per_lane=512, register_file_words_per_cu=4 * 512 * 64,
-            max_threads_per_cu=2048,
-            memory_bandwidth_bytes_per_s=8.0e12, memory_latency_ns=700.0, clock_hz=2.4e9,
+        GFX942,
+        # CDNA4: gfx942's waves, banks and MFMAs; more LDS, wider DMA, faster memory and
+        # clocks (CDNA4 widens LDS reads for some wide accesses: not modelled)
+        replace(
+            GFX942, name="gfx950", part="MI355X (CDNA4)",
+            shared_memory_bytes=160 * KiB, dma_widths_bytes=(1, 2, 4, 12, 16), compute_units=256,
+            memory_bandwidth_bytes_per_s=8.0e12, clock_hz=2.4e9,
             peak_flops={"f16": 2516.6e12, "bf16": 2516.6e12, "f32": 157.3e12},
             peak_vector_flops={"f16": 157.3e12, "f32": 157.3e12},
-            matrix_instructions=(
-                MatrixInstruction("MFMA_F32_16x16x16_F16", 16, 16, 16, "f16", "f16", "f32"),
-                MatrixInstruction("MFMA_F32_32x32x8_F16", 32, 32, 8, "f16", "f16", "f32"),
-            ),
         ),
         Target(
             name="sm_90", vendor="nvidia", part="H100 SXM (Hopper)",

@@ -23,18 +23,7 @@ from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
 from simtify.sim.affine_eval import result_dims
-from simtify.transforms.warp_region import (
-    Boundary,
-    WarpConfig,
-    after,
-    distributed_type,
-    ratios,
-)
-
-
-def _clone(op: Operation, operands, result_types) -> Operation:
-    return type(op).create(operands=list(operands), result_types=list(result_types),
-                           properties=dict(op.properties), attributes=dict(op.attributes))
+from simtify.transforms.warp_region import Boundary, WarpConfig, after, copy_of, distributed_type, ratios
 
 
 def _operand_ratios(dims: list, split: dict[int, int], order: list[int]) -> tuple[int, ...] | None:
@@ -74,6 +63,6 @@ def sink_contract(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bo
         b.need(operand, distributed_type(operand.type, oks) if any(k > 1 for k in oks) else operand.type)
     b.need(op.acc, res_t)
     new, vals = b.cross()
-    made = after(new).add(_clone(op, vals, [res_t]))
+    made = after(new).add(copy_of(op, vals, [res_t]))
     new.results[i].replace_all_uses_with(made.results[0])
     return True

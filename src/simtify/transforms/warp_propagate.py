@@ -45,6 +45,7 @@ from simtify.transforms.warp_region import (
     after,
     block_offsets,
     body,
+    copy_of,
     distributed_type,
     i32_const,
     innermost_first,
@@ -161,11 +162,6 @@ def merge_duplicate_yields(warp: Operation, cfg: WarpConfig) -> bool:
 # --- sinking the op behind a result --------------------------------------------------
 
 
-def _clone(op: Operation, operands, result_types) -> Operation:
-    return type(op).create(operands=list(operands), result_types=list(result_types),
-                           properties=dict(op.properties), attributes=dict(op.attributes))
-
-
 def _split(t, ks):
     """`t` split by `ks` (unchanged when every ratio is 1 or `t` is not a vector)."""
     if isinstance(t, VectorType) and any(k > 1 for k in ks):
@@ -197,7 +193,7 @@ def sink_elementwise(warp: Operation, i: int, op: Operation, cfg: WarpConfig) ->
     for o in op.operands:
         b.need(o, _split(o.type, ks))
     new, vals = b.cross()
-    made = after(new).add(_clone(op, vals, [res_t]))
+    made = after(new).add(copy_of(op, vals, [res_t]))
     new.results[i].replace_all_uses_with(made.results[0])
     return True
 
@@ -249,12 +245,7 @@ def sink_broadcast(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> b
         src_t = distributed_type(src.type, ks[lead:])
     else:
         return False
-    b = Boundary(warp)
-    b.need(src, src_t)
-    new, (s,) = b.cross()
-    made = after(new).add(vector_ir.BroadcastOp(s, res_t))
-    new.results[i].replace_all_uses_with(made.results[0])
-    return True
+    return _after_region(warp, i, src, src_t, lambda s: vector_ir.BroadcastOp(s, res_t))
 
 
 def _same_blocks(src_shape, src_ks, res_shape, res_ks) -> bool:
@@ -304,12 +295,7 @@ def sink_shape_cast(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> 
         if found is None:
             return False
         src_t = distributed_type(src.type, found)
-    b = Boundary(warp)
-    b.need(src, src_t)
-    new, (s,) = b.cross()
-    made = after(new).add(vector_ir.ShapeCastOp(s, res_t))
-    new.results[i].replace_all_uses_with(made.results[0])
-    return True
+    return _after_region(warp, i, src, src_t, lambda s: vector_ir.ShapeCastOp(s, res_t))
 
 
 def _positions(op: Operation) -> list:
@@ -339,21 +325,9 @@ def sink_extract(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> boo
     block = tuple(n // k for n, k in zip(src_shape, ks))
     b = Boundary(warp)
     b.need(src, distributed_type(src.type, ks))
-    for p in pos:
-        if isinstance(p, SSAValue):
-            b.need(p)
-    new, vals = b.cross()
+    new, vals, full_pos = _cross_with_positions(b, pos, 1)
     em = after(new)
-    it = iter(vals[1:])
-    full_pos = [next(it) if isinstance(p, SSAValue) else p for p in pos]
-    local, owner_digits = [], []
-    for p, n, k in zip(full_pos, block, ks):
-        if isinstance(p, int):
-            local.append(p % n)
-            owner_digits.append(p // n)
-        else:
-            local.append(em.apply(AffineExpr.dimension(0) % n, [p]) if k > 1 else p)
-            owner_digits.append(em.apply(AffineExpr.dimension(0) // n, [p]) if k > 1 else 0)
+    local, owner_digits = _block_positions(em, full_pos, block, ks)
     owner = _linear_lane(em, owner_digits, ks)
     part = em.value(vector_ir.ExtractOp(vals[0], local, res_t))
     src_lane = shuffle_source(em, new.laneid, owner, cfg)
@@ -363,17 +337,48 @@ def sink_extract(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> boo
     return True
 
 
+def _after_region(warp: Operation, i: int, src: SSAValue, src_t, make) -> bool:
+    """`src` crosses the region as `src_t`; result `i` becomes `make(crossed)`, after it."""
+    b = Boundary(warp)
+    b.need(src, src_t)
+    new, (s,) = b.cross()
+    made = after(new).add(make(s))
+    new.results[i].replace_all_uses_with(made.results[0])
+    return True
+
+
+def _cross_with_positions(b: Boundary, pos: list, first: int) -> tuple[Operation, list, list]:
+    """Cross the region with what `b` needs (`first` values) and the dynamic positions
+    of `pos`: (the new region, the values after it, `pos` with its dynamic entries
+    crossed)."""
+    for p in pos:
+        if isinstance(p, SSAValue):
+            b.need(p)
+    new, vals = b.cross()
+    it = iter(vals[first:])
+    return new, vals, [next(it) if isinstance(p, SSAValue) else p for p in pos]
+
+
+def _block_positions(em, pos: list, block, ks) -> tuple[list, list]:
+    """Per position, (where it lies in its lane's block, which block digit holds it): a
+    dim split `k` ways has blocks of `n` positions."""
+    local, owner_digits = [], []
+    for p, n, k in zip(pos, block, ks):
+        if isinstance(p, int):
+            local.append(p % n)
+            owner_digits.append(p // n)
+        else:
+            local.append(em.apply(AffineExpr.dimension(0) % n, [p]) if k > 1 else p)
+            owner_digits.append(em.apply(AffineExpr.dimension(0) // n, [p]) if k > 1 else 0)
+    return local, owner_digits
+
+
 def _extract_after(warp: Operation, i: int, src: SSAValue, crossing, pos: list, res_t) -> bool:
     """`src` crosses the region as `crossing` (and the dynamic positions whole); the
     extract of result `i` happens after it, at the same positions."""
     b = Boundary(warp)
     b.need(src, crossing)
-    for p in pos:
-        if isinstance(p, SSAValue):
-            b.need(p)
-    new, vals = b.cross()
-    it = iter(vals[1:])
-    new_pos = [next(it) if isinstance(p, SSAValue) else p for p in pos]
+    new, vals, new_pos = _cross_with_positions(b, pos, 1)
     made = after(new).add(vector_ir.ExtractOp(vals[0], new_pos, res_t))
     new.results[i].replace_all_uses_with(made.results[0])
     return True
@@ -423,26 +428,13 @@ def sink_insert(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool
     b = Boundary(warp)
     b.need(value, _split(value.type, ks[npos:]) if tail_split else value.type)
     b.need(dest, _split(dest.type, ks))
-    for p in pos:
-        if isinstance(p, SSAValue):
-            b.need(p)
-    new, vals = b.cross()
+    new, vals, full_pos = _cross_with_positions(b, pos, 2)
     em = after(new)
-    it = iter(vals[2:])
-    full_pos = [next(it) if isinstance(p, SSAValue) else p for p in pos]
     if not pos_split:
         made = em.add(vector_ir.InsertOp(vals[0], vals[1], full_pos))
         new.results[i].replace_all_uses_with(made.results[0])
         return True
-    block = shape(res_t)
-    local, owner_digits = [], []
-    for p, n, k in zip(full_pos, block, ks):
-        if isinstance(p, int):
-            local.append(p % n)
-            owner_digits.append(p // n)
-        else:
-            local.append(em.apply(AffineExpr.dimension(0) % n, [p]) if k > 1 else p)
-            owner_digits.append(em.apply(AffineExpr.dimension(0) // n, [p]) if k > 1 else 0)
+    local, owner_digits = _block_positions(em, full_pos, shape(res_t), ks)
     owner = _linear_lane(em, owner_digits + [0] * (len(ks) - npos), ks)
     owner_v = em.index(owner) if isinstance(owner, int) else owner
     inserted = em.value(vector_ir.InsertOp(vals[0], vals[1], local))

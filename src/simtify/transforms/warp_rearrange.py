@@ -21,19 +21,7 @@ from xdsl.ir import Operation
 
 from simtify.ir import vector as vector_ir
 from simtify.ir.assembly import int_values
-from simtify.transforms.warp_region import (
-    Boundary,
-    WarpConfig,
-    after,
-    distributed_type,
-    ratios,
-    shape,
-)
-
-
-def _clone(op: Operation, operands, result_types) -> Operation:
-    return type(op).create(operands=list(operands), result_types=list(result_types),
-                           properties=dict(op.properties), attributes=dict(op.attributes))
+from simtify.transforms.warp_region import Boundary, WarpConfig, after, copy_of, distributed_type, ratios, shape
 
 
 def sink_transpose(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool:
@@ -77,7 +65,7 @@ def sink_bitcast(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> boo
     b = Boundary(warp)
     b.need(src, distributed_type(src.type, ks) if any(k > 1 for k in ks) else src.type)
     new, (s,) = b.cross()
-    made = after(new).add(_clone(op, [s], [res_t]))
+    made = after(new).add(copy_of(op, [s], [res_t]))
     new.results[i].replace_all_uses_with(made.results[0])
     return True
 
@@ -99,7 +87,7 @@ def sink_interleave(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> 
     b.need(lhs, t)
     b.need(rhs, t)
     new, (a, c) = b.cross()
-    made = after(new).add(_clone(op, [a, c], [res_t]))
+    made = after(new).add(copy_of(op, [a, c], [res_t]))
     new.results[i].replace_all_uses_with(made.results[0])
     return True
 

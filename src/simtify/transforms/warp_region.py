@@ -313,6 +313,13 @@ def rebuild(warp: Operation, keep: Sequence[int], extra: Sequence[tuple[SSAValue
     return new, [new.results[j] for j in extra_results]
 
 
+def copy_of(op: Operation, operands, result_types) -> Operation:
+    """`op` (its properties and attributes) over other operands and result types: the
+    per-lane copy of an op sunk out of a warp region."""
+    return type(op).create(operands=list(operands), result_types=list(result_types),
+                           properties=dict(op.properties), attributes=dict(op.attributes))
+
+
 def after(warp: Operation) -> Emitter:
     """An emitter placing ops right after `warp`."""
     return Emitter(warp.parent_block(), before=warp.next_op)

@@ -99,18 +99,39 @@ def _inner_warp(laneid, n, carried, carried_outer, captured, captured_outer, old
     return warp, inner
 
 
+def _sinkable(warp: Operation, name: str) -> tuple[Operation, list, list[SSAValue], int, Boundary] | None:
+    """(the `name` op ending the region, its results' types after it, the values it
+    captures, the warp size, a boundary to cross) when it can run on every lane: its
+    results are yielded and it captures no memref."""
+    op = _last_op(warp, name)
+    if op is None:
+        return None
+    types = _result_types(warp, op)
+    captured = _captured_values(warp, op)
+    if types is None or any(isinstance(v.type, MemRefType) for v in captured):
+        return None
+    return op, types, captured, size(warp), Boundary(warp)
+
+
+def _replace_sunk(new: Operation, old: Operation, made: Operation, y_uses: list[tuple[int, int]]) -> None:
+    """`made` (the op after region `new`) stands for `old` inside it: the region's
+    results that yielded `old`'s (`y_uses`: result, `old` result) go, and so does `old`."""
+    after(new).add(made)
+    for i, j in y_uses:
+        new.results[i].replace_all_uses_with(made.results[j])
+    keep = [i for i in range(len(new.results)) if i not in {i for i, _ in y_uses}]
+    rebuild(new, keep)
+    old.detach()
+    old.erase()
+
+
 def sink_scf_for(warp: Operation, cfg: WarpConfig) -> bool:
     """``scf.for`` ending the region, its results yielded: the loop runs on every lane
     with a warp region for its body (see the module docstring for the IR)."""
-    loop = _last_op(warp, "scf.for")
-    if loop is None:
+    sinking = _sinkable(warp, "scf.for")
+    if sinking is None:
         return False
-    types = _result_types(warp, loop)
-    captured = _captured_values(warp, loop)
-    if types is None or any(isinstance(v.type, MemRefType) for v in captured):
-        return False
-    n = size(warp)
-    b = Boundary(warp)
+    loop, types, captured, n, b = sinking
     for bound in loop.operands[:3]:
         b.need(bound)
     inits = list(loop.operands[3:])
@@ -129,28 +150,17 @@ def sink_scf_for(warp: Operation, cfg: WarpConfig) -> bool:
     loop_block.add_op(inner_warp)
     loop_block.add_op(scf.YieldOp(*inner_warp.results))
     new_loop = scf.ForOp(bounds[0], bounds[1], bounds[2], init_vals, Region(loop_block))
-    after(new).add(new_loop)
-    for i, j in y_uses:
-        new.results[i].replace_all_uses_with(new_loop.results[j])
-    keep = [i for i in range(len(new.results)) if i not in {i for i, _ in y_uses}]
-    new, _ = rebuild(new, keep)
-    loop.detach()
-    loop.erase()
+    _replace_sunk(new, loop, new_loop, y_uses)
     return True
 
 
 def sink_scf_if(warp: Operation, cfg: WarpConfig) -> bool:
     """An ``scf.if`` ending the region: its condition crosses whole, each branch becomes
     a warp region inside the ``scf.if`` that now runs on every lane."""
-    branch = _last_op(warp, "scf.if")
-    if branch is None:
+    sinking = _sinkable(warp, "scf.if")
+    if sinking is None:
         return False
-    types = _result_types(warp, branch)
-    captured = _captured_values(warp, branch)
-    if types is None or any(isinstance(v.type, MemRefType) for v in captured):
-        return False
-    n = size(warp)
-    b = Boundary(warp)
+    branch, types, captured, n, b = sinking
     b.need(branch.operands[0])
     for v in captured:
         b.need(v, crossing_type(v.type, n))
@@ -169,11 +179,5 @@ def sink_scf_if(warp: Operation, cfg: WarpConfig) -> bool:
             blk.add_op(scf.YieldOp())
         regions.append(Region(blk))
     new_if = scf.IfOp(cond, types, regions[0], regions[1] if len(regions) > 1 else None)
-    after(new).add(new_if)
-    for i, j in y_uses:
-        new.results[i].replace_all_uses_with(new_if.results[j])
-    keep = [i for i in range(len(new.results)) if i not in {i for i, _ in y_uses}]
-    new, _ = rebuild(new, keep)
-    branch.detach()
-    branch.erase()
+    _replace_sunk(new, branch, new_if, y_uses)
     return True

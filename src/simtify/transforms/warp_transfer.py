@@ -24,7 +24,7 @@ from __future__ import annotations
 from math import prod
 
 from xdsl.dialects.builtin import VectorType
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from simtify.sim.affine_eval import result_dims
 from simtify.transforms.warp_region import (
@@ -33,6 +33,7 @@ from simtify.transforms.warp_region import (
     add_offset,
     after,
     block_offsets,
+    copy_of,
     distributed_type,
     ratios,
     shape,
@@ -40,11 +41,6 @@ from simtify.transforms.warp_region import (
     writes_after,
     yield_of,
 )
-
-
-def _clone(op: Operation, operands, result_types) -> Operation:
-    return type(op).create(operands=list(operands), result_types=list(result_types),
-                           properties=dict(op.properties), attributes=dict(op.attributes))
 
 
 def _mask_ratios(op: Operation, ks) -> tuple[int, ...] | None:
@@ -75,21 +71,15 @@ def sink_transfer_read(warp: Operation, i: int, op: Operation, cfg: WarpConfig) 
                                          gpu.yield %v : vector<8x16xf32> }
       becomes (ratios 8 x 4, lane digits (l0, l1) = delinearize %laneid into (8, 4))
         %r = vector.transfer_read %A[%l0, %l1 · 4] .. : vector<1x4xf32>"""
-    if op.name != "vector.transfer_read":
-        return False
-    sinking = _sinkable_read(warp, i, op)
+    sinking = _sinkable_read(warp, i, op, "vector.transfer_read", lambda: op.source)
     if sinking is None:
         return False
-    res_t, ks = sinking
+    res_t, ks, b = sinking
     mask_ks = None
     if op.mask is not None:
         mask_ks = _mask_ratios(op, ks)
         if mask_ks is None:
             return False
-    b = Boundary(warp)
-    src = b.need(op.source)
-    if src not in b.direct:
-        return False  # a memref made in the region, or one that differs between lanes
     for idx in op.indices:
         b.need(idx)
     b.need(op.padding)
@@ -101,19 +91,36 @@ def sink_transfer_read(warp: Operation, i: int, op: Operation, cfg: WarpConfig) 
     source, indices, padding = vals[0], vals[1:1 + n_idx], vals[1 + n_idx]
     indices = _moved_indices(em, op, indices, ks, shape(res_t), new.laneid)
     mask = vals[2 + n_idx:]
-    made = em.add(_clone(op, [source] + indices + [padding] + mask, [res_t]))
+    made = em.add(copy_of(op, [source] + indices + [padding] + mask, [res_t]))
     new.results[i].replace_all_uses_with(made.results[0])
     return True
 
 
-def _sinkable_read(warp: Operation, i: int, op: Operation):
-    """(the region's result type, the split ratios) for a read that may move after the
-    region: its only use is the yield, and no write follows it in the region."""
+def _sinkable_read(warp: Operation, i: int, op: Operation, names, memory) -> tuple | None:
+    """(the region's result type, the split ratios, a `Boundary` that already carries
+    the memory `memory()` reads) for an op named in `names` that may move after the
+    region: its only use is the yield, no write follows it in the region, and its memory
+    is the same for every lane (not made in the region)."""
+    if op.name not in ((names,) if isinstance(names, str) else names):
+        return None
     y = yield_of(warp)
     if any(use.operation is not y for use in op.results[0].uses) or writes_after(op):
         return None
+    b = Boundary(warp)
+    if b.need(memory()) not in b.direct:
+        return None
     res_t = warp.results[i].type
-    return res_t, ratios(op.results[0].type, res_t)
+    return res_t, ratios(op.results[0].type, res_t), b
+
+
+def _moved_by_blocks(em, laneid: SSAValue, indices: list, ks, block) -> list:
+    """`indices` with those of the trailing (vector) dims moved to the lane's block."""
+    indices = list(indices)
+    lead = len(indices) - len(ks)
+    for j, off in enumerate(block_offsets(em, laneid, ks, block)):
+        if off is not None:
+            indices[lead + j] = add_offset(em, indices[lead + j], off)
+    return indices
 
 
 def write_ratios(t: VectorType, cfg: WarpConfig) -> tuple[int, ...] | None:
@@ -156,7 +163,7 @@ def distribute_last_write(warp: Operation, cfg: WarpConfig) -> bool:
     vector, dest_v, indices, mask = vals[0], vals[1], vals[2:2 + n_idx], vals[2 + n_idx:]
     block = shape(vector.type)
     indices = _moved_indices(em, w, indices, ks, block, new.laneid)
-    em.add(_clone(w, [vector, dest_v] + indices + mask, []))
+    em.add(copy_of(w, [vector, dest_v] + indices + mask, []))
     w.detach()
     w.erase()
     return True
@@ -170,26 +177,16 @@ def sink_load(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool:
         %r = warp -> (f32) { %x = memref.load %in[%c0] : memref<2xf32>  gpu.yield %x : f32 }
       becomes
         %r = memref.load %in[%c0] : memref<2xf32>"""
-    if op.name not in ("memref.load", "vector.load"):
-        return False
-    sinking = _sinkable_read(warp, i, op)
+    sinking = _sinkable_read(warp, i, op, ("memref.load", "vector.load"), lambda: op.operands[0])
     if sinking is None:
         return False
-    res_t, ks = sinking
-    b = Boundary(warp)
-    mem = b.need(op.operands[0])
-    if mem not in b.direct:
-        return False
+    res_t, ks, b = sinking
     for idx in op.operands[1:]:
         b.need(idx)
     new, vals = b.cross()
     em = after(new)
-    indices = list(vals[1:])
-    lead = len(indices) - len(ks)
-    for j, off in enumerate(block_offsets(em, new.laneid, ks, shape(res_t))):
-        if off is not None:
-            indices[lead + j] = add_offset(em, indices[lead + j], off)
-    made = em.add(_clone(op, [vals[0]] + indices, [res_t]))
+    indices = _moved_by_blocks(em, new.laneid, vals[1:], ks, shape(res_t))
+    made = em.add(copy_of(op, [vals[0]] + indices, [res_t]))
     new.results[i].replace_all_uses_with(made.results[0])
     return True
 
@@ -201,22 +198,16 @@ def sink_gather(warp: Operation, i: int, op: Operation, cfg: WarpConfig) -> bool
     for every lane. Same conditions as a read (its only use is the yield, no write
     after it in the region, a base every lane holds). Upstream keeps gathers in the
     region (its @transfer_read_no_prop test)."""
-    if op.name != "vector.gather":
-        return False
-    sinking = _sinkable_read(warp, i, op)
+    sinking = _sinkable_read(warp, i, op, "vector.gather", lambda: op.base)
     if sinking is None:
         return False
-    res_t, ks = sinking
-    b = Boundary(warp)
-    base = b.need(op.base)
-    if base not in b.direct:
-        return False
+    res_t, ks, b = sinking
     for o in op.offsets:
         b.need(o)
     for v in (op.indices, op.mask, op.pass_thru):
         b.need(v, distributed_type(v.type, ks) if any(k > 1 for k in ks) else v.type)
     new, vals = b.cross()
-    made = after(new).add(_clone(op, vals, [res_t]))
+    made = after(new).add(copy_of(op, vals, [res_t]))
     new.results[i].replace_all_uses_with(made.results[0])
     return True
 
@@ -245,12 +236,8 @@ def distribute_last_store(warp: Operation, cfg: WarpConfig) -> bool:
         b.need(v)
     new, vals = b.cross()
     em = after(new)
-    indices = list(vals[2:])
-    lead = len(indices) - len(ks)
-    for j, off in enumerate(block_offsets(em, new.laneid, ks, shape(vals[0].type))):
-        if off is not None:
-            indices[lead + j] = add_offset(em, indices[lead + j], off)
-    em.add(_clone(w, [vals[0], vals[1]] + indices, []))
+    indices = _moved_by_blocks(em, new.laneid, vals[2:], ks, shape(vals[0].type))
+    em.add(copy_of(w, [vals[0], vals[1]] + indices, []))
     w.detach()
     w.erase()
     return True

@@ -208,21 +208,8 @@ class LaneDistribution(XeGPULevel):
         return self.sgid
 
     def lane_digits(self, layout: Layout) -> list[SSAValue | None]:
-        base, _ = flatten(layout)
-        if base.lane_layout is None:
-            return [None] * (base.rank or 0)
-        order = base.order if base.order is not None else tuple(range(base.rank - 1, -1, -1))
-        key = (base.lane_layout, order)
-        if key not in self.lane_digit_cache:
-            lane = self.prelude.value(gpu_ir.LaneIdOp())
-            moving = [d for d in reversed(order) if base.lane_layout[d] > 1]
-            out: list[SSAValue | None] = [None] * base.rank
-            if moving:
-                results = self.prelude.delinearize(lane, [base.lane_layout[d] for d in moving])[1:]
-                for d, r in zip(moving, results):
-                    out[d] = r
-            self.lane_digit_cache[key] = out
-        return self.lane_digit_cache[key]
+        return self.id_digits(layout, "lane_layout", lambda: self.prelude.value(gpu_ir.LaneIdOp()),
+                              self.lane_digit_cache)
 
     def store_guard(self, layout, vshape, em: Emitter) -> Emitter:
         """Lanes that differ only in a sliced-away dim hold the same data: the first stores it."""

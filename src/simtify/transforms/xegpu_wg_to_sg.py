@@ -71,20 +71,7 @@ class SubgroupDistribution(XeGPULevel):
         """Per base dim, this subgroup's digit of `layout`'s sg_layout (None: layout 1)."""
         if layout is None:
             return []
-        base, _ = flatten(layout)
-        if base.sg_layout is None:
-            return [None] * (base.rank or 0)
-        order = base.order if base.order is not None else tuple(range(base.rank - 1, -1, -1))
-        key = (base.sg_layout, order)
-        if key not in self.digit_cache:
-            moving = [d for d in reversed(order) if base.sg_layout[d] > 1]  # slowest first
-            out: list[SSAValue | None] = [None] * base.rank
-            if moving:
-                results = self.prelude.delinearize(self.sgid, [base.sg_layout[d] for d in moving])[1:]
-                for d, r in zip(moving, results):
-                    out[d] = r
-            self.digit_cache[key] = out
-        return self.digit_cache[key]
+        return self.id_digits(layout, "sg_layout", lambda: self.sgid, self.digit_cache)
 
     def piece_offsets(self, layout, shape_, q, em) -> list[Index]:
         plans = plan(layout, shape_)

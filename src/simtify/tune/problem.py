@@ -140,13 +140,8 @@ class Dispatch:
     def reduction_dims(self) -> tuple[int, ...]:
         return tuple(range(self.num_parallel, self.rank))
 
-    @property
-    def dtype(self) -> DType:
-        return self.problem.dtype
-
-    @property
-    def operation(self) -> str:
-        return self.problem.operation
+    dtype = property(lambda self: self.problem.dtype, doc="The problem's element type.")
+    operation = property(lambda self: self.problem.operation, doc="The problem's operation (sum, matvec, ...).")
 
     @property
     def vector_dims(self) -> tuple[int, ...]:

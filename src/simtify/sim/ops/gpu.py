@@ -31,7 +31,8 @@ def _thread_coord(sim, axis: int) -> np.ndarray:
     return [tid % bx, (tid // bx) % by, tid // (bx * by)][axis]
 
 
-def _block_coord(sim, axis: int) -> np.ndarray:
+def block_coord(sim, axis: int) -> np.ndarray:
+    """Per workgroup of the batch (``[W, 1]``), its id along `axis` of the grid."""
     gx, gy, _gz = sim.launch.grid
     wg = sim.state.wg_linear.reshape(-1, 1).astype(np.int64)
     return [wg % gx, (wg // gx) % gy, wg // (gx * gy)][axis]
@@ -44,7 +45,7 @@ def _thread_id(sim, op):
 
 @handles("gpu.block_id")
 def _block_id(sim, op):
-    return [_block_coord(sim, _dim(op))]
+    return [block_coord(sim, _dim(op))]
 
 
 @handles("gpu.block_dim")
@@ -60,7 +61,7 @@ def _grid_dim(sim, op):
 @handles("gpu.global_id")
 def _global_id(sim, op):
     a = _dim(op)
-    return [_block_coord(sim, a) * sim.launch.block[a] + _thread_coord(sim, a)]
+    return [block_coord(sim, a) * sim.launch.block[a] + _thread_coord(sim, a)]
 
 
 @handles("gpu.lane_id")

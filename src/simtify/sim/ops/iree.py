@@ -43,27 +43,24 @@ def _map(sim, op, simd_value):
     return layout.ownership(sim.subgroup_size, sim.T)
 
 
-@handles("iree_vector_ext.to_simt")
-def _to_simt(sim, op):
-    v = lead(sim.get(op.operands[0]))
+@handles("iree_vector_ext.to_simt", "iree_vector_ext.to_simd")
+def _to_simt_or_simd(sim, op):
+    """to_simt: each thread's registers of the workgroup value; to_simd: the value from
+    its first owners' registers. Nothing moves at workgroup level (one logical thread
+    holds every element), nor for a pair (the identity, whatever the layout)."""
+    to_simt = op.name == "iree_vector_ext.to_simt"
     if sim.launch.level == "workgroup":
-        return [v]
-    if _is_op(op.operands[0], "iree_vector_ext.to_simd"):  # to_simt(to_simd(r)) is r, whatever the layout
+        return [lead(sim.get(op.operands[0]))]
+    if _is_op(op.operands[0], "iree_vector_ext.to_simd" if to_simt else "iree_vector_ext.to_simt"):
         return [sim.get(op.operands[0].owner.operands[0])]
-    omap = _map(sim, op, op.operands[0])
-    shape = shape_of(op.operands[0].type)
-    flat = np.broadcast_to(v, (v.shape[0], sim.T) + shape).reshape(v.shape[0], sim.T, -1)
-    per_thread = np.take_along_axis(flat, np.broadcast_to(omap.flat[None], (flat.shape[0],) + omap.flat.shape), axis=2)
-    return [per_thread.reshape(per_thread.shape[:2] + shape_of(op.results[0].type))]
-
-
-@handles("iree_vector_ext.to_simd")
-def _to_simd(sim, op):
     v = lead(sim.get(op.operands[0]))
-    if sim.launch.level == "workgroup":
-        return [v]
-    if _is_op(op.operands[0], "iree_vector_ext.to_simt"):  # to_simd(to_simt(x)) is x, whatever the layout
-        return [sim.get(op.operands[0].owner.operands[0])]
+    if to_simt:
+        omap = _map(sim, op, op.operands[0])
+        shape = shape_of(op.operands[0].type)
+        flat = np.broadcast_to(v, (v.shape[0], sim.T) + shape).reshape(v.shape[0], sim.T, -1)
+        per_thread = np.take_along_axis(flat, np.broadcast_to(omap.flat[None], (flat.shape[0],) + omap.flat.shape),
+                                        axis=2)
+        return [per_thread.reshape(per_thread.shape[:2] + shape_of(op.results[0].type))]
     omap = _map(sim, op, op.results[0])
     order, starts, counts = omap.owner_table
     if (counts == 0).any():

@@ -27,14 +27,9 @@ from simtify.errors import SimtifyError
 from simtify.sim.dispatch import binding_name, forall_trip_counts, forall_workgroup_dims
 from simtify.sim.memory import MemRef
 from simtify.sim.handlers import handles
+from simtify.sim.ops.gpu import block_coord
 from simtify.sim.ops.memref import type_strides
 from simtify.sim.types import dtype_of, shape_of, undefined
-
-
-def _grid_coord(sim, axis: int) -> np.ndarray:
-    gx, gy, _gz = sim.launch.grid
-    wg = sim.state.wg_linear.reshape(-1, 1).astype(np.int64)
-    return [wg % gx, (wg // gx) % gy, wg // (gx * gy)][axis]
 
 
 @handles("hal.interface.binding.subspan")
@@ -50,7 +45,7 @@ def _subspan(sim, op):
 
 @handles("hal.interface.workgroup.id")
 def _workgroup_id(sim, op):
-    return [_grid_coord(sim, op.dimension.value.data)]
+    return [block_coord(sim, op.dimension.value.data)]
 
 
 @handles("hal.interface.workgroup.count")
@@ -107,7 +102,7 @@ def _forall(sim, op):
         if n > grid[axis]:
             raise SimtifyError(f"the loop has {n} iterations along workgroup axis {'xyz'[axis]} but the grid has "
                                f"only {grid[axis]} there; give --grid")
-    coords = [_grid_coord(sim, axis) for axis in axes]
+    coords = [block_coord(sim, axis) for axis in axes]
     lows, steps = op.lower_bounds(), op.steps()
     ivs = [lo + c * s for lo, c, s in zip(lows, coords, steps)]
     inside = np.ones_like(coords[0], dtype=bool)
