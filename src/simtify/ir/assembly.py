@@ -32,7 +32,7 @@ from xdsl.irdl.declarative_assembly_format import (
     VariadicOperandVariable,
     irdl_custom_directive,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
@@ -41,11 +41,13 @@ from simtify.ir import attribute_syntax as syntax
 
 __all__ = [
     "AngleBracketEnum",
+    "CheckedAttribute",
     "EnumKeyword",
     "IndexList",
     "IntList",
     "MLIRAttrDict",
     "OptionalIndexList",
+    "ParenIndexList",
     "YieldTerminator",
     "i64_array",
     "i64_dense",
@@ -142,6 +144,8 @@ class MLIRAttrDict(AttrDictDirective):
     sort: bool = True
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
+        if self.with_keyword and parser.parse_optional_keyword("attributes") is None:
+            return
         names = list(state.op_type.get_irdl_definition().properties)  # older IR has them in the attr-dict
         properties, attributes = syntax.parse_properties_and_attributes(parser, names)
         state.properties |= properties
@@ -149,6 +153,8 @@ class MLIRAttrDict(AttrDictDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         properties = {k: v for k, v in op.properties.items() if k in self.expected_properties}
+        if self.with_keyword and (properties or op.attributes):
+            printer.print_string(" attributes")
         if not self.sort:
             printer.print_op_attributes(properties | dict(op.attributes))
         elif self.merged:
@@ -256,3 +262,61 @@ class YieldTerminator(IRDLOperation):
     values = var_operand_def()
     traits = traits_def(IsTerminator(), Pure())
     assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+
+@irdl_custom_directive
+class ParenIndexList(CustomDirective):
+    """``(512, %n)``: an `IndexList` in parentheses (MLIR's DynamicIndexList with
+    ``Delimiter::Paren``), printed straight after what precedes it."""
+
+    dynamic: VariadicOperandVariable
+    static: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        dynamic: list[UnresolvedOperand] = []
+        static: list[int] = []
+
+        def item() -> None:
+            operand = parser.parse_optional_unresolved_operand()
+            if operand is not None:
+                dynamic.append(operand)
+            static.append(syntax.DYNAMIC if operand is not None else parser.parse_integer(allow_boolean=False))
+
+        parser.parse_comma_separated_list(Parser.Delimiter.PAREN, item)
+        self.dynamic.set(state, dynamic)
+        self.static.set(state, syntax.i64_array(static))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        values = iter(getattr(op, self.dynamic.name))
+
+        def item(s: int) -> None:
+            if s == syntax.DYNAMIC:
+                printer.print_ssa_value(next(values))
+            else:
+                printer.print_string(str(s))
+
+        printer.print_string("(")
+        printer.print_list(self.static.get(op).get_values(), item)  # type: ignore[union-attr]
+        printer.print_string(")")
+        state.last_was_punctuation = False
+        state.should_emit_space = True
+
+
+@irdl_custom_directive
+class CheckedAttribute(CustomDirective):
+    """An attribute printed in full (``#iree_vector_ext.nested_layout<..>``) that must be
+    of its property's kind: anything else is refused where it is read, naming the kind."""
+
+    attribute: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        (kind,) = state.op_type.get_irdl_definition().properties[self.attribute.name].constr.get_bases()
+        position = parser.pos
+        attr = parser.parse_attribute()
+        if not isinstance(attr, kind):
+            parser.raise_error(f"expected a #{kind.name}, found {attr}", position)
+        self.attribute.set(state, attr)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_attribute(self.attribute.get(op))  # type: ignore[arg-type]
