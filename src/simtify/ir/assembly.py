@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, i64
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Data
 from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def, var_operand_def
 from xdsl.irdl.declarative_assembly_format import (
     AttrDictDirective,
@@ -37,7 +37,9 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from simtify.errors import SimtifyError
 from simtify.ir import attribute_syntax as syntax
+from simtify.layout.syntax import AttributeText
 
 __all__ = [
     "AngleBracketEnum",
@@ -45,6 +47,8 @@ __all__ = [
     "EnumKeyword",
     "IndexList",
     "IntList",
+    "KeyedLayoutAttr",
+    "KeywordAttr",
     "MLIRAttrDict",
     "OptionalIndexList",
     "ParenIndexList",
@@ -320,3 +324,48 @@ class CheckedAttribute(CustomDirective):
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         state.print_whitespace(printer)
         printer.print_attribute(self.attribute.get(op))  # type: ignore[arg-type]
+
+
+class KeyedLayoutAttr(Data[Any]):
+    """A layout attribute ``#dialect.name<key = [..], ..>`` holding a `simtify.layout`
+    value: read by `LAYOUT.from_attribute` (whose checks are the verifier, refusals
+    reported over the text as an invalid `WHAT`), printed by the value's ``str``."""
+
+    LAYOUT: ClassVar[Any]
+    WHAT: ClassVar[str]
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> Any:
+        pairs, start, end = syntax.parse_keyed_int_lists(parser)
+        try:
+            return cls.LAYOUT.from_attribute(AttributeText(f"#{cls.name}", tuple(pairs)), "")
+        except SimtifyError as e:
+            syntax.layout_parse_error(parser, e, start, end, cls.WHAT)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(str(self.data)[len(self.name) + 1 :])
+
+    @property
+    def layout(self) -> Any:
+        return self.data
+
+
+class KeywordAttr(Data[str]):
+    """``#dialect.name<word>``: one word, from `KEYWORDS` where given (an unknown one is
+    refused naming the `WHAT` and the accepted words)."""
+
+    KEYWORDS: ClassVar[tuple[str, ...]] = ()
+    WHAT: ClassVar[str]
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> str:
+        with parser.in_angle_brackets():
+            position = parser.pos
+            word = parser.parse_identifier()
+            if cls.KEYWORDS and word not in cls.KEYWORDS:
+                parser.raise_error(f"unknown {cls.WHAT} '{word}' (expected one of {', '.join(cls.KEYWORDS)})",
+                                   position)
+        return word
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data}>")

@@ -41,7 +41,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.assembly import mlir_op
+from simtify.ir.assembly import KeywordAttr, mlir_op
 
 _BARE = re.compile(r"^[A-Za-z_][\w$.]*$")
 
@@ -57,18 +57,10 @@ def _flags_text(flags: str) -> str:
 
 
 @irdl_attr_definition
-class DescriptorTypeAttr(Data[str]):
+class DescriptorTypeAttr(KeywordAttr):
     """``#hal.descriptor_type<storage_buffer>``: the memory space of a bound buffer."""
 
     name = "hal.descriptor_type"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> str:
-        with parser.in_angle_brackets():
-            return parser.parse_identifier()
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data}>")
 
 
 @irdl_attr_definition

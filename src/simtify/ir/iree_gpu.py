@@ -60,7 +60,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import YieldTerminator, mlir_op
+from simtify.ir.assembly import KeywordAttr, YieldTerminator, mlir_op
 from simtify.ir.attribute_syntax import (
     DYNAMIC,
     ParameterlessAttr,
@@ -109,23 +109,13 @@ PIPELINES = (
 
 
 @irdl_attr_definition
-class PipelineAttr(Data[str]):
+class PipelineAttr(KeywordAttr):
     """``#iree_gpu.pipeline<VectorDistribute>``: an LLVMGPU lowering pipeline (the
     ``pipeline`` of a translation_info in IREE 3.12)."""
 
     name = "iree_gpu.pipeline"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> str:
-        with parser.in_angle_brackets():
-            pos = parser.pos
-            name = parser.parse_identifier()
-            if name not in PIPELINES:
-                parser.raise_error(f"unknown LLVMGPU pipeline '{name}' (expected one of {', '.join(PIPELINES)})", pos)
-        return name
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data}>")
+    KEYWORDS = PIPELINES
+    WHAT = "LLVMGPU pipeline"
 
 
 @irdl_attr_definition

@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import (
     VectorType,
     i1,
 )
-from xdsl.ir import Attribute, Data, Dialect, SSAValue
+from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap, AffineSymExpr
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -57,28 +57,24 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import CheckedAttribute, YieldTerminator, mlir_op
+from simtify.ir.assembly import CheckedAttribute, KeyedLayoutAttr, YieldTerminator, mlir_op
 from simtify.ir.attribute_syntax import (
-    layout_parse_error,
-    parse_keyed_int_lists,
     print_sorted_attr_dict,
     shape_text,
     split_properties,
 )
 from simtify.ir.iree_codegen import TranslationInfoAttr
-from simtify.layout.nested import ATTRIBUTE_NAME as NESTED_LAYOUT_NAME
 from simtify.layout.nested import NestedLayout
-from simtify.layout.syntax import AttributeText
 
 
 @irdl_attr_definition
-class NestedLayoutAttr(Data[NestedLayout]):
+class NestedLayoutAttr(KeyedLayoutAttr):
     """``#iree_vector_ext.nested_layout<subgroup_tile = [..], ..., thread_strides = [..]>``.
 
     Parsing hands the keys to `NestedLayout`, whose checks (ranks, positive tiles,
@@ -86,21 +82,8 @@ class NestedLayoutAttr(Data[NestedLayout]):
     The keys may come in any order; they print in IREE's order."""
 
     name = "iree_vector_ext.nested_layout"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> NestedLayout:
-        pairs, start, end = parse_keyed_int_lists(parser)
-        try:
-            return NestedLayout.from_attribute(AttributeText(NESTED_LAYOUT_NAME, tuple(pairs)), "")
-        except SimtifyError as e:
-            layout_parse_error(parser, e, start, end, "nested_layout")
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(str(self.data)[len(NESTED_LAYOUT_NAME) :])
-
-    @property
-    def layout(self) -> NestedLayout:
-        return self.data
+    LAYOUT = NestedLayout
+    WHAT = "nested_layout"
 
 
 def _shaped_shape(type_: Attribute) -> tuple[int, ...]:
