@@ -414,11 +414,15 @@ class _NdAccessOp(_MemoryAccessOp):
     const_offsets = opt_prop_def(DenseArrayBase)
 
     HINTS: ClassVar[tuple[str, ...]] = ()
+    ELEMENTS_DIFFER: ClassVar[str] = ""  # the error where the vector's elements are not the descriptor's
 
     def verify_(self) -> None:
         tdesc = _tdesc(self.tensor_desc)  # type: ignore[attr-defined]
         _check_offsets(self, self.offsets, tdesc)  # type: ignore[attr-defined]
         _check_hints(self, self.HINTS)
+        vector = getattr(self, "value", None)
+        if vector is not None and vector.type.element_type != tdesc.element_type:
+            raise VerifyException(self.ELEMENTS_DIFFER.format(vector=vector.type.element_type, desc=tdesc.element_type))
         self.verify_block(tdesc)
 
     def verify_block(self, tdesc: TensorDescType) -> None:
@@ -518,19 +522,16 @@ class LoadNdOp(_NdAccessOp):
     )
 
     HINTS: ClassVar[tuple[str, ...]] = READ_HINTS
+    ELEMENTS_DIFFER: ClassVar[str] = "load_nd reads {desc} but produces {vector}"
 
     def verify_block(self, tdesc: TensorDescType) -> None:
-        value = self.value.type
-        assert isinstance(value, VectorType)
-        if value.element_type != tdesc.element_type:
-            raise VerifyException(f"load_nd reads {tdesc.element_type} but produces {value.element_type}")
         transpose = self.transpose.get_values() if self.transpose is not None else None
         if transpose is not None and sorted(transpose) != list(range(tdesc.rank)):
             raise VerifyException(f"transpose {list(transpose)} is not a permutation of {tdesc.rank} dims")
         if self.packed is not None and transpose is not None:
             raise VerifyException("packed (VNNI) and transpose cannot be combined")
         want = _expected_load_shapes(tdesc, transpose)
-        have = tuple(value.get_shape())
+        have = tuple(self.value.type.get_shape())  # type: ignore[union-attr]
         _check_block_value(self, have, want, packed=self.packed is not None, role="the loaded vector",
                            mismatch=f"load_nd of a {shape_text(tdesc.get_shape())} block gives "
                                     f"vector<{shape_text(want)}>, not vector<{shape_text(have)}>")
@@ -561,13 +562,10 @@ class StoreNdOp(_NdAccessOp):
     )
 
     HINTS: ClassVar[tuple[str, ...]] = WRITE_HINTS
+    ELEMENTS_DIFFER: ClassVar[str] = "store_nd writes {vector} into a {desc} descriptor"
 
     def verify_block(self, tdesc: TensorDescType) -> None:
-        value = self.value.type
-        assert isinstance(value, VectorType)
-        if value.element_type != tdesc.element_type:
-            raise VerifyException(f"store_nd writes {value.element_type} into a {tdesc.element_type} descriptor")
-        have, want = tuple(value.get_shape()), tdesc.get_shape()
+        have, want = tuple(self.value.type.get_shape()), tdesc.get_shape()  # type: ignore[union-attr]
         _check_block_value(self, have, want, packed=False, role="the stored vector",
                            mismatch=f"store_nd of vector<{shape_text(have)}> into a {shape_text(want)} block")
 
