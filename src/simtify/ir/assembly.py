@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, i64
-from xdsl.ir import Attribute, Data
+from xdsl.ir import Attribute, Data, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def, var_operand_def
 from xdsl.irdl.declarative_assembly_format import (
     AttrDictDirective,
@@ -58,6 +58,7 @@ __all__ = [
     "int_values",
     "mlir_op",
     "parse_int_list",
+    "print_indexed",
     "print_int_list",
     "split_properties",
 ]
@@ -369,3 +370,12 @@ class KeywordAttr(Data[str]):
 
     def print_parameter(self, printer: Printer) -> None:
         printer.print_string(f"<{self.data}>")
+
+
+def print_indexed(printer: Printer, value: SSAValue, indices: Sequence[SSAValue]) -> None:
+    """`` %v[%i, %j]``, as the hand-written accesses print a value and its indices."""
+    printer.print_string(" ")
+    printer.print_ssa_value(value)
+    printer.print_string("[")
+    printer.print_list(indices, printer.print_ssa_value)
+    printer.print_string("]")

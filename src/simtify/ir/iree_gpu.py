@@ -55,12 +55,12 @@ from xdsl.irdl.declarative_assembly_format import (
     TypeDirective,
     irdl_custom_directive,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import KeywordAttr, YieldTerminator, mlir_op
+from simtify.ir.assembly import KeywordAttr, YieldTerminator, mlir_op, print_indexed
 from simtify.ir.attribute_syntax import (
     DYNAMIC,
     ParameterlessAttr,
@@ -118,6 +118,13 @@ class PipelineAttr(KeywordAttr):
     WHAT = "LLVMGPU pipeline"
 
 
+def _parse_keyed_bool(parser: AttrParser, key: str) -> bool:
+    """``key = true`` (or false)."""
+    parser.parse_keyword(key)
+    parser.parse_punctuation("=")
+    return parser.parse_boolean()
+
+
 @irdl_attr_definition
 class MMALayoutAttr(Data[tuple[str, bool]]):
     """``#iree_gpu.mma_layout<MFMA_F32_16x16x16_F16>`` (optionally ``, col_major = true``):
@@ -129,11 +136,7 @@ class MMALayoutAttr(Data[tuple[str, bool]]):
     def parse_parameter(cls, parser: AttrParser) -> tuple[str, bool]:
         with parser.in_angle_brackets():
             intrinsic = parser.parse_identifier()
-            col_major = False
-            if parser.parse_optional_punctuation(",") is not None:
-                parser.parse_keyword("col_major")
-                parser.parse_punctuation("=")
-                col_major = parser.parse_boolean()
+            col_major = parser.parse_optional_punctuation(",") is not None and _parse_keyed_bool(parser, "col_major")
         return (intrinsic, col_major)
 
     def print_parameter(self, printer: Printer) -> None:
@@ -153,14 +156,10 @@ class MMASemanticsAttr(Data[tuple[bool, bool]]):
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> tuple[bool, bool]:
         with parser.in_angle_brackets():
-            parser.parse_keyword("distributed")
-            parser.parse_punctuation("=")
-            distributed = parser.parse_boolean()
+            distributed = _parse_keyed_bool(parser, "distributed")
             if parser.parse_optional_punctuation(",") is None:
                 parser.raise_error("expected ', opaque = true|false' (IREE 3.12 requires both keys)")
-            parser.parse_keyword("opaque")
-            parser.parse_punctuation("=")
-            opaque = parser.parse_boolean()
+            opaque = _parse_keyed_bool(parser, "opaque")
         return (distributed, opaque)
 
     def print_parameter(self, printer: Printer) -> None:
@@ -390,26 +389,25 @@ class GlobalLoadDMAOp(IRDLOperation):
     # lists a format cannot make interchangeable or optional while always printing them).
     @classmethod
     def parse(cls, parser: Parser) -> GlobalLoadDMAOp:
-        index = IndexType()
-        source = parser.parse_unresolved_operand()
-        src_idx = (
-            parser.parse_optional_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand) or []
-        )
-        if parser.parse_optional_punctuation("->") is None:
-            parser.parse_punctuation(",", " or '->' between source and target")
-        target = parser.parse_unresolved_operand()
-        dst_idx = (
-            parser.parse_optional_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand) or []
-        )
+        def indexed() -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
+            value = parser.parse_unresolved_operand()
+            return value, parser.parse_optional_comma_separated_list(Parser.Delimiter.SQUARE,
+                                                                     parser.parse_unresolved_operand) or []
+
+        def arrow_or_comma() -> None:
+            if parser.parse_optional_punctuation("->") is None:
+                parser.parse_punctuation(",", " or '->'")
+
+        source, src_idx = indexed()
+        arrow_or_comma()
+        target, dst_idx = indexed()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         source_type = parser.parse_type()
-        if parser.parse_optional_punctuation("->") is None:
-            parser.parse_punctuation(",")
+        arrow_or_comma()
         target_type = parser.parse_type()
-        result_types = []
-        if parser.parse_optional_punctuation("->") is not None:
-            result_types.append(parser.parse_type())
+        result_types = [parser.parse_type()] if parser.parse_optional_punctuation("->") is not None else []
+        index = IndexType()
         return cls(
             operands=[
                 parser.resolve_operand(source, source_type),
@@ -422,27 +420,15 @@ class GlobalLoadDMAOp(IRDLOperation):
         )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        printer.print_string("[")
-        printer.print_list(self.source_indices, printer.print_ssa_value)
-        printer.print_string("] -> ")
-        printer.print_ssa_value(self.target)
-        printer.print_string("[")
-        printer.print_list(self.target_indices, printer.print_ssa_value)
-        printer.print_string("]")
+        print_indexed(printer, self.source, self.source_indices)
+        printer.print_string(" ->")
+        print_indexed(printer, self.target, self.target_indices)
         print_sorted_attr_dict(printer, self.attributes)
         printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        if self.result is None:
-            printer.print_string(" -> ")
-            printer.print_attribute(self.target.type)
-        else:
-            printer.print_string(", ")
-            printer.print_attribute(self.target.type)
-            printer.print_string(" -> ")
-            printer.print_attribute(self.result.type)
-
+        types = [self.source.type, self.target.type] + ([self.result.type] if self.result is not None else [])
+        printer.print_list(types[:-1], printer.print_attribute)  # memrefs: ``T0 -> T1``; tensors: ``T0, T1 -> T2``
+        printer.print_string(" -> ")
+        printer.print_attribute(types[-1])
     def verify_(self) -> None:
         src, dst = self.source.type, self.target.type
         tensors = isinstance(src, TensorType), isinstance(dst, TensorType)

@@ -63,7 +63,7 @@ from xdsl.traits import MemoryReadEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import CheckedAttribute, KeyedLayoutAttr, YieldTerminator, mlir_op
+from simtify.ir.assembly import CheckedAttribute, KeyedLayoutAttr, YieldTerminator, mlir_op, print_indexed
 from simtify.ir.attribute_syntax import (
     print_sorted_attr_dict,
     shape_text,
@@ -407,27 +407,24 @@ class TransferGatherOp(IRDLOperation):
         return entries, trailing
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.base)
-        printer.print_string("[")
-        printer.print_list(self.offsets, printer.print_ssa_value)
-        printer.print_string("]")
+        print_indexed(printer, self.base, self.offsets)
         attrs = dict(self.attributes)
         if self.is_seed_form:
             # Seed form: one entry per source dim, written right after the offsets.
             flags = [bool(b.value.data) for b in self.indexed.data] if self.indexed else []  # type: ignore[union-attr]
             vecs = iter(self.index_vecs)
-            printer.print_string("[")
-            for k, flag in enumerate(flags):
-                if k:
-                    printer.print_string(", ")
-                if flag:
-                    v = next(vecs)
-                    printer.print_ssa_value(v)
-                    printer.print_string(": ")
-                    printer.print_attribute(v.type)
-                else:
+
+            def entry(flag: bool) -> None:
+                if not flag:
                     printer.print_string("None")
+                    return
+                v = next(vecs)
+                printer.print_ssa_value(v)
+                printer.print_string(": ")
+                printer.print_attribute(v.type)
+
+            printer.print_string("[")
+            printer.print_list(flags, entry)
             printer.print_string("]")
             attrs["indexed_maps"] = self.indexed_maps  # type: ignore[assignment]
             assert isinstance(self.vector.type, VectorType) and self.permutation_map is not None
@@ -445,18 +442,13 @@ class TransferGatherOp(IRDLOperation):
                 printer.print_string("]")
             attrs["indexing_maps"] = self.indexing_maps  # type: ignore[assignment]
         printer.print_string(", ")
-        printer.print_ssa_value(self.padding)
-        if self.mask is not None:
-            printer.print_string(", ")
-            printer.print_ssa_value(self.mask)
+        printer.print_list([self.padding] + ([self.mask] if self.mask is not None else []), printer.print_ssa_value)
         print_sorted_attr_dict(printer, attrs)
         printer.print_string(" : ")
-        printer.print_attribute(self.base.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.vector.type)
-        if self.mask is not None and not self.is_seed_form:
-            printer.print_string(", ")
-            printer.print_attribute(self.mask.type)
+        types = [self.base.type, self.vector.type]
+        if self.mask is not None and not self.is_seed_form:  # the seed form infers the mask's type
+            types.append(self.mask.type)
+        printer.print_list(types, printer.print_attribute)
 
     def verify_(self) -> None:
         base_type = self.base.type
