@@ -15,11 +15,12 @@ index lists (``%t[%i, 0]``), the `IndexList` / `OptionalIndexList` directives.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, i64
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, i64
 from xdsl.ir import Attribute, Data, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def, var_operand_def
 from xdsl.irdl.declarative_assembly_format import (
@@ -43,6 +44,7 @@ from simtify.layout.syntax import AttributeText
 
 __all__ = [
     "AngleBracketEnum",
+    "BitEnumText",
     "CheckedAttribute",
     "EnumKeyword",
     "IndexList",
@@ -53,10 +55,12 @@ __all__ = [
     "OptionalIndexList",
     "ParenIndexList",
     "YieldTerminator",
+    "bit_enum_text",
     "i64_array",
     "i64_dense",
     "int_values",
     "mlir_op",
+    "parse_bit_enum_text",
     "parse_int_list",
     "print_indexed",
     "print_int_list",
@@ -379,3 +383,39 @@ def print_indexed(printer: Printer, value: SSAValue, indices: Sequence[SSAValue]
     printer.print_string("[")
     printer.print_list(indices, printer.print_ssa_value)
     printer.print_string("]")
+
+
+_BARE_WORD = re.compile(r"^[A-Za-z_][\w$.]*$")
+
+
+def parse_bit_enum_text(parser: AttrParser) -> str:
+    """A bit-enum value as MLIR prints it: ``Indirect`` or ``"ReadOnly|Indirect"``."""
+    text = parser.parse_optional_str_literal()
+    return text if text is not None else parser.parse_identifier()
+
+
+def bit_enum_text(flags: str) -> str:
+    """A bit-enum value as MLIR prints it: bare where it is one word, quoted otherwise."""
+    return flags if _BARE_WORD.match(flags) else f'"{flags}"'
+
+
+@irdl_custom_directive
+class BitEnumText(CustomDirective):
+    """A bit-enum property held as its text (a `StringAttr`), spelled as MLIR spells the
+    enum: ``flags(Indirect)``, ``flags("ReadOnly|Indirect")``; it may anchor an optional
+    group."""
+
+    flags: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.flags.set(state, StringAttr(parse_bit_enum_text(parser)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string(bit_enum_text(self.flags.get(op).data))  # type: ignore[union-attr]
+
+    def is_anchorable(self) -> bool:
+        return True
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.flags.is_present(op)

@@ -14,8 +14,6 @@ binds them by name ``binding0``, ``binding1``, ... (`simtify.sim.dispatch`).
 
 from __future__ import annotations
 
-import re
-
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr
 from xdsl.ir import Data, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import (
@@ -29,31 +27,12 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.irdl.declarative_assembly_format import (
-    AttributeVariable,
-    CustomDirective,
-    ParsingState,
-    PrintingState,
-    irdl_custom_directive,
-)
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.assembly import KeywordAttr, mlir_op
-
-_BARE = re.compile(r"^[A-Za-z_][\w$.]*$")
-
-
-def _parse_flags(parser: AttrParser) -> str:
-    """A bit-enum value as MLIR prints it: ``Indirect`` or ``"ReadOnly|Indirect"``."""
-    text = parser.parse_optional_str_literal()
-    return text if text is not None else parser.parse_identifier()
-
-
-def _flags_text(flags: str) -> str:
-    return flags if _BARE.match(flags) else f'"{flags}"'
+from simtify.ir.assembly import BitEnumText, KeywordAttr, bit_enum_text, mlir_op, parse_bit_enum_text
 
 
 @irdl_attr_definition
@@ -74,12 +53,12 @@ class PipelineBindingAttr(Data[tuple[str, str | None]]):
     def parse_parameter(cls, parser: AttrParser) -> tuple[str, str | None]:
         with parser.in_angle_brackets():
             kind = parser.parse_identifier()
-            flags = _parse_flags(parser) if parser.parse_optional_punctuation(",") else None
+            flags = parse_bit_enum_text(parser) if parser.parse_optional_punctuation(",") else None
         return (kind, flags)
 
     def print_parameter(self, printer: Printer) -> None:
         kind, flags = self.data
-        printer.print_string(f"<{kind}" + (f", {_flags_text(flags)}" if flags is not None else "") + ">")
+        printer.print_string(f"<{kind}" + (f", {bit_enum_text(flags)}" if flags is not None else "") + ">")
 
     @property
     def read_only(self) -> bool:
@@ -111,7 +90,7 @@ class PipelineLayoutAttr(Data[tuple[int | None, tuple[PipelineBindingAttr, ...],
                         parser.raise_error("bindings must be #hal.pipeline.binding<..> attributes", pos)
                     bindings = tuple(items)
                 elif key == "flags":
-                    flags = _parse_flags(parser)
+                    flags = parse_bit_enum_text(parser)
                 else:
                     parser.raise_error(f"unknown pipeline layout key '{key}' (constants, bindings, flags)", pos)
                 if parser.parse_optional_punctuation(",") is None:
@@ -122,7 +101,7 @@ class PipelineLayoutAttr(Data[tuple[int | None, tuple[PipelineBindingAttr, ...],
         constants, bindings, flags = self.data
         printer.print_string("<" + (f"constants = {constants}, " if constants is not None else "") + "bindings = [")
         printer.print_list(bindings, printer.print_attribute)
-        printer.print_string("]" + (f", flags = {_flags_text(flags)}" if flags is not None else "") + ">")
+        printer.print_string("]" + (f", flags = {bit_enum_text(flags)}" if flags is not None else "") + ">")
 
 
 @irdl_attr_definition
@@ -130,27 +109,6 @@ class DeviceType(ParametrizedAttribute, TypeAttribute):
     """``!hal.device`` (the argument of a workgroup count region)."""
 
     name = "hal.device"
-
-
-@irdl_custom_directive
-class BitEnumText(CustomDirective):
-    """A bit-enum value held as its text, as MLIR prints one: ``Indirect`` bare,
-    ``"ReadOnly|Indirect"`` quoted."""
-
-    flags: AttributeVariable
-
-    def parse(self, parser: Parser, state: ParsingState) -> None:
-        self.flags.set(state, StringAttr(_parse_flags(parser)))
-
-    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        state.print_whitespace(printer)
-        printer.print_string(_flags_text(self.flags.get(op).data))  # type: ignore[union-attr]
-
-    def is_anchorable(self) -> bool:
-        return True
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        return self.flags.is_present(op)
 
 
 @mlir_op
