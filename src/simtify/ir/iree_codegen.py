@@ -22,6 +22,7 @@ from math import prod
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
+    I64,
     AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
@@ -31,7 +32,6 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ShapedType,
     SymbolRefAttr,
-    I64,
     UnitAttr,
     i64,
 )
