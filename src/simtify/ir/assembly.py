@@ -287,9 +287,11 @@ class ParenIndexList(CustomDirective):
 
         def item() -> None:
             operand = parser.parse_optional_unresolved_operand()
-            if operand is not None:
+            if operand is None:
+                static.append(parser.parse_integer(allow_boolean=False))
+            else:
                 dynamic.append(operand)
-            static.append(syntax.DYNAMIC if operand is not None else parser.parse_integer(allow_boolean=False))
+                static.append(syntax.DYNAMIC)
 
         parser.parse_comma_separated_list(Parser.Delimiter.PAREN, item)
         self.dynamic.set(state, dynamic)
