@@ -618,9 +618,7 @@ class SubgroupScanOp(IRDLOperation):
     def verify_(self) -> None:
         if self.inclusive is None and self.identity is None:
             raise VerifyException("an exclusive subgroup_scan needs an identity")
-        t = self.value.type
-        if self.result.type != t or self.total.type != t or (self.identity is not None and self.identity.type != t):
-            raise VerifyException(f"value, identity and results must all be {t}")
+        t = self.value.type  # (identity and results have it too: constraint T)
         block = self.combiner.block
         if len(block.args) != 2 or any(a.type != t for a in block.args):
             raise VerifyException(f"the combiner takes two {t} arguments")

@@ -161,11 +161,7 @@ class ToLayoutOp(IRDLOperation):
         return self.shared_memory_conversion is not None
 
     def verify_(self) -> None:
-        if self.input.type != self.output.type:
-            raise VerifyException(
-                f"to_layout's result type {self.output.type} differs from its input's {self.input.type}"
-            )
-        shape = _shaped_shape(self.input.type)
+        shape = _shaped_shape(self.input.type)  # (the result's type is the input's: constraint T)
         layout = self.nested_layout
         if len(shape) != layout.rank:
             raise VerifyException(f"the vector has rank {len(shape)} but the layout has rank {layout.rank} ({layout})")
