@@ -20,7 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, i64
+from xdsl.dialects.utils import DynamicIndexList, parse_dynamic_index_list_without_types, print_dynamic_index_list
 from xdsl.ir import Attribute, Data, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def, var_operand_def
 from xdsl.irdl.declarative_assembly_format import (
@@ -273,44 +274,31 @@ class YieldTerminator(IRDLOperation):
     assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
-@irdl_custom_directive
-class ParenIndexList(CustomDirective):
-    """``(512, %n)``: an `IndexList` in parentheses (MLIR's DynamicIndexList with
-    ``Delimiter::Paren``), printed straight after what precedes it."""
+def parse_paren_index_list(parser: Parser) -> tuple[list[UnresolvedOperand], DenseArrayBase]:
+    """``(16, %n)`` -> (unresolved values, DenseI64ArrayAttr with DYNAMIC_INDEX holes)."""
+    dynamic, static = parse_dynamic_index_list_without_types(parser, DYNAMIC_INDEX, delimiter=Parser.Delimiter.PAREN)
+    return dynamic, i64_dense(static)
 
-    dynamic: VariadicOperandVariable
-    static: AttributeVariable
+
+def print_paren_index_list(printer: Printer, dynamic: Sequence[SSAValue], static: DenseArrayBase) -> None:
+    print_dynamic_index_list(printer, DYNAMIC_INDEX, dynamic, static.get_values(), delimiter=Parser.Delimiter.PAREN)
+
+
+@irdl_custom_directive
+class ParenIndexList(DynamicIndexList):
+    """``(16, %n)``: a DynamicIndexList in parentheses."""
+
+    dynamic_position: VariadicOperandVariable
+    static_position: AttributeVariable
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
-        dynamic: list[UnresolvedOperand] = []
-        static: list[int] = []
-
-        def item() -> None:
-            operand = parser.parse_optional_unresolved_operand()
-            if operand is None:
-                static.append(parser.parse_integer(allow_boolean=False))
-            else:
-                dynamic.append(operand)
-                static.append(syntax.DYNAMIC)
-
-        parser.parse_comma_separated_list(Parser.Delimiter.PAREN, item)
-        self.dynamic.set(state, dynamic)
-        self.static.set(state, syntax.i64_array(static))
+        dynamic, static = parse_paren_index_list(parser)
+        self.dynamic_position.set(state, dynamic)
+        self.static_position.set(state, static)
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        values = iter(getattr(op, self.dynamic.name))
-
-        def item(s: int) -> None:
-            if s == syntax.DYNAMIC:
-                printer.print_ssa_value(next(values))
-            else:
-                printer.print_string(str(s))
-
-        printer.print_string("(")
-        printer.print_list(self.static.get(op).get_values(), item)  # type: ignore[union-attr]
-        printer.print_string(")")
-        state.last_was_punctuation = False
-        state.should_emit_space = True
+        state.print_whitespace(printer)
+        print_paren_index_list(printer, self.dynamic_position.get(op), self.static_position.get(op))  # type: ignore[arg-type]
 
 
 @irdl_custom_directive

@@ -507,7 +507,7 @@ class WorkgroupCountHintOp(IRDLOperation):
     static_sizes = prop_def(DenseArrayBase)
 
     custom_directives = (ParenIndexList,)
-    assembly_format = "custom<ParenIndexList>($sizes, $static_sizes) attr-dict"
+    assembly_format = "`` custom<ParenIndexList>($sizes, $static_sizes) attr-dict"  # no space before the (
 
     def static_counts(self) -> tuple[int, ...] | None:
         values = tuple(int(v) for v in self.static_sizes.get_values())
