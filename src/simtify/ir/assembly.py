@@ -15,14 +15,16 @@ index lists (``%t[%i, 0]``), the `IndexList` / `OptionalIndexList` directives.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, i64
-from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, i64
+from xdsl.dialects.utils import DynamicIndexList, EnumAttribute
+from xdsl.dialects.utils import parse_dynamic_index_list_without_types, print_dynamic_index_list
+from xdsl.ir import Attribute, Data, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def, var_operand_def
 from xdsl.irdl import irdl_attr_definition
 from xdsl.irdl.declarative_assembly_format import (
@@ -32,33 +34,44 @@ from xdsl.irdl.declarative_assembly_format import (
     FormatProgram,
     ParsingState,
     PrintingState,
+    TypeDirective,
     VariadicOperandVariable,
     irdl_custom_directive,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from simtify.errors import SimtifyError
 from simtify.ir import attribute_syntax as syntax
+from simtify.layout.syntax import AttributeText
 
 __all__ = [
     "AngleBracketEnum",
+    "BitEnumText",
+    "CheckedAttribute",
     "EnumKeyword",
     "IndexList",
     "IntList",
+    "KeyedLayoutAttr",
+    "KeywordAttr",
     "MLIRAttrDict",
     "OptionalIndexList",
     "OptionalIntList",
+    "ParenIndexList",
     "YieldTerminator",
+    "bit_enum_text",
     "enum_attr",
     "i64_array",
     "i64_dense",
     "int_values",
     "keyword_enum",
     "mlir_op",
+    "parse_bit_enum_text",
     "parse_int_list",
+    "print_indexed",
     "print_int_list",
     "split_properties",
 ]
@@ -155,6 +168,8 @@ class MLIRAttrDict(AttrDictDirective):
     sort: bool = True
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
+        if self.with_keyword and parser.parse_optional_keyword("attributes") is None:
+            return
         names = list(state.op_type.get_irdl_definition().properties)  # older IR has them in the attr-dict
         properties, attributes = syntax.parse_properties_and_attributes(parser, names)
         state.properties |= properties
@@ -162,6 +177,8 @@ class MLIRAttrDict(AttrDictDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         properties = {k: v for k, v in op.properties.items() if k in self.expected_properties}
+        if self.with_keyword and (properties or op.attributes):
+            printer.print_string(" attributes")
         if not self.sort:
             printer.print_op_attributes(properties | dict(op.attributes))
         elif self.merged:
@@ -307,16 +324,6 @@ def keyword_enum(name: str, keywords: str, module: str) -> type[StrEnum]:
 
 # --- parenthesised index lists, types derived from a printed type ------------------------
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX  # noqa: E402
-from xdsl.dialects.utils import (  # noqa: E402
-    DynamicIndexList,
-    parse_dynamic_index_list_without_types,
-    print_dynamic_index_list,
-)
-from xdsl.ir import SSAValue  # noqa: E402
-from xdsl.irdl.declarative_assembly_format import TypeDirective  # noqa: E402
-from xdsl.parser import UnresolvedOperand  # noqa: E402
-
 
 def parse_paren_index_list(parser: Parser) -> tuple[list[UnresolvedOperand], DenseArrayBase]:
     """``(16, %n)`` -> (unresolved values, DenseI64ArrayAttr with DYNAMIC_INDEX holes)."""
@@ -370,3 +377,113 @@ def parse_operands(parser: Parser, count: int) -> list[UnresolvedOperand]:
         parser.parse_punctuation(",")
         operands.append(parser.parse_unresolved_operand())
     return operands
+
+
+@irdl_custom_directive
+class CheckedAttribute(CustomDirective):
+    """An attribute printed in full (``#iree_vector_ext.nested_layout<..>``) that must be
+    of its property's kind: anything else is refused where it is read, naming the kind."""
+
+    attribute: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        (kind,) = state.op_type.get_irdl_definition().properties[self.attribute.name].constr.get_bases()
+        position = parser.pos
+        attr = parser.parse_attribute()
+        if not isinstance(attr, kind):
+            parser.raise_error(f"expected a #{kind.name}, found {attr}", position)
+        self.attribute.set(state, attr)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_attribute(self.attribute.get(op))  # type: ignore[arg-type]
+
+
+class KeyedLayoutAttr(Data[Any]):
+    """A layout attribute ``#dialect.name<key = [..], ..>`` holding a `simtify.layout`
+    value: read by `LAYOUT.from_attribute` (whose checks are the verifier, refusals
+    reported over the text as an invalid `WHAT`), printed by the value's ``str``."""
+
+    LAYOUT: ClassVar[Any]
+    WHAT: ClassVar[str]
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> Any:
+        pairs, start, end = syntax.parse_keyed_int_lists(parser)
+        try:
+            return cls.LAYOUT.from_attribute(AttributeText(f"#{cls.name}", tuple(pairs)), "")
+        except SimtifyError as e:
+            syntax.layout_parse_error(parser, e, start, end, cls.WHAT)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(str(self.data)[len(self.name) + 1 :])
+
+    @property
+    def layout(self) -> Any:
+        return self.data
+
+
+class KeywordAttr(Data[str]):
+    """``#dialect.name<word>``: one word, from `KEYWORDS` where given (an unknown one is
+    refused naming the `WHAT` and the accepted words)."""
+
+    KEYWORDS: ClassVar[tuple[str, ...]] = ()
+    WHAT: ClassVar[str]
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> str:
+        with parser.in_angle_brackets():
+            position = parser.pos
+            word = parser.parse_identifier()
+            if cls.KEYWORDS and word not in cls.KEYWORDS:
+                parser.raise_error(f"unknown {cls.WHAT} '{word}' (expected one of {', '.join(cls.KEYWORDS)})",
+                                   position)
+        return word
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data}>")
+
+
+def print_indexed(printer: Printer, value: SSAValue, indices: Sequence[SSAValue]) -> None:
+    """`` %v[%i, %j]``, as the hand-written accesses print a value and its indices."""
+    printer.print_string(" ")
+    printer.print_ssa_value(value)
+    printer.print_string("[")
+    printer.print_list(indices, printer.print_ssa_value)
+    printer.print_string("]")
+
+
+_BARE_WORD = re.compile(r"^[A-Za-z_][\w$.]*$")
+
+
+def parse_bit_enum_text(parser: AttrParser) -> str:
+    """A bit-enum value as MLIR prints it: ``Indirect`` or ``"ReadOnly|Indirect"``."""
+    text = parser.parse_optional_str_literal()
+    return text if text is not None else parser.parse_identifier()
+
+
+def bit_enum_text(flags: str) -> str:
+    """A bit-enum value as MLIR prints it: bare where it is one word, quoted otherwise."""
+    return flags if _BARE_WORD.match(flags) else f'"{flags}"'
+
+
+@irdl_custom_directive
+class BitEnumText(CustomDirective):
+    """A bit-enum property held as its text (a `StringAttr`), spelled as MLIR spells the
+    enum: ``flags(Indirect)``, ``flags("ReadOnly|Indirect")``; it may anchor an optional
+    group."""
+
+    flags: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.flags.set(state, StringAttr(parse_bit_enum_text(parser)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string(bit_enum_text(self.flags.get(op).data))  # type: ignore[union-attr]
+
+    def is_anchorable(self) -> bool:
+        return True
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.flags.is_present(op)

@@ -14,16 +14,12 @@ binds them by name ``binding0``, ``binding1``, ... (`simtify.sim.dispatch`).
 
 from __future__ import annotations
 
-import re
-from typing import ClassVar
-
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
-from xdsl.ir import Attribute, Data, ParametrizedAttribute, TypeAttribute
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr
+from xdsl.ir import Data, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
-    irdl_op_definition,
     opt_operand_def,
     opt_prop_def,
     prop_def,
@@ -31,40 +27,19 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.assembly import mlir_op
-from simtify.ir.attribute_syntax import print_sorted_attr_dict, split_properties
-
-_BARE = re.compile(r"^[A-Za-z_][\w$.]*$")
-
-
-def _parse_flags(parser: AttrParser) -> str:
-    """A bit-enum value as MLIR prints it: ``Indirect`` or ``"ReadOnly|Indirect"``."""
-    text = parser.parse_optional_str_literal()
-    return text if text is not None else parser.parse_identifier()
-
-
-def _flags_text(flags: str) -> str:
-    return flags if _BARE.match(flags) else f'"{flags}"'
+from simtify.ir.assembly import BitEnumText, KeywordAttr, bit_enum_text, mlir_op, parse_bit_enum_text
 
 
 @irdl_attr_definition
-class DescriptorTypeAttr(Data[str]):
+class DescriptorTypeAttr(KeywordAttr):
     """``#hal.descriptor_type<storage_buffer>``: the memory space of a bound buffer."""
 
     name = "hal.descriptor_type"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> str:
-        with parser.in_angle_brackets():
-            return parser.parse_identifier()
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data}>")
 
 
 @irdl_attr_definition
@@ -78,51 +53,16 @@ class PipelineBindingAttr(Data[tuple[str, str | None]]):
     def parse_parameter(cls, parser: AttrParser) -> tuple[str, str | None]:
         with parser.in_angle_brackets():
             kind = parser.parse_identifier()
-            flags = _parse_flags(parser) if parser.parse_optional_punctuation(",") else None
+            flags = parse_bit_enum_text(parser) if parser.parse_optional_punctuation(",") else None
         return (kind, flags)
 
     def print_parameter(self, printer: Printer) -> None:
         kind, flags = self.data
-        printer.print_string(f"<{kind}" + (f", {_flags_text(flags)}" if flags is not None else "") + ">")
+        printer.print_string(f"<{kind}" + (f", {bit_enum_text(flags)}" if flags is not None else "") + ">")
 
     @property
     def read_only(self) -> bool:
         return self.data[1] is not None and "ReadOnly" in self.data[1].split("|")
-
-
-def _parse_layout_body(parser: AttrParser) -> tuple[int | None, tuple[PipelineBindingAttr, ...], str | None]:
-    constants = None
-    bindings: tuple[PipelineBindingAttr, ...] = ()
-    flags = None
-    with parser.in_angle_brackets():
-        while True:
-            pos = parser.pos
-            key = parser.parse_identifier()
-            parser.parse_punctuation("=")
-            if key == "constants":
-                constants = parser.parse_integer(allow_boolean=False)
-            elif key == "bindings":
-                items = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute)
-                if not all(isinstance(b, PipelineBindingAttr) for b in items):
-                    parser.raise_error("bindings must be #hal.pipeline.binding<..> attributes", pos)
-                bindings = tuple(items)
-            elif key == "flags":
-                flags = _parse_flags(parser)
-            else:
-                parser.raise_error(f"unknown pipeline layout key '{key}' (constants, bindings, flags)", pos)
-            if parser.parse_optional_punctuation(",") is None:
-                break
-    return constants, bindings, flags
-
-
-def _layout_body_text(printer: Printer, layout: PipelineLayoutAttr) -> None:
-    constants, bindings, flags = layout.data
-    if constants is not None:
-        printer.print_string(f"<constants = {constants}, bindings = [")
-    else:
-        printer.print_string("<bindings = [")
-    printer.print_list(bindings, printer.print_attribute)
-    printer.print_string("]" + (f", flags = {_flags_text(flags)}" if flags is not None else "") + ">")
 
 
 @irdl_attr_definition
@@ -134,10 +74,34 @@ class PipelineLayoutAttr(Data[tuple[int | None, tuple[PipelineBindingAttr, ...],
 
     @classmethod
     def parse_parameter(cls, parser: AttrParser):
-        return _parse_layout_body(parser)
+        constants = None
+        bindings: tuple[PipelineBindingAttr, ...] = ()
+        flags = None
+        with parser.in_angle_brackets():
+            while True:
+                pos = parser.pos
+                key = parser.parse_identifier()
+                parser.parse_punctuation("=")
+                if key == "constants":
+                    constants = parser.parse_integer(allow_boolean=False)
+                elif key == "bindings":
+                    items = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute)
+                    if not all(isinstance(b, PipelineBindingAttr) for b in items):
+                        parser.raise_error("bindings must be #hal.pipeline.binding<..> attributes", pos)
+                    bindings = tuple(items)
+                elif key == "flags":
+                    flags = parse_bit_enum_text(parser)
+                else:
+                    parser.raise_error(f"unknown pipeline layout key '{key}' (constants, bindings, flags)", pos)
+                if parser.parse_optional_punctuation(",") is None:
+                    break
+        return constants, bindings, flags
 
     def print_parameter(self, printer: Printer) -> None:
-        _layout_body_text(printer, self)
+        constants, bindings, flags = self.data
+        printer.print_string("<" + (f"constants = {constants}, " if constants is not None else "") + "bindings = [")
+        printer.print_list(bindings, printer.print_attribute)
+        printer.print_string("]" + (f", flags = {bit_enum_text(flags)}" if flags is not None else "") + ">")
 
 
 @irdl_attr_definition
@@ -147,7 +111,7 @@ class DeviceType(ParametrizedAttribute, TypeAttribute):
     name = "hal.device"
 
 
-@irdl_op_definition
+@mlir_op
 class InterfaceBindingSubspanOp(IRDLOperation):
     """A memref view of binding ``binding`` of ``layout`` from byte ``offset``."""
 
@@ -157,83 +121,18 @@ class InterfaceBindingSubspanOp(IRDLOperation):
     dynamic_dims = var_operand_def(IndexType)
     result = result_def(MemRefType)
     layout = prop_def(PipelineLayoutAttr)
-    binding = prop_def(IntegerAttr)
-    alignment = opt_prop_def(IntegerAttr)
-    descriptor_flags = opt_prop_def(Attribute)
+    binding = prop_def(IntegerAttr[IndexType])
+    alignment = opt_prop_def(IntegerAttr[IndexType])
+    descriptor_flags = opt_prop_def(StringAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(Pure())
-
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("layout", "binding", "alignment", "descriptor_flags")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> InterfaceBindingSubspanOp:
-        from xdsl.dialects.builtin import StringAttr
-
-        index = IndexType()
-        parser.parse_keyword("layout")
-        parser.parse_punctuation("(")
-        pos = parser.pos
-        if parser._current_token.text == "<":  # the short form IREE prints
-            layout = PipelineLayoutAttr(_parse_layout_body(parser))
-        else:
-            layout = parser.parse_attribute()
-            if not isinstance(layout, PipelineLayoutAttr):
-                parser.raise_error("expected a #hal.pipeline.layout<..>", pos)
-        parser.parse_punctuation(")")
-        parser.parse_keyword("binding")
-        parser.parse_punctuation("(")
-        binding = parser.parse_integer(allow_boolean=False)
-        parser.parse_punctuation(")")
-        props: dict[str, Attribute] = {"layout": layout, "binding": IntegerAttr(binding, index)}
-        offset = None
-        if parser.parse_optional_keyword("alignment") is not None:
-            parser.parse_punctuation("(")
-            props["alignment"] = IntegerAttr(parser.parse_integer(allow_boolean=False), index)
-            parser.parse_punctuation(")")
-        if parser.parse_optional_keyword("offset") is not None:
-            parser.parse_punctuation("(")
-            offset = parser.parse_unresolved_operand()
-            parser.parse_punctuation(")")
-        if parser.parse_optional_keyword("flags") is not None:
-            parser.parse_punctuation("(")
-            props["descriptor_flags"] = StringAttr(_parse_flags(parser))
-            parser.parse_punctuation(")")
-        extra, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        props.update(extra)
-        parser.parse_punctuation(":")
-        result_type = parser.parse_type()
-        dims = []
-        if parser.parse_optional_punctuation("{") is not None:
-            dims = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
-            parser.parse_punctuation("}")
-        return cls(
-            operands=[[parser.resolve_operand(offset, index)] if offset is not None else [],
-                      [parser.resolve_operand(d, index) for d in dims]],
-            result_types=[result_type],
-            properties=props,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" layout(")
-        _layout_body_text(printer, self.layout)
-        printer.print_string(f") binding({self.binding.value.data})")
-        if self.alignment is not None:
-            printer.print_string(f" alignment({self.alignment.value.data})")
-        if self.byte_offset is not None:
-            printer.print_string(" offset(")
-            printer.print_ssa_value(self.byte_offset)
-            printer.print_string(")")
-        if self.descriptor_flags is not None:
-            printer.print_string(f" flags({_flags_text(self.descriptor_flags.data)})")
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-        if self.dynamic_dims:
-            printer.print_string("{")
-            printer.print_list(self.dynamic_dims, printer.print_ssa_value)
-            printer.print_string("}")
+    custom_directives = (BitEnumText,)
+    assembly_format = (
+        "`layout` `(` $layout `)` `binding` `(` $binding `)` (`alignment` `(` $alignment^ `)`)? "
+        "(`offset` `(` $byte_offset^ `)`)? (`flags` `(` custom<BitEnumText>($descriptor_flags)^ `)`)? "
+        "attr-dict `:` type($result) (`{` $dynamic_dims^ `}`)?"
+    )
 
     def verify_(self) -> None:
         t = self.result.type

@@ -22,6 +22,7 @@ from math import prod
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
+    I64,
     AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
@@ -34,11 +35,12 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Data, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Data, Dialect, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    ParsePropInAttrDict,
     irdl_attr_definition,
     irdl_op_definition,
     opt_prop_def,
@@ -48,19 +50,24 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    TypeDirective,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.assembly import YieldTerminator
+from simtify.ir.assembly import ParenIndexList, YieldTerminator, mlir_op
 from simtify.ir.attribute_syntax import (
     ParameterlessAttr,
     int_tree_of,
     parse_int_list,
     print_attribute_value,
-    print_sorted_attr_dict,
-    split_properties,
 )
 from simtify.ir.iree_gpu import PIPELINES, MMALayoutAttr, MMASemanticsAttr, PipelineAttr
 from simtify.layout.syntax import format_ints
@@ -246,10 +253,27 @@ class CodegenLoweringConfigAttr(Data[tuple[tuple[int, ...], ...]]):
             raise VerifyException(f"tile sizes must not be negative: {list(map(list, self.data))}")
 
 
+@irdl_custom_directive
+class DestinationTypes(CustomDirective):
+    """The types of an op's destinations (``outs``); its results are its tensor and
+    vector destinations' (a memref destination is updated in place), as for linalg."""
+
+    outputs: TypeDirective
+    results: TypeDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        self.outputs.set(state, types)
+        self.results.set(state, [t for t in types if not isinstance(t, MemRefType)])
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        self.outputs.print(printer, state, op)
+
+
 ROLES = ("a", "b", "c")  # an MMA inner_tiled's operands: lhs (M×K), rhs (K×N), acc (M×N)
 
 
-@irdl_op_definition
+@mlir_op
 class InnerTiledOp(IRDLOperation):
     """``%r = iree_codegen.inner_tiled ins(%a, %b) outs(%c) {indexing_maps = [..],
     iterator_types = [#linalg.iterator_type<parallel>, ..], kind =
@@ -275,10 +299,15 @@ class InnerTiledOp(IRDLOperation):
     kind = prop_def(Attribute)
     semantics = prop_def(Attribute)
     permutations = opt_prop_def(ArrayAttr)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
     traits = traits_def(Pure())
 
-    PROPERTY_NAMES: ClassVar = ("indexing_maps", "iterator_types", "kind", "semantics", "permutations")
+    PROPERTIES_IN_ATTR_DICT: ClassVar[bool] = True
+    custom_directives = (DestinationTypes,)
+    assembly_format = (
+        "`ins` `(` $inputs `)` `outs` `(` $outputs `)` attr-dict `:` type($inputs) `into` "
+        "custom<DestinationTypes>(type($outputs), type($res))"
+    )
 
     def __init__(
         self,
@@ -304,46 +333,6 @@ class InnerTiledOp(IRDLOperation):
         super().__init__(operands=[list(inputs), outs],
                          result_types=[[o.type for o in outs if not isinstance(o.type, MemRefType)]],
                          properties=props)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> InnerTiledOp:
-        parser.parse_keyword("ins")
-        ins = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
-        parser.parse_keyword("outs")
-        outs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
-        pos = parser.pos
-        props, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        missing = [k for k in cls.PROPERTY_NAMES[:4] if k not in props]
-        if missing:
-            parser.raise_error(f"inner_tiled needs {', '.join(missing)} in its attribute dictionary", pos, parser.pos)
-        parser.parse_punctuation(":")
-        in_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type) if ins else []
-        parser.parse_keyword("into")
-        out_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        if len(in_types) != len(ins) or len(out_types) != len(outs):
-            parser.raise_error(f"inner_tiled has {len(ins)} inputs and {len(outs)} outputs but "
-                               f"{len(in_types)} and {len(out_types)} types", pos, parser.pos)
-        return cls.build(
-            operands=[[parser.resolve_operand(o, t) for o, t in zip(ins, in_types)],
-                      [parser.resolve_operand(o, t) for o, t in zip(outs, out_types)]],
-            result_types=[[t for t in out_types if not isinstance(t, MemRefType)]],
-            properties=props,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ins(")
-        printer.print_list(self.inputs, printer.print_operand)
-        printer.print_string(") outs(")
-        printer.print_list(self.outputs, printer.print_operand)
-        printer.print_string(")")
-        entries = {k: v for k, v in self.properties.items() if k in self.PROPERTY_NAMES}
-        entries.update(self.attributes)
-        print_sorted_attr_dict(printer, entries)
-        printer.print_string(" : ")
-        printer.print_list([v.type for v in self.inputs], printer.print_attribute)
-        printer.print_string(" into ")
-        printer.print_list([v.type for v in self.outputs], printer.print_attribute)
 
     # --- what it computes ------------------------------------------------------------
 
@@ -508,24 +497,7 @@ class WorkgroupMappingAttr(Data[tuple[str, int]]):
         return WORKGROUP_DIMS.index(dim) + delta
 
 
-def _parse_dynamic_index_list(parser: Parser):
-    """``(512, %n)``: static sizes and SSA values, MLIR's dynamic index list."""
-    static: list[int] = []
-    dynamic = []
-
-    def item() -> None:
-        operand = parser.parse_optional_unresolved_operand()
-        if operand is not None:
-            dynamic.append(operand)
-            static.append(-(2**63))
-        else:
-            static.append(parser.parse_integer(allow_boolean=False))
-
-    parser.parse_comma_separated_list(parser.Delimiter.PAREN, item)
-    return static, dynamic
-
-
-@irdl_op_definition
+@mlir_op
 class WorkgroupCountHintOp(IRDLOperation):
     """``iree_codegen.workgroup_count_hint(512)``: the workgroup count the function wants."""
 
@@ -534,26 +506,8 @@ class WorkgroupCountHintOp(IRDLOperation):
     sizes = var_operand_def(IndexType)
     static_sizes = prop_def(DenseArrayBase)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> WorkgroupCountHintOp:
-        static, dynamic = _parse_dynamic_index_list(parser)
-        props, attrs = split_properties(parser.parse_optional_attr_dict(), ("static_sizes",))
-        props.setdefault("static_sizes", DenseArrayBase.from_list(i64, static))
-        return cls(operands=[[parser.resolve_operand(d, IndexType()) for d in dynamic]],
-                   properties=props, attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        dynamic = iter(self.sizes)
-        printer.print_string("(")
-        for i, s in enumerate(self.static_sizes.get_values()):
-            if i:
-                printer.print_string(", ")
-            if s == -(2**63):
-                printer.print_ssa_value(next(dynamic))
-            else:
-                printer.print_string(str(s))
-        printer.print_string(")")
-        print_sorted_attr_dict(printer, self.attributes)
+    custom_directives = (ParenIndexList,)
+    assembly_format = "`` custom<ParenIndexList>($sizes, $static_sizes) attr-dict"  # no space before the (
 
     def static_counts(self) -> tuple[int, ...] | None:
         values = tuple(int(v) for v in self.static_sizes.get_values())
@@ -567,7 +521,7 @@ class CodegenYieldOp(YieldTerminator):
     name = "iree_codegen.yield"
 
 
-@irdl_op_definition
+@mlir_op
 class DispatchConfigOp(IRDLOperation):
     """``iree_codegen.dispatch_config @f workgroup_size = [X, Y, Z] subgroup_size = N {..}``:
     the launch configuration of ``@f`` and its workgroup count region."""
@@ -575,35 +529,14 @@ class DispatchConfigOp(IRDLOperation):
     name = "iree_codegen.dispatch_config"
 
     function_ref = prop_def(FlatSymbolRefAttr)
-    workgroup_size = opt_prop_def(DenseArrayBase)
-    subgroup_size = opt_prop_def(IntegerAttr)
+    workgroup_size = opt_prop_def(DenseArrayBase.constr(i64))
+    subgroup_size = opt_prop_def(IntegerAttr[I64])
     body = region_def()
 
-    @classmethod
-    def parse(cls, parser: Parser) -> DispatchConfigOp:
-        symbol = parser.parse_symbol_name()
-        props: dict[str, Attribute] = {"function_ref": FlatSymbolRefAttr(symbol.data)}
-        if parser.parse_optional_keyword("workgroup_size") is not None:
-            parser.parse_punctuation("=")
-            sizes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
-                                                      lambda: parser.parse_integer(allow_boolean=False))
-            props["workgroup_size"] = DenseArrayBase.from_list(i64, sizes)
-        if parser.parse_optional_keyword("subgroup_size") is not None:
-            parser.parse_punctuation("=")
-            props["subgroup_size"] = IntegerAttr(parser.parse_integer(allow_boolean=False), i64)
-        region = parser.parse_optional_region() or Region()  # (its braces leave no room for an attr-dict)
-        return cls(properties=props, regions=[region])
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_attribute(self.function_ref)
-        if self.workgroup_size is not None:
-            printer.print_string(" workgroup_size = [" + ", ".join(map(str, self.workgroup_size.get_values())) + "]")
-        if self.subgroup_size is not None:
-            printer.print_string(f" subgroup_size = {self.subgroup_size.value.data}")
-        if self.body.blocks:
-            printer.print_string(" ")
-            printer.print_region(self.body, print_entry_block_args=True)
+    assembly_format = (
+        "$function_ref (`workgroup_size` `=` $workgroup_size^)? (`subgroup_size` `=` $subgroup_size^)? "
+        "attr-dict-with-keyword ($body^)?"
+    )
 
 
 IREECodegen = Dialect(

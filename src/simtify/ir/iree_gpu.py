@@ -21,21 +21,22 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from xdsl.dialects.builtin import (
+    I32,
     AffineMapAttr,
     ArrayAttr,
-    BoolAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
     TensorType,
     UnitAttr,
     VectorType,
-    i1,
 )
 from xdsl.ir import Attribute, Data, Dialect
 from xdsl.irdl import (
+    AnyAttr,
     AttrSizedOperandSegments,
     IRDLOperation,
+    VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -47,12 +48,19 @@ from xdsl.irdl import (
     result_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.irdl.declarative_assembly_format import (
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    TypeDirective,
+    irdl_custom_directive,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import YieldTerminator
+from simtify.ir.assembly import KeywordAttr, YieldTerminator, mlir_op, print_indexed
 from simtify.ir.attribute_syntax import (
     DYNAMIC,
     ParameterlessAttr,
@@ -65,7 +73,6 @@ from simtify.ir.attribute_syntax import (
     print_attribute_value,
     print_sorted_attr_dict,
     shape_text,
-    split_properties,
 )
 from simtify.layout.basis import Basis
 from simtify.layout.reduction_config import ExpandDims, ReductionConfig
@@ -102,23 +109,20 @@ PIPELINES = (
 
 
 @irdl_attr_definition
-class PipelineAttr(Data[str]):
+class PipelineAttr(KeywordAttr):
     """``#iree_gpu.pipeline<VectorDistribute>``: an LLVMGPU lowering pipeline (the
     ``pipeline`` of a translation_info in IREE 3.12)."""
 
     name = "iree_gpu.pipeline"
+    KEYWORDS = PIPELINES
+    WHAT = "LLVMGPU pipeline"
 
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> str:
-        with parser.in_angle_brackets():
-            pos = parser.pos
-            name = parser.parse_identifier()
-            if name not in PIPELINES:
-                parser.raise_error(f"unknown LLVMGPU pipeline '{name}' (expected one of {', '.join(PIPELINES)})", pos)
-        return name
 
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data}>")
+def _parse_keyed_bool(parser: AttrParser, key: str) -> bool:
+    """``key = true`` (or false)."""
+    parser.parse_keyword(key)
+    parser.parse_punctuation("=")
+    return parser.parse_boolean()
 
 
 @irdl_attr_definition
@@ -132,11 +136,7 @@ class MMALayoutAttr(Data[tuple[str, bool]]):
     def parse_parameter(cls, parser: AttrParser) -> tuple[str, bool]:
         with parser.in_angle_brackets():
             intrinsic = parser.parse_identifier()
-            col_major = False
-            if parser.parse_optional_punctuation(",") is not None:
-                parser.parse_keyword("col_major")
-                parser.parse_punctuation("=")
-                col_major = parser.parse_boolean()
+            col_major = parser.parse_optional_punctuation(",") is not None and _parse_keyed_bool(parser, "col_major")
         return (intrinsic, col_major)
 
     def print_parameter(self, printer: Printer) -> None:
@@ -156,14 +156,10 @@ class MMASemanticsAttr(Data[tuple[bool, bool]]):
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> tuple[bool, bool]:
         with parser.in_angle_brackets():
-            parser.parse_keyword("distributed")
-            parser.parse_punctuation("=")
-            distributed = parser.parse_boolean()
+            distributed = _parse_keyed_bool(parser, "distributed")
             if parser.parse_optional_punctuation(",") is None:
                 parser.raise_error("expected ', opaque = true|false' (IREE 3.12 requires both keys)")
-            parser.parse_keyword("opaque")
-            parser.parse_punctuation("=")
-            opaque = parser.parse_boolean()
+            opaque = _parse_keyed_bool(parser, "opaque")
         return (distributed, opaque)
 
     def print_parameter(self, printer: Printer) -> None:
@@ -389,28 +385,29 @@ class GlobalLoadDMAOp(IRDLOperation):
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
+    # Hand-written: it also reads the seed's ``%a, %b : T0, T1`` (separators and index
+    # lists a format cannot make interchangeable or optional while always printing them).
     @classmethod
     def parse(cls, parser: Parser) -> GlobalLoadDMAOp:
-        index = IndexType()
-        source = parser.parse_unresolved_operand()
-        src_idx = (
-            parser.parse_optional_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand) or []
-        )
-        if parser.parse_optional_punctuation("->") is None:
-            parser.parse_punctuation(",", " or '->' between source and target")
-        target = parser.parse_unresolved_operand()
-        dst_idx = (
-            parser.parse_optional_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand) or []
-        )
+        def indexed() -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
+            value = parser.parse_unresolved_operand()
+            return value, parser.parse_optional_comma_separated_list(Parser.Delimiter.SQUARE,
+                                                                     parser.parse_unresolved_operand) or []
+
+        def arrow_or_comma() -> None:
+            if parser.parse_optional_punctuation("->") is None:
+                parser.parse_punctuation(",", " or '->'")
+
+        source, src_idx = indexed()
+        arrow_or_comma()
+        target, dst_idx = indexed()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         source_type = parser.parse_type()
-        if parser.parse_optional_punctuation("->") is None:
-            parser.parse_punctuation(",")
+        arrow_or_comma()
         target_type = parser.parse_type()
-        result_types = []
-        if parser.parse_optional_punctuation("->") is not None:
-            result_types.append(parser.parse_type())
+        result_types = [parser.parse_type()] if parser.parse_optional_punctuation("->") is not None else []
+        index = IndexType()
         return cls(
             operands=[
                 parser.resolve_operand(source, source_type),
@@ -423,27 +420,15 @@ class GlobalLoadDMAOp(IRDLOperation):
         )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        printer.print_string("[")
-        printer.print_list(self.source_indices, printer.print_ssa_value)
-        printer.print_string("] -> ")
-        printer.print_ssa_value(self.target)
-        printer.print_string("[")
-        printer.print_list(self.target_indices, printer.print_ssa_value)
-        printer.print_string("]")
+        print_indexed(printer, self.source, self.source_indices)
+        printer.print_string(" ->")
+        print_indexed(printer, self.target, self.target_indices)
         print_sorted_attr_dict(printer, self.attributes)
         printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        if self.result is None:
-            printer.print_string(" -> ")
-            printer.print_attribute(self.target.type)
-        else:
-            printer.print_string(", ")
-            printer.print_attribute(self.target.type)
-            printer.print_string(" -> ")
-            printer.print_attribute(self.result.type)
-
+        types = [self.source.type, self.target.type] + ([self.result.type] if self.result is not None else [])
+        printer.print_list(types[:-1], printer.print_attribute)  # memrefs: ``T0 -> T1``; tensors: ``T0, T1 -> T2``
+        printer.print_string(" -> ")
+        printer.print_attribute(types[-1])
     def verify_(self) -> None:
         src, dst = self.source.type, self.target.type
         tensors = isinstance(src, TensorType), isinstance(dst, TensorType)
@@ -467,20 +452,7 @@ class GlobalLoadDMAOp(IRDLOperation):
             raise VerifyException("the target must be in workgroup memory (#gpu.address_space<workgroup>)")
 
 
-def _bool_list(attr: ArrayAttr) -> list[bool]:
-    return [bool(b.value.data) for b in attr.data]  # type: ignore[union-attr]
-
-
-def _parse_bool_list(parser: Parser) -> ArrayAttr:
-    values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_boolean)
-    return ArrayAttr([BoolAttr(v, i1) for v in values])
-
-
-def _print_bool_list(printer: Printer, attr: ArrayAttr) -> None:
-    printer.print_string("[" + ", ".join("true" if b else "false" for b in _bool_list(attr)) + "]")
-
-
-@irdl_op_definition
+@mlir_op
 class CoalescedGatherDMAOp(IRDLOperation):
     """IREE 3.12: a subgroup gathers rows of `source` (optionally through `indices`) into
     `init`, lane `lane` writing its part of the coalesced chunk.
@@ -498,63 +470,10 @@ class CoalescedGatherDMAOp(IRDLOperation):
     in_bounds = opt_prop_def(ArrayAttr)
     result = opt_result_def(MemRefType | TensorType)
 
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CoalescedGatherDMAOp:
-        source = parser.parse_unresolved_operand()
-        indices = (
-            parser.parse_optional_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand) or []
-        )
-        parser.parse_keyword("into")
-        init = parser.parse_unresolved_operand()
-        parser.parse_keyword("lane")
-        parser.parse_punctuation("(")
-        lane = parser.parse_unresolved_operand()
-        parser.parse_punctuation(")")
-        props = {}
-        if parser.parse_optional_keyword("in_bounds") is not None:
-            props["in_bounds"] = _parse_bool_list(parser)
-        in_dict, attrs = split_properties(parser.parse_optional_attr_dict(), ("in_bounds",))
-        props |= in_dict
-        types_pos = parser.pos
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        result_types = []
-        if parser.parse_optional_punctuation("->") is not None:
-            result_types.append(parser.parse_type())
-        names = [source, *indices, init, lane]
-        if len(types) != len(names):
-            parser.raise_error(f"{len(names)} operands but {len(types)} types", types_pos)
-        resolved = [parser.resolve_operand(o, t) for o, t in zip(names, types)]
-        return cls(
-            operands=[resolved[0], resolved[1:-2], resolved[-2], resolved[-1]],
-            result_types=[result_types],
-            properties=props,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        if self.indices:
-            printer.print_string("[")
-            printer.print_list(self.indices, printer.print_ssa_value)
-            printer.print_string("]")
-        printer.print_string(" into ")
-        printer.print_ssa_value(self.init)
-        printer.print_string(" lane(")
-        printer.print_ssa_value(self.lane)
-        printer.print_string(")")
-        if self.in_bounds is not None:
-            printer.print_string(" in_bounds ")
-            _print_bool_list(printer, self.in_bounds)
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_list([o.type for o in self.operands], printer.print_attribute)
-        if self.result is not None:
-            printer.print_string(" -> ")
-            printer.print_attribute(self.result.type)
+    assembly_format = (
+        "$source (`[` $indices^ `]`)? `into` $init `lane` `(` $lane `)` (`in_bounds` $in_bounds^)? attr-dict "
+        "`:` type(operands) (`->` type($result)^)?"
+    )
 
     def verify_(self) -> None:
         init = self.init.type
@@ -581,7 +500,29 @@ def _vec_shape(t: Attribute) -> tuple[int, ...]:
     return tuple(t.get_shape())  # type: ignore[union-attr]
 
 
-@irdl_op_definition
+@irdl_custom_directive
+class IndexTypes(CustomDirective):
+    """`` [index, vector<64xindex>]`` after the source type: the source indices' types,
+    written only where one of them is not ``index``."""
+
+    types: TypeDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        count = len(state.operands[self.types.inner.index] or ())  # type: ignore[attr-defined]
+        types = parser.parse_optional_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_type)
+        if types is not None and len(types) != count:
+            parser.raise_error(f"{count} source indices but {len(types)} index types")
+        self.types.set(state, types if types is not None else [IndexType()] * count)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        types = self.types.get(op)
+        if not all(isinstance(t, IndexType) for t in types):
+            printer.print_string(" [")
+            printer.print_list(types, printer.print_attribute)
+            printer.print_string("]")
+
+
+@mlir_op
 class AsyncDMAOp(IRDLOperation):
     """IREE 3.12: an asynchronous copy of a `transfer_type` tile from `source` to `dest`
     without passing through registers; a vector source index gathers.
@@ -603,83 +544,12 @@ class AsyncDMAOp(IRDLOperation):
     result = opt_result_def(MemRefType | TensorType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("permutation_map", "in_bounds")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> AsyncDMAOp:
-        source = parser.parse_unresolved_operand()
-        src_idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-        parser.parse_keyword("to")
-        dest = parser.parse_unresolved_operand()
-        dst_idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
-        parser.parse_punctuation(",")
-        transfer = parser.parse_type()
-        props: dict[str, Attribute] = {"transfer_type": transfer}
-        while True:
-            if parser.parse_optional_keyword("permutation_map") is not None:
-                props["permutation_map"] = parser.parse_attribute()
-            elif parser.parse_optional_keyword("in_bounds") is not None:
-                props["in_bounds"] = _parse_bool_list(parser)
-            else:
-                break
-        in_dict, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        props |= in_dict
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        index_types = None
-        if parser.parse_optional_punctuation("[") is not None:
-            index_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-            parser.parse_punctuation("]")
-        parser.parse_punctuation(",")
-        dest_type = parser.parse_type()
-        result_types = []
-        if parser.parse_optional_punctuation("->") is not None:
-            result_types.append(parser.parse_type())
-        index_types = index_types or [IndexType()] * len(src_idx)
-        if len(index_types) != len(src_idx):
-            parser.raise_error(f"{len(src_idx)} source indices but {len(index_types)} index types")
-        return cls(
-            operands=[
-                parser.resolve_operand(source, source_type),
-                [parser.resolve_operand(o, t) for o, t in zip(src_idx, index_types)],
-                parser.resolve_operand(dest, dest_type),
-                [parser.resolve_operand(o, IndexType()) for o in dst_idx],
-            ],
-            result_types=[result_types],
-            properties=props,
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        printer.print_string("[")
-        printer.print_list(self.source_indices, printer.print_ssa_value)
-        printer.print_string("] to ")
-        printer.print_ssa_value(self.dest)
-        printer.print_string("[")
-        printer.print_list(self.dest_indices, printer.print_ssa_value)
-        printer.print_string("], ")
-        printer.print_attribute(self.transfer_type)
-        if self.permutation_map is not None:
-            printer.print_string(" permutation_map ")
-            printer.print_attribute(self.permutation_map)
-        if self.in_bounds is not None:
-            printer.print_string(" in_bounds ")
-            _print_bool_list(printer, self.in_bounds)
-        print_sorted_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        if not all(isinstance(v.type, IndexType) for v in self.source_indices):
-            printer.print_string(" [")
-            printer.print_list([v.type for v in self.source_indices], printer.print_attribute)
-            printer.print_string("]")
-        printer.print_string(", ")
-        printer.print_attribute(self.dest.type)
-        if self.result is not None:
-            printer.print_string(" -> ")
-            printer.print_attribute(self.result.type)
+    custom_directives = (IndexTypes,)
+    assembly_format = (
+        "$source `[` $source_indices `]` `to` $dest `[` $dest_indices `]` `,` $transfer_type "
+        "(`permutation_map` $permutation_map^)? (`in_bounds` $in_bounds^)? attr-dict `:` type($source) "
+        "custom<IndexTypes>(type($source_indices)) `,` type($dest) (`->` type($result)^)?"
+    )
 
     def verify_(self) -> None:
         src, dst = _shape(self.source.type), _shape(self.dest.type)
@@ -719,7 +589,7 @@ class YieldOp(YieldTerminator):
     name = "iree_gpu.yield"
 
 
-@irdl_op_definition
+@mlir_op
 class SubgroupScanOp(IRDLOperation):
     """``%scan, %total = iree_gpu.subgroup_scan (inclusive)? (%x(, identity = %id : f32)?)
     (cluster(size = 4(, stride = 2)?))? { ^bb0(%a: f32, %b: f32): ... iree_gpu.yield %c :
@@ -728,75 +598,27 @@ class SubgroupScanOp(IRDLOperation):
     (exclusive); %total is x_0 ∘ … ∘ x_(size-1). No cluster: the whole subgroup."""
 
     name = "iree_gpu.subgroup_scan"
-    value = operand_def()
-    identity = opt_operand_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
+    identity = opt_operand_def(T)
     inclusive = opt_prop_def(UnitAttr)
-    cluster_size = opt_prop_def(IntegerAttr)
-    cluster_stride = opt_prop_def(IntegerAttr)
-    result = result_def()
-    total = result_def()
+    cluster_size = opt_prop_def(IntegerAttr[I32])
+    cluster_stride = opt_prop_def(IntegerAttr[I32], default_value=IntegerAttr(1, 32))
+    result = result_def(T)
+    total = result_def(T)
     combiner = region_def("single_block")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> SubgroupScanOp:
-        props: dict[str, Attribute] = {}
-        if parser.parse_optional_keyword("inclusive") is not None:
-            props["inclusive"] = UnitAttr()
-        parser.parse_punctuation("(")
-        value = parser.parse_unresolved_operand()
-        identity = []
-        if parser.parse_optional_punctuation(","):
-            parser.parse_keyword("identity")
-            parser.parse_punctuation("=")
-            ident = parser.parse_unresolved_operand()
-            parser.parse_punctuation(":")
-            identity = [parser.resolve_operand(ident, parser.parse_type())]
-        parser.parse_punctuation(")")
-        if parser.parse_optional_keyword("cluster") is not None:
-            parser.parse_punctuation("(")
-            parser.parse_keyword("size")
-            parser.parse_punctuation("=")
-            props["cluster_size"] = IntegerAttr(parser.parse_integer(allow_negative=False), 32)
-            if parser.parse_optional_punctuation(","):
-                parser.parse_keyword("stride")
-                parser.parse_punctuation("=")
-                props["cluster_stride"] = IntegerAttr(parser.parse_integer(allow_negative=False), 32)
-            parser.parse_punctuation(")")
-        region = parser.parse_region()
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        return cls.build(operands=[parser.resolve_operand(value, t), identity], result_types=[t, t],
-                         properties=props, attributes=dict(attributes or {}), regions=[region])
-
-    def print(self, printer: Printer) -> None:
-        if self.inclusive is not None:
-            printer.print_string(" inclusive")
-        printer.print_string(" (")
-        printer.print_operand(self.value)
-        if self.identity is not None:
-            printer.print_string(", identity = ")
-            printer.print_operand(self.identity)
-            printer.print_string(" : ")
-            printer.print_attribute(self.identity.type)
-        printer.print_string(")")
-        if self.cluster_size is not None:
-            printer.print_string(f" cluster(size = {self.cluster_size.value.data}")
-            if self.cluster_stride is not None and self.cluster_stride.value.data != 1:
-                printer.print_string(f", stride = {self.cluster_stride.value.data}")
-            printer.print_string(")")
-        printer.print_string(" ")
-        printer.print_region(self.combiner, print_entry_block_args=True)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = (
+        "(`inclusive` $inclusive^)? ` ` `(` $value (`,` `identity` `=` $identity^ `:` type($identity))? `)` "
+        "(`cluster` `(` `size` `=` $cluster_size^ (`,` `stride` `=` $cluster_stride^)? `)`)? $combiner attr-dict "
+        "`:` type($value)"
+    )
 
     def verify_(self) -> None:
         if self.inclusive is None and self.identity is None:
             raise VerifyException("an exclusive subgroup_scan needs an identity")
-        t = self.value.type
-        if self.result.type != t or self.total.type != t or (self.identity is not None and self.identity.type != t):
-            raise VerifyException(f"value, identity and results must all be {t}")
+        t = self.value.type  # (identity and results have it too: constraint T)
         block = self.combiner.block
         if len(block.args) != 2 or any(a.type != t for a in block.args):
             raise VerifyException(f"the combiner takes two {t} arguments")

@@ -25,6 +25,7 @@ from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    I64,
     AffineMapAttr,
     ArrayAttr,
     BoolAttr,
@@ -37,11 +38,14 @@ from xdsl.dialects.builtin import (
     VectorType,
     i1,
 )
-from xdsl.ir import Attribute, Data, Dialect, SSAValue
+from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap, AffineSymExpr
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -53,28 +57,24 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import YieldTerminator, mlir_op
+from simtify.ir.assembly import CheckedAttribute, KeyedLayoutAttr, YieldTerminator, mlir_op, print_indexed
 from simtify.ir.attribute_syntax import (
-    layout_parse_error,
-    parse_keyed_int_lists,
     print_sorted_attr_dict,
     shape_text,
     split_properties,
 )
 from simtify.ir.iree_codegen import TranslationInfoAttr
-from simtify.layout.nested import ATTRIBUTE_NAME as NESTED_LAYOUT_NAME
 from simtify.layout.nested import NestedLayout
-from simtify.layout.syntax import AttributeText
 
 
 @irdl_attr_definition
-class NestedLayoutAttr(Data[NestedLayout]):
+class NestedLayoutAttr(KeyedLayoutAttr):
     """``#iree_vector_ext.nested_layout<subgroup_tile = [..], ..., thread_strides = [..]>``.
 
     Parsing hands the keys to `NestedLayout`, whose checks (ranks, positive tiles,
@@ -82,21 +82,8 @@ class NestedLayoutAttr(Data[NestedLayout]):
     The keys may come in any order; they print in IREE's order."""
 
     name = "iree_vector_ext.nested_layout"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> NestedLayout:
-        pairs, start, end = parse_keyed_int_lists(parser)
-        try:
-            return NestedLayout.from_attribute(AttributeText(NESTED_LAYOUT_NAME, tuple(pairs)), "")
-        except SimtifyError as e:
-            layout_parse_error(parser, e, start, end, "nested_layout")
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(str(self.data)[len(NESTED_LAYOUT_NAME) :])
-
-    @property
-    def layout(self) -> NestedLayout:
-        return self.data
+    LAYOUT = NestedLayout
+    WHAT = "nested_layout"
 
 
 def _shaped_shape(type_: Attribute) -> tuple[int, ...]:
@@ -116,7 +103,7 @@ def launch_of(op: IRDLOperation) -> tuple[int | None, int | None]:
     return None, None
 
 
-@irdl_op_definition
+@mlir_op
 class ToLayoutOp(IRDLOperation):
     """Anchor: from here on `input` is distributed as `layout`.
 
@@ -129,15 +116,18 @@ class ToLayoutOp(IRDLOperation):
 
     name = "iree_vector_ext.to_layout"
 
-    input = operand_def(VectorType | TensorType)
-    output = result_def(VectorType | TensorType)
+    T: ClassVar = VarConstraint("T", base(VectorType) | base(TensorType))
+    input = operand_def(T)
+    output = result_def(T)
     layout = prop_def(NestedLayoutAttr)
     shared_memory_conversion = opt_prop_def(Attribute)
     mma_kind = opt_prop_def(Attribute)
 
     traits = traits_def(Pure())
-
-    PROPERTY_NAMES: ClassVar[tuple[str, ...]] = ("shared_memory_conversion", "mma_kind")
+    irdl_options = (ParsePropInAttrDict(),)
+    custom_directives = (CheckedAttribute,)
+    PROPERTIES_IN_ATTR_DICT: ClassVar[bool] = True
+    assembly_format = "$input `to` `layout` `(` custom<CheckedAttribute>($layout) `)` attr-dict `:` type($input)"
 
     def __init__(
         self,
@@ -170,49 +160,8 @@ class ToLayoutOp(IRDLOperation):
         """Whether this layout change must go through shared memory (unit or value)."""
         return self.shared_memory_conversion is not None
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ToLayoutOp:
-        source = parser.parse_unresolved_operand()
-        parser.parse_keyword("to")
-        parser.parse_keyword("layout")
-        parser.parse_punctuation("(")
-        layout_pos = parser.pos
-        layout = parser.parse_attribute()
-        parser.parse_punctuation(")")
-        if not isinstance(layout, NestedLayoutAttr):
-            parser.raise_error(f"expected a #iree_vector_ext.nested_layout, found {layout}", layout_pos)
-        props, attrs = split_properties(parser.parse_optional_attr_dict(), cls.PROPERTY_NAMES)
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
-        return cls(
-            parser.resolve_operand(source, type_),
-            layout,
-            shared_memory_conversion=props.get("shared_memory_conversion"),
-            mma_kind=props.get("mma_kind"),
-            attributes=attrs,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.input)
-        printer.print_string(" to layout(")
-        printer.print_attribute(self.layout)
-        printer.print_string(")")
-        extra = dict(self.attributes)
-        if self.shared_memory_conversion is not None:
-            extra["shared_memory_conversion"] = self.shared_memory_conversion
-        if self.mma_kind is not None:
-            extra["mma_kind"] = self.mma_kind
-        print_sorted_attr_dict(printer, extra)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-
     def verify_(self) -> None:
-        if self.input.type != self.output.type:
-            raise VerifyException(
-                f"to_layout's result type {self.output.type} differs from its input's {self.input.type}"
-            )
-        shape = _shaped_shape(self.input.type)
+        shape = _shaped_shape(self.input.type)  # (the result's type is the input's: constraint T)
         layout = self.nested_layout
         if len(shape) != layout.rank:
             raise VerifyException(f"the vector has rank {len(shape)} but the layout has rank {layout.rank} ({layout})")
@@ -454,27 +403,24 @@ class TransferGatherOp(IRDLOperation):
         return entries, trailing
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.base)
-        printer.print_string("[")
-        printer.print_list(self.offsets, printer.print_ssa_value)
-        printer.print_string("]")
+        print_indexed(printer, self.base, self.offsets)
         attrs = dict(self.attributes)
         if self.is_seed_form:
             # Seed form: one entry per source dim, written right after the offsets.
             flags = [bool(b.value.data) for b in self.indexed.data] if self.indexed else []  # type: ignore[union-attr]
             vecs = iter(self.index_vecs)
-            printer.print_string("[")
-            for k, flag in enumerate(flags):
-                if k:
-                    printer.print_string(", ")
-                if flag:
-                    v = next(vecs)
-                    printer.print_ssa_value(v)
-                    printer.print_string(": ")
-                    printer.print_attribute(v.type)
-                else:
+
+            def entry(flag: bool) -> None:
+                if not flag:
                     printer.print_string("None")
+                    return
+                v = next(vecs)
+                printer.print_ssa_value(v)
+                printer.print_string(": ")
+                printer.print_attribute(v.type)
+
+            printer.print_string("[")
+            printer.print_list(flags, entry)
             printer.print_string("]")
             attrs["indexed_maps"] = self.indexed_maps  # type: ignore[assignment]
             assert isinstance(self.vector.type, VectorType) and self.permutation_map is not None
@@ -492,18 +438,13 @@ class TransferGatherOp(IRDLOperation):
                 printer.print_string("]")
             attrs["indexing_maps"] = self.indexing_maps  # type: ignore[assignment]
         printer.print_string(", ")
-        printer.print_ssa_value(self.padding)
-        if self.mask is not None:
-            printer.print_string(", ")
-            printer.print_ssa_value(self.mask)
+        printer.print_list([self.padding] + ([self.mask] if self.mask is not None else []), printer.print_ssa_value)
         print_sorted_attr_dict(printer, attrs)
         printer.print_string(" : ")
-        printer.print_attribute(self.base.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.vector.type)
-        if self.mask is not None and not self.is_seed_form:
-            printer.print_string(", ")
-            printer.print_attribute(self.mask.type)
+        types = [self.base.type, self.vector.type]
+        if self.mask is not None and not self.is_seed_form:  # the seed form infers the mask's type
+            types.append(self.mask.type)
+        printer.print_list(types, printer.print_attribute)
 
     def verify_(self) -> None:
         base_type = self.base.type
@@ -595,7 +536,7 @@ class YieldOp(YieldTerminator):
         super().__init__(operands=[values])
 
 
-@irdl_op_definition
+@mlir_op
 class ArgCompareOp(IRDLOperation):
     """``%v, %i = iree_vector_ext.arg_compare dimension(1) ins(%x (, %xi)? : vector<4x128xf32>
     (, vector<4x128xi32>)?) inits(%v0, %i0 : vector<4xf32>, vector<4xi32>) (index_base(%b :
@@ -619,82 +560,20 @@ class ArgCompareOp(IRDLOperation):
     init_value = operand_def(VectorType)
     init_index = operand_def(VectorType)
     index_base = opt_operand_def(IndexType)
-    dimension = prop_def(IntegerAttr)
+    dimension = prop_def(IntegerAttr[I64])
     result_value = result_def(VectorType)
     result_index = result_def(VectorType)
     region = region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(Pure())
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ArgCompareOp:
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_keyword("dimension")
-        parser.parse_punctuation("(")
-        dimension = parser.parse_integer(allow_negative=False)
-        parser.parse_punctuation(")")
-        parser.parse_keyword("ins")
-        parser.parse_punctuation("(")
-        ins = [parser.parse_unresolved_operand()]
-        if parser.parse_optional_punctuation(","):
-            ins.append(parser.parse_unresolved_operand())
-        parser.parse_punctuation(":")
-        in_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
-        parser.parse_punctuation(")")
-        if len(in_types) != len(ins):
-            parser.raise_error(f"ins: {len(ins)} values with {len(in_types)} types")
-        parser.parse_keyword("inits")
-        parser.parse_punctuation("(")
-        inits = [parser.parse_unresolved_operand()]
-        parser.parse_punctuation(",")
-        inits.append(parser.parse_unresolved_operand())
-        parser.parse_punctuation(":")
-        init_types = [parser.parse_type()]
-        parser.parse_punctuation(",")
-        init_types.append(parser.parse_type())
-        parser.parse_punctuation(")")
-        base = []
-        if parser.parse_optional_keyword("index_base") is not None:
-            parser.parse_punctuation("(")
-            b = parser.parse_unresolved_operand()
-            parser.parse_punctuation(":")
-            base = [parser.resolve_operand(b, parser.parse_type())]
-            parser.parse_punctuation(")")
-        region = parser.parse_region()
-        parser.parse_punctuation("->")
-        result_types = [parser.parse_type()]
-        parser.parse_punctuation(",")
-        result_types.append(parser.parse_type())
-        resolved = [parser.resolve_operand(o, t) for o, t in zip(ins, in_types)]
-        return cls.build(
-            operands=[resolved[0], resolved[1:], parser.resolve_operand(inits[0], init_types[0]),
-                      parser.resolve_operand(inits[1], init_types[1]), base],
-            result_types=result_types,
-            properties={"dimension": IntegerAttr(dimension, 64)},
-            attributes=dict(attributes or {}),
-            regions=[region],
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(f" dimension({self.dimension.value.data}) ins(")
-        ins = [self.input_value] + ([self.input_index] if self.input_index is not None else [])
-        printer.print_list(ins, printer.print_operand)
-        printer.print_string(" : ")
-        printer.print_list([v.type for v in ins], printer.print_attribute)
-        printer.print_string(") inits(")
-        printer.print_list([self.init_value, self.init_index], printer.print_operand)
-        printer.print_string(" : ")
-        printer.print_list([self.init_value.type, self.init_index.type], printer.print_attribute)
-        printer.print_string(")")
-        if self.index_base is not None:
-            printer.print_string(" index_base(")
-            printer.print_operand(self.index_base)
-            printer.print_string(" : index)")
-        printer.print_string(" ")
-        printer.print_region(self.region, print_entry_block_args=True)
-        printer.print_string(" -> ")
-        printer.print_list([self.result_value.type, self.result_index.type], printer.print_attribute)
+    SORTED_ATTR_DICT: ClassVar[bool] = False
+    assembly_format = (
+        "attr-dict `dimension` `(` $dimension `)` `ins` `(` $input_value (`,` $input_index^)? `:` "
+        "type($input_value) (`,` type($input_index)^)? `)` `inits` `(` $init_value `,` $init_index `:` "
+        "type($init_value) `,` type($init_index) `)` (`index_base` `(` $index_base^ `:` type($index_base) `)`)? "
+        "$region `->` type($result_value) `,` type($result_index)"
+    )
 
     def verify_(self) -> None:
         shape = list(self.input_value.type.get_shape())

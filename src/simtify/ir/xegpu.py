@@ -82,7 +82,7 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import IndexList, OptionalIndexList, mlir_op
+from simtify.ir.assembly import IndexList, KeyedLayoutAttr, KeywordAttr, OptionalIndexList, mlir_op
 from simtify.ir.attribute_syntax import (
     DYNAMIC,
     check_layout,
@@ -95,33 +95,19 @@ from simtify.ir.attribute_syntax import (
     print_mixed_indices,
     shape_text,
 )
-from simtify.layout.syntax import AttributeText
-from simtify.layout.xegpu import LAYOUT_NAME, SLICE_NAME, XeGPULayout, XeGPUSlice
+from simtify.layout.xegpu import SLICE_NAME, XeGPULayout, XeGPUSlice
 
 # --- attributes ----------------------------------------------------------------------
 
 
 @irdl_attr_definition
-class LayoutAttr(Data[XeGPULayout]):
+class LayoutAttr(KeyedLayoutAttr):
     """``#xegpu.layout<...>``; the fields are checked by `XeGPULayout` (equal ranks,
     positive sizes, ``order`` a permutation, data fields only with their layout)."""
 
     name = "xegpu.layout"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> XeGPULayout:
-        pairs, start, end = parse_keyed_int_lists(parser)
-        try:
-            return XeGPULayout.from_attribute(AttributeText(LAYOUT_NAME, tuple(pairs)), "")
-        except SimtifyError as e:
-            layout_parse_error(parser, e, start, end, "xegpu.layout")
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(str(self.data)[len(LAYOUT_NAME) :])
-
-    @property
-    def layout(self) -> XeGPULayout:
-        return self.data
+    LAYOUT = XeGPULayout
+    WHAT = "xegpu.layout"
 
 
 @irdl_attr_definition
@@ -162,22 +148,12 @@ CACHE_HINTS = ("cached", "uncached", "streaming", "read_invalidate", "write_back
 
 
 @irdl_attr_definition
-class CacheHintAttr(Data[str]):
+class CacheHintAttr(KeywordAttr):
     """``#xegpu.cache_hint<cached>``: the cache policy of one cache level."""
 
     name = "xegpu.cache_hint"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> str:
-        with parser.in_angle_brackets():
-            pos = parser.pos
-            hint = parser.parse_identifier()
-            if hint not in CACHE_HINTS:
-                parser.raise_error(f"unknown cache hint '{hint}' (expected one of {', '.join(CACHE_HINTS)})", pos)
-        return hint
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data}>")
+    KEYWORDS = CACHE_HINTS
+    WHAT = "cache hint"
 
 
 MEMORY_SPACES = ("global", "slm")
@@ -432,9 +408,35 @@ class _MemoryAccessOp(_XeGPUOp):
 
 class _NdAccessOp(_MemoryAccessOp):
     """What load_nd, store_nd and prefetch_nd share: offsets after the descriptor
-    (``%t[%i, 0]``)."""
+    (``%t[%i, 0]``), one per descriptor dim, and the cache hints of a read or a write;
+    `verify_block` checks what the op moves."""
 
     const_offsets = opt_prop_def(DenseArrayBase)
+
+    HINTS: ClassVar[tuple[str, ...]] = ()
+    ELEMENTS_DIFFER: ClassVar[str] = ""  # the error where the vector's elements are not the descriptor's
+
+    def verify_(self) -> None:
+        tdesc = _tdesc(self.tensor_desc)  # type: ignore[attr-defined]
+        _check_offsets(self, self.offsets, tdesc)  # type: ignore[attr-defined]
+        _check_hints(self, self.HINTS)
+        vector = getattr(self, "value", None)
+        if vector is not None and vector.type.element_type != tdesc.element_type:
+            raise VerifyException(self.ELEMENTS_DIFFER.format(vector=vector.type.element_type, desc=tdesc.element_type))
+        self.verify_block(tdesc)
+
+    def verify_block(self, tdesc: TensorDescType) -> None:
+        raise NotImplementedError
+
+
+def _check_block_value(op: _NdAccessOp, have: tuple[int, ...], want: tuple[int, ...], *, packed: bool,
+                       mismatch: str, role: str) -> None:
+    """A block access's vector: the block's shape (which its layout must fit) or a
+    fragment of it; `mismatch` otherwise."""
+    if have == want:
+        _check_fits(op.layout, "layout", have, role)
+    elif not _is_fragment_of(have, want, packed=packed):
+        raise VerifyException(mismatch)
 
 
 @mlir_op
@@ -519,28 +521,21 @@ class LoadNdOp(_NdAccessOp):
         "type($value)"
     )
 
-    def verify_(self) -> None:
-        tdesc = _tdesc(self.tensor_desc)
-        _check_offsets(self, self.offsets, tdesc)
-        _check_hints(self, READ_HINTS)
-        value = self.value.type
-        assert isinstance(value, VectorType)
-        if value.element_type != tdesc.element_type:
-            raise VerifyException(f"load_nd reads {tdesc.element_type} but produces {value.element_type}")
+    HINTS: ClassVar[tuple[str, ...]] = READ_HINTS
+    ELEMENTS_DIFFER: ClassVar[str] = "load_nd reads {desc} but produces {vector}"
+
+    def verify_block(self, tdesc: TensorDescType) -> None:
         transpose = self.transpose.get_values() if self.transpose is not None else None
         if transpose is not None and sorted(transpose) != list(range(tdesc.rank)):
             raise VerifyException(f"transpose {list(transpose)} is not a permutation of {tdesc.rank} dims")
         if self.packed is not None and transpose is not None:
             raise VerifyException("packed (VNNI) and transpose cannot be combined")
         want = _expected_load_shapes(tdesc, transpose)
-        have = tuple(value.get_shape())
-        if have != want and not _is_fragment_of(have, want, packed=self.packed is not None):
-            raise VerifyException(
-                f"load_nd of a {shape_text(tdesc.get_shape())} block gives vector<{shape_text(want)}>, "
-                f"not vector<{shape_text(have)}>"
-            )
-        if have == want:
-            _check_fits(self.layout, "layout", have, "the loaded vector")
+        have = tuple(self.value.type.get_shape())  # type: ignore[union-attr]
+        _check_block_value(self, have, want, packed=self.packed is not None, role="the loaded vector",
+                           mismatch=f"load_nd of a {shape_text(tdesc.get_shape())} block gives "
+                                    f"vector<{shape_text(want)}>, not vector<{shape_text(have)}>")
+
 
 def _is_fragment_of(have: Sequence[int], want: Sequence[int], *, packed: bool) -> bool:
     """A vector that is the whole block repacked (VNNI) or one lane's share of it."""
@@ -566,19 +561,13 @@ class StoreNdOp(_NdAccessOp):
         "type($tensor_desc)"
     )
 
-    def verify_(self) -> None:
-        tdesc = _tdesc(self.tensor_desc)
-        _check_offsets(self, self.offsets, tdesc)
-        _check_hints(self, WRITE_HINTS)
-        value = self.value.type
-        assert isinstance(value, VectorType)
-        if value.element_type != tdesc.element_type:
-            raise VerifyException(f"store_nd writes {value.element_type} into a {tdesc.element_type} descriptor")
-        have, want = tuple(value.get_shape()), tdesc.get_shape()
-        if have != want and not _is_fragment_of(have, want, packed=False):
-            raise VerifyException(f"store_nd of vector<{shape_text(have)}> into a {shape_text(want)} block")
-        if have == want:
-            _check_fits(self.layout, "layout", have, "the stored vector")
+    HINTS: ClassVar[tuple[str, ...]] = WRITE_HINTS
+    ELEMENTS_DIFFER: ClassVar[str] = "store_nd writes {vector} into a {desc} descriptor"
+
+    def verify_block(self, tdesc: TensorDescType) -> None:
+        have, want = tuple(self.value.type.get_shape()), tdesc.get_shape()  # type: ignore[union-attr]
+        _check_block_value(self, have, want, packed=False, role="the stored vector",
+                           mismatch=f"store_nd of vector<{shape_text(have)}> into a {shape_text(want)} block")
 
 
 @mlir_op
@@ -594,10 +583,9 @@ class PrefetchNdOp(_NdAccessOp):
         "$tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:` type($tensor_desc)"
     )
 
-    def verify_(self) -> None:
-        tdesc = _tdesc(self.tensor_desc)
-        _check_offsets(self, self.offsets, tdesc)
-        _check_hints(self, READ_HINTS)
+    HINTS: ClassVar[tuple[str, ...]] = READ_HINTS
+
+    def verify_block(self, tdesc: TensorDescType) -> None:
         _check_fits(self.layout, "layout", tdesc.get_shape(), "the prefetched block")
 
 
