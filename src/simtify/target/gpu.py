@@ -5,29 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from simtify.errors import SimtifyError
+from simtify.target.mma import MatrixInstruction
 
 KiB = 1024
-
-
-@dataclass(frozen=True)
-class MatrixInstruction:
-    """One subgroup-cooperative matrix multiply-accumulate: D[m,n] += A[m,k] B[k,n]."""
-
-    name: str
-    m: int
-    n: int
-    k: int
-    a_type: str
-    b_type: str
-    c_type: str
-
-    @property
-    def intrinsic(self):
-        """Its operand and result layouts (`simtify.target.mma.MMAIntrinsic`: A, B, C as
-        NestedLayouts); an error for instructions whose layouts are not modelled."""
-        from simtify.target.mma import intrinsic
-
-        return intrinsic(self.name)
 
 
 @dataclass(frozen=True)

@@ -38,15 +38,29 @@ def _single(outer, thread, strides, element) -> NestedLayout:
 
 
 @dataclass(frozen=True)
-class MMAIntrinsic:
-    name: str  # as #iree_gpu.mma_layout<NAME> spells it
-    op: str  # the SIMT op: "amdgpu.mfma" or "nvgpu.mma.sync"
+class MatrixInstruction:
+    """One subgroup-cooperative matrix multiply-accumulate: D[m,n] += A[m,k] B[k,n]."""
+
+    name: str  # as #iree_gpu.mma_layout<NAME> spells it, for those IREE names
     m: int
     n: int
     k: int
     a_type: str
     b_type: str
     c_type: str
+
+    @property
+    def intrinsic(self) -> MMAIntrinsic:
+        """Its operand and result layouts; an error for instructions whose layouts are
+        not modelled."""
+        return intrinsic(self.name)
+
+
+@dataclass(frozen=True)
+class MMAIntrinsic(MatrixInstruction):
+    """A matrix instruction with the layouts of its operands and result."""
+
+    op: str  # the SIMT op: "amdgpu.mfma" or "nvgpu.mma.sync"
     subgroup_size: int
     a: NestedLayout  # M x K
     b: NestedLayout  # K x N
@@ -96,28 +110,28 @@ INTRINSICS: dict[str, MMAIntrinsic] = {
     i.name: i
     for i in (
         MMAIntrinsic(
-            "MFMA_F32_16x16x16_F16", "amdgpu.mfma", 16, 16, 16, "f16", "f16", "f32", 64,
+            "MFMA_F32_16x16x16_F16", 16, 16, 16, "f16", "f16", "f32", "amdgpu.mfma", 64,
             a=_single((1, 1), (16, 4), (1, 16), (1, 4)),
             b=_single((1, 1), (4, 16), (16, 1), (4, 1)),
             c=_single((1, 1), (4, 16), (16, 1), (4, 1)),
             a_shape=(4,), b_shape=(4,), c_shape=(4,),
         ),
         MMAIntrinsic(
-            "MFMA_F32_16x16x4_F32", "amdgpu.mfma", 16, 16, 4, "f32", "f32", "f32", 64,
+            "MFMA_F32_16x16x4_F32", 16, 16, 4, "f32", "f32", "f32", "amdgpu.mfma", 64,
             a=_single((1, 1), (16, 4), (1, 16), (1, 1)),
             b=_single((1, 1), (4, 16), (16, 1), (1, 1)),
             c=_single((1, 1), (4, 16), (16, 1), (4, 1)),
             a_shape=(1,), b_shape=(1,), c_shape=(4,),
         ),
         MMAIntrinsic(
-            "MFMA_F32_32x32x8_F16", "amdgpu.mfma", 32, 32, 8, "f16", "f16", "f32", 64,
+            "MFMA_F32_32x32x8_F16", 32, 32, 8, "f16", "f16", "f32", "amdgpu.mfma", 64,
             a=_single((1, 1), (32, 2), (1, 32), (1, 4)),
             b=_single((1, 1), (2, 32), (32, 1), (4, 1)),
             c=_single((4, 1), (2, 32), (32, 1), (4, 1)),
             a_shape=(4,), b_shape=(4,), c_shape=(16,),
         ),
         MMAIntrinsic(
-            "NV_MMA_SYNC_F32_16x8x16_F16", "nvgpu.mma.sync", 16, 8, 16, "f16", "f16", "f32", 32,
+            "NV_MMA_SYNC_F32_16x8x16_F16", 16, 8, 16, "f16", "f16", "f32", "nvgpu.mma.sync", 32,
             a=_single((2, 2), (8, 4), (4, 1), (1, 2)),
             b=_single((2, 1), (4, 8), (1, 4), (2, 1)),
             c=_single((2, 1), (8, 4), (4, 1), (1, 2)),
