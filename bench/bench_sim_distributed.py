@@ -3,12 +3,15 @@
 (32-lane subgroups) and gfx942 (64 lanes), simulated with sanitizers on and off.
 
 Prints, from one run, the best of 3 simulations against the best of 3 numpy row sums
-(`x.sum(axis=1)`) as a ratio, and the peak memory numpy allocated during one
-simulation (tracemalloc) against the arguments' size. Asserts only the answer.
+(`x.sum(axis=1)`) as a ratio, in one process and shared among all cores
+(`simtify.sim.split_grid`), and the peak memory numpy allocated during one simulation
+in the (parent) process (tracemalloc) against the arguments' size. Asserts only the
+answer.
 Run: python bench/bench_sim_distributed.py"""
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 import tracemalloc
@@ -50,14 +53,16 @@ def main() -> None:
     print(f"16M f32 row sums ({ROWS}x{COLS}), distributed by simtify; {platform.machine()}, "
           f"{platform.python_version()}, numpy {np.__version__}")
     print(f"  numpy x.sum(axis=1): {numpy_s * 1e3:.1f} ms")
-    print("| target | sanitizers | simulate ms | x numpy | MB allocated | (arguments + allocated) / arguments |")
-    print("|---|---|---:|---:|---:|---:|")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print("| target | sanitizers | processes | simulate ms | x numpy | MB allocated | "
+          "(arguments + allocated) / arguments |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for target in ("sm_90", "gfx942"):
         module = distributed(target)
-        for sanitize in (True, False):
+        for sanitize, jobs in ((True, 1), (False, 1), (True, cores), (False, cores)):
             def once():
                 return run(module, "reduction", {"src": x, "dst": out}, target=target, sanitize=sanitize,
-                           grid=(ROWS,))
+                           grid=(ROWS,), jobs=jobs)
 
             result = once()
             np.testing.assert_allclose(result.outputs["dst"], want, rtol=1e-4, atol=1e-3)
@@ -67,7 +72,8 @@ def main() -> None:
             once()
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
-            print(f"| {target} | {'on' if sanitize else 'off'} | {seconds * 1e3:.0f} | {seconds / numpy_s:.1f} | "
+            print(f"| {target} | {'on' if sanitize else 'off'} | {result.timing['processes']} | {seconds * 1e3:.0f} | "
+                  f"{seconds / numpy_s:.1f} | "
                   f"{peak / 1e6:.0f} | {1 + peak / args_bytes:.2f} |")
 
 
