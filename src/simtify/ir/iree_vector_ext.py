@@ -112,7 +112,8 @@ class ToLayoutOp(IRDLOperation):
     type; the verifier requires the layout to cover the shape exactly (per dim,
     S·B·O·T·E equals the size), as IREE's does; inside a function whose
     ``translation_info`` gives the subgroup size (and workgroup size), it must also fit
-    the launch: its thread span within a subgroup, its subgroups within the workgroup."""
+    the launch: its thread span within the workgroup, and subgroups beyond the launched
+    ones wrapping around as whole digits (`NestedLayout.on_subgroups`)."""
 
     name = "iree_vector_ext.to_layout"
 
@@ -175,8 +176,8 @@ class ToLayoutOp(IRDLOperation):
             )
         subgroup_size, threads = launch_of(self)
         if subgroup_size is not None:
-            # The layout must fit the launch: lanes within a subgroup, subgroups within the
-            # workgroup (DESIGN: errors, not wrap-arounds).
+            # The layout must fit the launch: threads within the workgroup, subgroups beyond
+            # the launched ones wrapping around whole digits (errors otherwise).
             try:
                 layout.check_launch(subgroup_size, threads)
             except SimtifyError as e:
