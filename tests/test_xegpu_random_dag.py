@@ -211,3 +211,35 @@ def test_random_xegpu_dags_distribute_to_lanes_correctly(case):
         if not known:
             raise
         event(f"refused: {known[0]}")
+
+
+# Found by the test above: a broadcast row (a slice layout whose removed dim carries the
+# 16 lanes) wrote lane_data = inst_data / lane_layout = 0 for that dim when blocking made
+# its lane data explicit ("lane_data [8, 0, 16] must be positive").
+SLICED_LANES = """func.func @f(%in0: memref<8x16xf32>, %in1: memref<8x16xf32>, %in2: memref<8x16xf32>, %out0: memref<8x16xf32>, %p: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %cn = arith.constant 8 : index
+  %bid = gpu.block_id x
+  %row = arith.muli %bid, %cn : index
+  %ti0 = xegpu.create_nd_tdesc %in0 : memref<8x16xf32> -> !xegpu.tensor_desc<8x16xf32>
+  %a0 = xegpu.load_nd %ti0[%row, 0] : !xegpu.tensor_desc<8x16xf32> -> vector<8x16xf32>
+  %ti1 = xegpu.create_nd_tdesc %in1 : memref<8x16xf32> -> !xegpu.tensor_desc<8x16xf32>
+  %a1 = xegpu.load_nd %ti1[%row, 0] : !xegpu.tensor_desc<8x16xf32> -> vector<8x16xf32>
+  %ti2 = xegpu.create_nd_tdesc %in2 : memref<8x16xf32> -> !xegpu.tensor_desc<8x16xf32>
+  %a2 = xegpu.load_nd %ti2[%row, 0] <{layout = #xegpu.layout<lane_layout = [1, 16]>}> : !xegpu.tensor_desc<8x16xf32> -> vector<8x16xf32>
+  %i1 = arith.constant dense<0> : vector<8xf32>
+  %r2 = vector.multi_reduction <add>, %a2, %i1 [1] : vector<8x16xf32> to vector<8xf32>
+  %s4 = vector.shape_cast %r2 : vector<8xf32> to vector<8x1xf32>
+  %w3 = vector.broadcast %s4 : vector<8x1xf32> to vector<8x16xf32>
+  %v5 = arith.addf %w3, %a0 : vector<8x16xf32>
+  %to0 = xegpu.create_nd_tdesc %out0 : memref<8x16xf32> -> !xegpu.tensor_desc<8x16xf32>
+  xegpu.store_nd %v5, %to0[%row, 0] : vector<8x16xf32>, !xegpu.tensor_desc<8x16xf32>
+  return
+}
+"""
+
+
+def test_a_broadcast_row_whose_sliced_dim_holds_the_lanes():
+    check_xegpu(SLICED_LANES, "f", rtol=1e-4, atol=1e-4, grid=(1,))

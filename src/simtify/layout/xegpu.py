@@ -550,7 +550,8 @@ def explicit_lane_data(layout: Layout | None) -> Layout | None:
     f = fields(base)
     if f["lane_layout"] is None or f["lane_data"] is not None or f["inst_data"] is None:
         return layout
-    f["lane_data"] = [i // ll for i, ll in zip(f["inst_data"], f["lane_layout"])]
+    # a dim a slice removed holds one position whatever its lanes: one element each
+    f["lane_data"] = [1 if d in removed else i // ll for d, (i, ll) in enumerate(zip(f["inst_data"], f["lane_layout"]))]
     return build(f, removed)
 
 
