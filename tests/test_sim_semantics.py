@@ -346,3 +346,17 @@ def test_insert_strided_slice_chain_of_reads_split_by_thread_digits(covers):
         rows = 2 * np.concatenate([rows[:, :, :2], np.full_like(rows[:, :, 2:], 7.0)], axis=2)
     np.testing.assert_array_equal(r.outputs["out"], rows)
     assert not r.findings
+
+
+def test_insert_strided_slice_chain_of_bf16_reads_rounds_what_it_reads():
+    """Memory handed over unrounded (float32 arrays for a bf16 memref) is rounded to bf16
+    when read, the strided reads of an insert chain included."""
+    from simtify.sim.types import round_bf16
+
+    x = floats(64, 4096)
+    module = parse(PIECES.replace("LAST", THIRD_PIECE).replace("f32", "bf16"))
+    r = run(module, "pieces", {"in": x.copy(), "out": floats(64, 256, 3, 4)}, grid=(64,), block=(256,))
+    tid = np.arange(256)
+    start = (tid // 32) * 512 + (tid % 32) * 4
+    rows = x[:, start[:, None, None] + 128 * np.arange(3)[None, :, None] + np.arange(4)[None, None, :]]
+    np.testing.assert_array_equal(r.outputs["out"], round_bf16(rows))

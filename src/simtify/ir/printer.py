@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -25,9 +26,12 @@ from xdsl.printer import Printer
 __all__ = ["MLIRPrinter"]
 
 
+@dataclass(eq=False, repr=False)
 class MLIRPrinter(Printer):
     """xDSL's printer with MLIR's spelling of non-finite floats; a vector or memref type
     is spelled once per printer (printed IR names the same few thousands of times)."""
+
+    _spelled: dict[Attribute, str] = field(default_factory=dict, init=False)
 
     def print_float(self, value: float, type: AnyFloat):
         if math.isnan(value) or math.isinf(value):
@@ -38,12 +42,11 @@ class MLIRPrinter(Printer):
 
     def print_attribute(self, attribute: Attribute) -> None:
         if isinstance(attribute, VectorType | MemRefType):
-            spelled: dict[Attribute, str] = self.__dict__.setdefault("_spelled", {})
-            known = spelled.get(attribute)
+            known = self._spelled.get(attribute)
             if known is None:
                 inner = MLIRPrinter(stream=io.StringIO())
                 inner._print_attribute_once(attribute)
-                known = spelled[attribute] = inner.stream.getvalue()
+                known = self._spelled[attribute] = inner.stream.getvalue()
             self.print_string(known)
             return
         self._print_attribute_once(attribute)

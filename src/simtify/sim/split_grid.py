@@ -95,7 +95,7 @@ def _payload(interp, buffers: dict, returns: list) -> dict:
     for name, buf in buffers.items():
         if buf.wrote is not None and buf.wrote.any():
             edges = np.flatnonzero(np.diff(np.r_[0, buf.wrote.view(np.int8), 0]))
-            writes[name] = [(int(a), buf.data[a:b].copy()) for a, b in zip(edges[::2], edges[1::2])]
+            writes[name] = [(int(a), buf.data[a:b]) for a, b in zip(edges[::2], edges[1::2])]  # pickled: copied
     return {
         "by_op": interp.counters.by_op_json(),
         "findings": interp.findings,

@@ -71,12 +71,23 @@ def round_bf16(a: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(a), a, out)
 
 
+def _odd_width(e) -> bool:
+    """An integer type numpy holds in a wider one (i4, i24): its values need wrapping."""
+    return isinstance(e, IntegerType) and e.width.data not in (1, 8, 16, 32, 64)
+
+
+def held_as_is(dtype: np.dtype, t) -> bool:
+    """Whether values of numpy `dtype` are values of `t` unchanged (`fit` returns them
+    as they are)."""
+    return dtype == dtype_of(t) and not is_bf16(t) and not _odd_width(element_type(t))
+
+
 def fit(value: np.ndarray, t) -> np.ndarray:
     """`value` converted to the numpy type of `t`, wrapping integers as MLIR does."""
     dt = dtype_of(t)
     e = element_type(t)
     value = np.asarray(value)
-    if isinstance(e, IntegerType) and e.width.data not in (1, 8, 16, 32, 64):
+    if _odd_width(e):
         w = e.width.data
         v = value.astype(np.int64) & ((1 << w) - 1)
         return np.where(v >= (1 << (w - 1)), v - (1 << w), v).astype(dt)

@@ -12,7 +12,7 @@ from simtify.errors import SimtifyError
 from simtify.sim.affine_eval import result_dims
 from simtify.sim.handlers import handles
 from simtify.sim.memory import SplitThreads
-from simtify.sim.types import dtype_of, fit, shape_of
+from simtify.sim.types import dtype_of, fit, held_as_is, shape_of
 from simtify.sim.values import bool_array, int_array, lead
 
 KINDS = {
@@ -116,7 +116,8 @@ def _transfer_read(sim, op, mask_value=None):
     vshape = shape_of(t)
     idx, valid, mask, contiguous = _transfer_indices(sim, op, mem, vshape, mask_value)
     take = valid if mask is None else (mask if valid is None else valid & mask)
-    split = take is None and dtype_of(t) == mem.buffer.data.dtype and sim.fact(op, "inserted", _only_inserted)
+    # a read only an insert copies may stay a view, when it needs no conversion either
+    split = take is None and held_as_is(mem.buffer.data.dtype, t) and sim.fact(op, "inserted", _only_inserted)
     vals = sim.load(op, mem, idx, vshape, mask=take, contiguous=contiguous, split_threads=split)
     if isinstance(vals, SplitThreads):
         return [vals]
@@ -272,8 +273,7 @@ def _extract_strided(sim, op):
 def _only_inserted(op) -> bool:
     """The result of `op` is only stored by one `insert_strided_slice` (which copies it)."""
     uses = list(op.results[0].uses)
-    return (len(uses) == 1 and uses[0].operation.name == "vector.insert_strided_slice"
-            and uses[0].index == 0 and bool_array(op.in_bounds) == [True] * len(shape_of(op.results[0].type)))
+    return len(uses) == 1 and uses[0].operation.name == "vector.insert_strided_slice" and uses[0].index == 0
 
 
 def _placement_dims(op) -> tuple[int, ...] | None:
