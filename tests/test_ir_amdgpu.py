@@ -34,6 +34,13 @@ def test_round_trip_in_upstream_syntax(name):
     assert SNIPPETS[name].strip() in printed
 
 
+def test_the_design_documents_to_spelling_is_read_and_printed_as_upstreams():
+    """direct_load_to_lds_design.md writes ``%global[..] to %lds[..]``."""
+    seed = f"  amdgpu.gather_to_lds %g[%i, %j] to %lds[%i, %j] : vector<2xf16>, memref<1024x1024xf16>, {LDS}"
+    printed = print_ir(parse(func(seed)))
+    assert SNIPPETS["vector"].strip() in printed and " to " not in printed
+
+
 def test_fields():
     (op,) = ops_named(parse(func(SNIPPETS["scalar_async"])), "amdgpu.gather_to_lds")
     assert isinstance(op, GatherToLDSOp)

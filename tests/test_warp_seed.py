@@ -130,3 +130,82 @@ func.func @axpy(%x: memref<256xf32>, %y: memref<256xf32>, %a: f32) {
     assert "scf.if" not in out and "memref.alloc" not in out
     assert widest_vector(out) == 2
     assert "sink_step" in steps and "sink_broadcast" in steps
+
+
+# The RFC's three regions in its own spelling (``vector.warp_execute_on_lane_0(%laneid :
+# index, ..)`` without a warp size, ``vector.yield``), completed into one runnable program
+# each: read as today's gpu ops, and computing the copy.
+RFC_PROLOGUE = """
+func.func @copy(%A: memref<128xf32>, %B: memref<128xf32>) {
+  %gid = gpu.block_id x
+  %laneid = gpu.lane_id
+  %c32 = arith.constant 32 : index
+  %cst_0 = arith.constant 0.0 : f32
+  %i0 = arith.muli %gid, %c32 : index
+"""
+RFC_REGIONS = {
+    "serialized": """
+  vector.warp_execute_on_lane_0(%laneid : index) {
+    %l = vector.transfer_read %A[%i0], %cst_0 {in_bounds = [true]} : memref<128xf32>, vector<32xf32>
+    vector.transfer_write %l, %B[%i0] {in_bounds = [true]} : vector<32xf32>, memref<128xf32>
+  }
+""",
+    "write_distributed": """
+  %v = vector.warp_execute_on_lane_0(%laneid : index) : vector<1xf32> {
+    %l = vector.transfer_read %A[%i0], %cst_0 {in_bounds = [true]} : memref<128xf32>, vector<32xf32>
+    vector.yield %l : vector<32xf32>
+  }
+  %i1 = affine.apply affine_map<(d0)[s0] -> (d0 + s0)>(%laneid)[%i0]
+  vector.transfer_write %v, %B[%i1] {in_bounds = [true]} : vector<1xf32>, memref<128xf32>
+""",
+    "read_distributed": """
+  %i = affine.apply affine_map<(d0)[s0] -> (d0 + s0)>(%laneid)[%i0]
+  %l = vector.transfer_read %A[%i], %cst_0 {in_bounds = [true]} : memref<128xf32>, vector<1xf32>
+  vector.warp_execute_on_lane_0(%laneid : index, %l : vector<1xf32>) {
+  ^bb(%arg: vector<32xf32>):
+    vector.transfer_write %arg, %B[%i0] {in_bounds = [true]} : vector<32xf32>, memref<128xf32>
+  }
+""",
+    "upstream_before_the_move": """
+  %v = vector.warp_execute_on_lane_0(%laneid)[32] -> (vector<1xf32>) {
+    %l = vector.transfer_read %A[%i0], %cst_0 {in_bounds = [true]} : memref<128xf32>, vector<32xf32>
+    vector.yield %l : vector<32xf32>
+  }
+  %i1 = affine.apply affine_map<(d0)[s0] -> (d0 + s0)>(%laneid)[%i0]
+  vector.transfer_write %v, %B[%i1] {in_bounds = [true]} : vector<1xf32>, memref<128xf32>
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(RFC_REGIONS))
+def test_rfc_spelling_is_read_as_todays_region_and_copies(name):
+    import numpy as np
+
+    from simtify.ir import print_module
+    from simtify.sim import find_function, random_inputs, run
+
+    text = RFC_PROLOGUE + RFC_REGIONS[name] + "  return\n}\n"
+    printed = print_module(parse(text, "rfc.mlir"))
+    assert "vector.warp_execute_on_lane_0" not in printed and "vector.yield" not in printed
+    assert "gpu.warp_execute_on_lane_0(%laneid)[32]" in printed
+    module = parse(printed, "printed.mlir")  # today's spelling reads back
+    inputs = random_inputs(find_function(module, "copy"), 3)
+    got = run(module, "copy", {k: v.copy() for k, v in inputs.items()}, grid=(4,), block=(32,), target="sm_90")
+    assert not got.findings, got.findings
+    np.testing.assert_array_equal(got.arguments["B"], inputs["A"])
+
+
+def test_rfc_spelling_with_disagreeing_splits_is_refused():
+    from simtify.errors import SimtifyError
+
+    text = RFC_PROLOGUE + """
+  %a = arith.constant dense<1.0> : vector<1xf32>
+  %b = arith.constant dense<1.0> : vector<2xf32>
+  vector.warp_execute_on_lane_0(%laneid : index, %a : vector<1xf32>, %b : vector<2xf32>) {
+  ^bb(%x: vector<32xf32>, %y: vector<32xf32>):
+  }
+  return
+}
+"""
+    with pytest.raises(SimtifyError, match=r"no warp size given, and the boundary values split over \[16, 32\] lanes"):
+        parse(text, "rfc.mlir")

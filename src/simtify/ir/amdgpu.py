@@ -4,8 +4,8 @@
 `simtify.sim.ops.amdgpu`).
 
 ``amdgpu.gather_to_lds [async] %src[%i, %j], %dst[%k, %l] : vector<2xf16>,
-memref<..>, memref<.., #gpu.address_space<workgroup>>`` (upstream MLIR's syntax, which
-the project follows over the seed's proposed ``... to %dst[..]``): every lane reads one
+memref<..>, memref<.., #gpu.address_space<workgroup>>`` (upstream MLIR's syntax; the
+seed's proposed ``... to %dst[..]`` is read too and printed as upstream's): every lane reads one
 `transfer type` from its own ``src[indices]``; the subgroup writes what its lanes read
 contiguously, in lane order, from ``dst[indices]`` (only lane 0's destination indices
 matter). Like ``global_load_lds`` itself, a lane moves 1, 2, 4, 12 or 16 bytes.
@@ -61,6 +61,20 @@ AddressSpaceAttr = enum_attr("amdgpu.address_space", AddressSpace, "``#amdgpu.ad
                              "read from).")
 
 
+@irdl_custom_directive
+class CommaOrTo(CustomDirective):
+    """The separator between a gather's source and destination: upstream's ``,``, or the
+    design document's ``to`` (read so that its examples paste); printed as ``,``."""
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if parser.parse_optional_keyword("to") is None:
+            parser.parse_punctuation(",")
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        printer.print_string(",")
+        state.last_was_punctuation = True
+
+
 @mlir_op
 class GatherToLDSOp(IRDLOperation):
     """A subgroup's gather from global memory (or a fat raw buffer) into LDS."""
@@ -75,8 +89,9 @@ class GatherToLDSOp(IRDLOperation):
     is_async = opt_prop_def(UnitAttr, prop_name="async")
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    custom_directives = (CommaOrTo,)
     assembly_format = (
-        "(`async` $async^)? $src `[` $src_indices `]` `,` $dst `[` $dst_indices `]` attr-dict `:` $transferType `,` "
+        "(`async` $async^)? $src `[` $src_indices `]` custom<CommaOrTo>() $dst `[` $dst_indices `]` attr-dict `:` $transferType `,` "
         "type($src) `,` type($dst)"
     )
 

@@ -46,6 +46,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from simtify.errors import SimtifyError
 from simtify.ir import attribute_syntax as syntax
+from simtify.ir.lazy_formats import build as build_format
 from simtify.layout.syntax import AttributeText
 
 __all__ = [
@@ -202,12 +203,19 @@ def mlir_op(cls: type[OpT]) -> type[OpT]:
     cls = irdl_op_definition(cls)
     merged = bool(getattr(cls, "PROPERTIES_IN_ATTR_DICT", False))
     sort = bool(getattr(cls, "SORTED_ATTR_DICT", True))
-    program = FormatProgram.from_str(cls.assembly_format, cls.get_irdl_definition())
-    program = FormatProgram(tuple(
-        MLIRAttrDict(s.with_keyword, s.reserved_attr_names, s.expected_properties, merged, sort)
-        if isinstance(s, AttrDictDirective) else s for s in program.stmts))
-    cls.parse = classmethod(lambda c, parser: program.parse(parser, c))  # type: ignore[method-assign]
-    cls.print = lambda op, printer: program.print(printer, op)  # type: ignore[method-assign]
+    built: list[FormatProgram] = []
+
+    def program() -> FormatProgram:
+        if not built:
+            stmts = build_format(FormatProgram.from_str(cls.assembly_format, cls.get_irdl_definition())).stmts
+            built.append(FormatProgram(tuple(
+                MLIRAttrDict(s.with_keyword, s.reserved_attr_names, s.expected_properties, merged, sort)
+                if isinstance(s, AttrDictDirective) else s for s in stmts)))
+        return built[0]
+
+    cls.parse = classmethod(lambda c, parser: program().parse(parser, c))  # type: ignore[method-assign]
+    cls.print = lambda op, printer: program().print(printer, op)  # type: ignore[method-assign]
+    cls.format_program = staticmethod(program)  # type: ignore[attr-defined]
     return cls
 
 

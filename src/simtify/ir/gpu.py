@@ -452,13 +452,29 @@ class WarpExecuteOnLane0Op(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> WarpExecuteOnLane0Op:
+        return cls.parse_spellings(parser)
+
+    @classmethod
+    def parse_spellings(cls, parser: Parser) -> WarpExecuteOnLane0Op:
+        """Today's syntax, and the older ones `simtify.ir.vector` hands here: upstream's
+        before the op moved to ``gpu`` (``vector.warp_execute_on_lane_0(%l)[32]``, ending
+        in ``vector.yield``) and the RFC's (``(%laneid : index, %v : T) : R { ^bb(..) }``,
+        no warp size: it is what the boundary types split by, 32 when none is split)."""
         parser.parse_punctuation("(")
         laneid = parser.parse_operand(IndexType())
+        rfc_args: list[SSAValue] = []
+        if parser.parse_optional_punctuation(":") is not None:
+            parser.parse_type()
+            while parser.parse_optional_punctuation(",") is not None:
+                operand = parser.parse_unresolved_operand()
+                parser.parse_punctuation(":")
+                rfc_args.append(parser.resolve_operand(operand, parser.parse_type()))
         parser.parse_punctuation(")")
-        parser.parse_punctuation("[")
-        warp_size = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        parser.parse_punctuation("]")
-        args: list[SSAValue] = []
+        warp_size: int | None = None
+        if parser.parse_optional_punctuation("[") is not None:
+            warp_size = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            parser.parse_punctuation("]")
+        args: list[SSAValue] = rfc_args
         if parser.parse_optional_keyword("args") is not None:
             # upstream: args(%a, %b : t1, t2); the per-value form args(%a : t1, %b : t2) is read too
             parser.parse_punctuation("(")
@@ -479,15 +495,20 @@ class WarpExecuteOnLane0Op(IRDLOperation):
                 parser.raise_error(f"args: {len(operands)} values with {len(types)} types")
             args = [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
         result_types: list[Attribute] = []
-        if parser.parse_optional_punctuation("->") is not None:
+        if parser.parse_optional_punctuation("->") is not None or parser.parse_optional_punctuation(":") is not None:
             if parser.parse_optional_punctuation("(") is not None:  # one result may come without parentheses
                 if parser.parse_optional_punctuation(")") is None:
                     result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
                     parser.parse_punctuation(")")
             else:
                 result_types = [parser.parse_type()]
+        at = parser.pos
         region = parser.parse_region()
         _ensure_yield(region)
+        if warp_size is None:
+            warp_size = _warp_size_of(region, args, result_types)
+            if isinstance(warp_size, str):
+                parser.raise_error(f"no warp size given, and {warp_size}", at_position=at)
         extra, attributes = split_properties(cls, parser.parse_optional_attr_dict())
         return cls.build(
             operands=[laneid, args],
@@ -544,12 +565,41 @@ class WarpExecuteOnLane0Op(IRDLOperation):
 
 
 def _ensure_yield(region: Region) -> None:
-    """Upstream lets a region of yield-less ops omit its ``gpu.yield``; add it back."""
+    """Upstream lets a region of yield-less ops omit its ``gpu.yield``; add it back. An
+    older ``vector.yield`` becomes today's ``gpu.yield``."""
     if not region.blocks:
         region.add_block(Block())
     block = region.block
-    if block.last_op is None or not block.last_op.has_trait(IsTerminator):
+    last = block.last_op
+    if last is not None and last.name == "vector.yield":
+        last.detach()
+        block.add_op(YieldOp(last.operands))
+        last.drop_all_references()
+        last.erase()
+    elif last is None or not last.has_trait(IsTerminator):
         block.add_op(YieldOp())
+
+
+RFC_WARP_SIZE = 32
+
+
+def _warp_size_of(region: Region, args: Sequence[SSAValue], result_types: Sequence[Attribute]) -> int | str:
+    """The warp size the boundary of an RFC-style region implies: the lanes every split
+    value is split over (they must agree); `RFC_WARP_SIZE` when no value is split."""
+    block = region.block
+    yielded = block.last_op.operands if block.last_op is not None else ()
+    pairs = [(inside.type, outside.type) for inside, outside in zip(block.args, args)]
+    pairs += [(inside.type, outside) for inside, outside in zip(yielded, result_types)]
+    sizes = set()
+    for expanded, distributed in pairs:
+        ratios = distribution_ratios(expanded, distributed)
+        if isinstance(ratios, str):
+            return ratios
+        if expanded != distributed:
+            sizes.add(prod(ratios))
+    if len(sizes) > 1:
+        return f"the boundary values split over {sorted(sizes)} lanes"
+    return sizes.pop() if sizes else RFC_WARP_SIZE
 
 
 # ------------------------------------------------------------- module and functions

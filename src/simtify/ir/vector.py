@@ -39,6 +39,7 @@ from xdsl.traits import IsTerminator, MemoryReadEffect, MemoryWriteEffect, Pure,
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from simtify.ir import gpu
 from simtify.ir.assembly import AngleBracketEnum, DerivingType, IntList, YieldTerminator, i64_array, i64_dense
 from simtify.ir.assembly import int_values, mlir_op, parse_operands, split_properties
 
@@ -1279,9 +1280,22 @@ class ScanOp(IRDLOperation):
         check_kind(self.kind, self.source.type.element_type, "the source")
 
 
+@irdl_op_definition
+class WarpExecuteOnLane0Spelling(IRDLOperation):
+    """``vector.warp_execute_on_lane_0``: the name the warp region had before it moved to
+    the gpu dialect (and the RFC's spelling); read as today's ``gpu.warp_execute_on_lane_0``."""
+
+    name = "vector.warp_execute_on_lane_0"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Operation:
+        return gpu.WarpExecuteOnLane0Op.parse_spellings(parser)
+
+
 Vector = Dialect(
     "vector",
     [
+        WarpExecuteOnLane0Spelling,
         BitCastOp,
         BroadcastOp,
         ConstantMaskOp,
