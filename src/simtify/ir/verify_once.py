@@ -22,26 +22,41 @@ MEMO_LIMIT = 65_536
 
 _verify_in_full = OpDef.verify
 _passed: set[tuple] = set()
+# the same signatures by the identity of their parts (hashing a type walks all of it);
+# the parts are kept alive with the key, so that no id is reused while remembered
+_passed_by_id: dict[tuple, tuple] = {}
 
 
-def _signature(op_def: OpDef, op: Any) -> tuple:
-    return (id(op_def), tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
+def _parts(op_def: OpDef, op: Any) -> tuple:
+    return (op_def, tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
             tuple(op.properties.items()), tuple(op.attributes.items()))
+
+
+def _identities(parts: tuple) -> tuple:
+    op_def, operands, results, properties, attributes = parts
+    return (id(op_def), *map(id, operands), None, *map(id, results), None,
+            *(id(v) for _, v in properties), *(k for k, _ in properties), None,
+            *(id(v) for _, v in attributes), *(k for k, _ in attributes))
 
 
 def _verify(op_def: OpDef, op: Any) -> None:
     if op.regions or op.successors:
         _verify_in_full(op_def, op)
         return
-    key = _signature(op_def, op)
-    if key in _passed:
-        for trait in op_def.traits:
-            trait.verify(op)
-        return
-    _verify_in_full(op_def, op)
-    if len(_passed) >= MEMO_LIMIT:
-        _passed.clear()
-    _passed.add(key)
+    parts = _parts(op_def, op)
+    identities = _identities(parts)
+    if identities not in _passed_by_id:
+        signature = (id(op_def),) + parts[1:]
+        if signature not in _passed:
+            _verify_in_full(op_def, op)
+            if len(_passed) >= MEMO_LIMIT:
+                _passed.clear()
+                _passed_by_id.clear()
+            _passed.add(signature)
+            return
+        _passed_by_id[identities] = parts
+    for trait in op_def.traits:
+        trait.verify(op)
 
 
 def memo_size() -> int:
