@@ -59,3 +59,18 @@ def test_many_ops_of_one_signature_share_one_entry():
     before = verify_once.memo_size()
     parse(text, "t.mlir")
     assert verify_once.memo_size() - before < 10
+
+
+def test_an_ops_own_check_runs_again_for_another_signature():
+    """vector.extract's own check (positions in range) is remembered per signature: the
+    second extract differs only in its position, which is out of range."""
+    text = """
+func.func @f(%v: vector<4xf32>) -> f32 {
+  %a = vector.extract %v[1] : f32 from vector<4xf32>
+  %b = vector.extract %v[1] : f32 from vector<4xf32>
+  %c = vector.extract %v[7] : f32 from vector<4xf32>
+  return %c : f32
+}
+"""
+    with pytest.raises(SimtifyError, match=r"t.mlir:5:3: .*position 7 is out of bounds"):
+        parse(text, "t.mlir")
