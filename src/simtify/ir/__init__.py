@@ -12,8 +12,9 @@ where it does not (see `simtify.ir.context`).
 
 from __future__ import annotations
 
-# first: every dialect defined after this reads its assembly formats when first used
-from simtify.ir import lazy_formats  # noqa: F401  (isort: skip)
+# first: every dialect defined after this reads its assembly formats when first used,
+# and ops are checked against their definitions once per signature
+from simtify.ir import lazy_formats, verify_once  # noqa: F401  (isort: skip)
 
 import io
 import re

@@ -16,6 +16,7 @@ Two things are added to `xdsl.parser.Parser`:
   function names the same few thousands of times. The text of a shaped type or of a
   dialect attribute (up to its closing ``>``) is read once per parse and its object
   reused: attributes are immutable values.
+  ``true`` / ``false`` are shared the same way.
 - **Operation positions.** xDSL operations carry no source location, yet a verifier
   error must say ``FILE:LINE:COL``. The parser records the offset at which each
   operation starts (its first result name, as MLIR reports it), and the offset of the
@@ -34,6 +35,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     ComplexType,
     IndexType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -42,7 +44,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation
 from xdsl.parser import AttrParser, Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.mlir_lexer import MLIRTokenKind
+
+from simtify.ir.lexer import MLIRFastLexer
 
 __all__ = ["MLIRParser"]
 
@@ -67,6 +72,8 @@ def _closing_angle(text: str, start: int) -> int:
             return found.end()
     return -1
 
+
+_BOOLEANS = {False: IntegerAttr(0, IntegerType(1)), True: IntegerAttr(1, IntegerType(1))}
 
 # The largest dense literal read (elements, splats included).
 MAX_DENSE_ELEMENTS = 1 << 26
@@ -98,6 +105,7 @@ class MLIRParser(Parser):
 
     def __init__(self, ctx: Context, text: str, name: str = "<input>") -> None:
         super().__init__(ctx, text, name)
+        self._parser_state = ParserState(MLIRFastLexer(self.lexer.input))
         self.op_offsets: dict[Operation, int] = {}
         self.open_op_offsets: list[int] = []
         self._types_read: dict[str, object] = {}
@@ -129,6 +137,12 @@ class MLIRParser(Parser):
         if parsed is not None and not self.lexer.input.content[end:self.pos].strip():
             self._types_read[key] = parsed
         return parsed
+
+    def try_parse_builtin_boolean_attr(self):
+        """As xDSL, but ``true`` and ``false`` are two shared attributes, not one built
+        (and verified) per use: ``in_bounds = [true, true]`` is on every transfer."""
+        value = self.parse_optional_boolean()
+        return None if value is None else _BOOLEANS[value]
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """As xDSL, but input with no operation (empty, or only comments) is an empty

@@ -32,6 +32,16 @@ class MLIRPrinter(Printer):
     is spelled once per printer (printed IR names the same few thousands of times)."""
 
     _spelled: dict[Attribute, str] = field(default_factory=dict, init=False)
+    _spelled_by_id: dict[int, tuple[Attribute, str]] = field(default_factory=dict, init=False)
+
+    def print_string(self, text: str, *, indent: int | None = None) -> None:
+        """As xDSL, writing a piece without line breaks (nearly all of them) straight
+        to the stream."""
+        if "\n" in text or self.stream is None:
+            super().print_string(text, indent=indent)
+            return
+        self._current_column += len(text)
+        self.stream.write(text)  # type: ignore[union-attr]
 
     def print_float(self, value: float, type: AnyFloat):
         if math.isnan(value) or math.isinf(value):
@@ -42,11 +52,17 @@ class MLIRPrinter(Printer):
 
     def print_attribute(self, attribute: Attribute) -> None:
         if isinstance(attribute, VectorType | MemRefType):
+            # by identity first: hashing a type walks all of it
+            seen = self._spelled_by_id.get(id(attribute))
+            if seen is not None and seen[0] is attribute:
+                self.print_string(seen[1])
+                return
             known = self._spelled.get(attribute)
             if known is None:
                 inner = MLIRPrinter(stream=io.StringIO())
                 inner._print_attribute_once(attribute)
                 known = self._spelled[attribute] = inner.stream.getvalue()
+            self._spelled_by_id[id(attribute)] = (attribute, known)
             self.print_string(known)
             return
         self._print_attribute_once(attribute)

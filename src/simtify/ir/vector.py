@@ -42,6 +42,7 @@ from xdsl.utils.str_enum import StrEnum
 from simtify.ir import gpu
 from simtify.ir.assembly import AngleBracketEnum, DerivingType, IntList, YieldTerminator, i64_array, i64_dense
 from simtify.ir.assembly import int_values, mlir_op, parse_operands, split_properties
+from simtify.ir.verify_once import once_per_signature
 
 CombiningKind = xdsl_vector.CombiningKindFlag
 CombiningKindAttr = xdsl_vector.CombiningKindAttr
@@ -340,6 +341,7 @@ class TransferReadOp(_TransferOp):
     def print(self, printer: Printer) -> None:
         _print_transfer(printer, self, [], [self.padding], [self.source.type, self.result.type])
 
+    @once_per_signature
     def verify_(self) -> None:
         _verify_transfer(self, self.source.type, self.result.type)
         element = self.source.type.element_type
@@ -381,6 +383,7 @@ class TransferWriteOp(_TransferOp):
     def print(self, printer: Printer) -> None:
         _print_transfer(printer, self, [self.vector], [], [self.vector.type, self.source.type])
 
+    @once_per_signature
     def verify_(self) -> None:
         _verify_transfer(self, self.source.type, self.vector.type)
         if any(isinstance(e, AffineConstantExpr) for e in self.permutation_map.data.results):
@@ -500,6 +503,7 @@ class ExtractOp(_Positioned):
         static, dynamic = split_dynamic_index_list(position, DYNAMIC_INDEX)
         super().__init__(operands=[vector, dynamic], result_types=[result_type], properties={"static_position": i64_dense(static)})
 
+    @once_per_signature
     def verify_(self) -> None:
         _check_position(self.static_position, self.dynamic_position, self.vector.type, self.result.type, "result")
 
@@ -523,6 +527,7 @@ class InsertOp(_Positioned):
         dest = SSAValue.get(dest)
         super().__init__(operands=[value, dest, dynamic], result_types=[dest.type], properties={"static_position": i64_dense(static)})
 
+    @once_per_signature
     def verify_(self) -> None:
         _check_position(self.static_position, self.dynamic_position, self.dest.type, self.value_to_store.type, "inserted value")
 

@@ -1,0 +1,96 @@
+"""An op's declared constraints checked once per distinct signature, not once per op.
+
+xDSL's `OpDef.verify` checks an op against its IRDL definition: operand and result type
+constraints, variadic segment sizes, properties and attributes, then the traits. All but
+the traits are a pure function of the op's kind and of those types and attributes, and a
+distributed kernel repeats a few signatures thousands of times: that check is half of
+verifying one. Importing this module (the package does) remembers the signatures that
+passed and, for an op with no regions or successors whose signature passed before, runs
+only the traits (which may look at the op's parent or neighbours). Signatures compare
+types and attributes by value: equal attributes satisfy the same constraints. An op's
+own ``verify_`` that looks at nothing else says so with `once_per_signature`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from xdsl.irdl.operations import OpDef
+
+__all__ = ["MEMO_LIMIT", "memo_size", "once_per_signature"]
+
+MEMO_LIMIT = 65_536
+
+_verify_in_full = OpDef.verify
+
+
+class _Signatures:
+    """The signatures that passed a check. Looked up by the identity of their parts
+    first (hashing a type walks all of it; the parts are kept alive with the key, so
+    that no id is reused), then by value (a pass builds equal types anew)."""
+
+    def __init__(self) -> None:
+        self.by_value: set[tuple] = set()
+        self.by_identity: dict[tuple, tuple] = {}
+
+    def passed(self, owner: object, op: Any) -> tuple | None:
+        """None if `op`'s signature passed; else the key to `remember` once it does."""
+        parts = (owner, tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
+                 tuple(op.properties.items()), tuple(op.attributes.items()))
+        identities = (id(owner), *map(id, parts[1]), None, *map(id, parts[2]), None,
+                      *(k for k, _ in parts[3]), *(id(v) for _, v in parts[3]), None,
+                      *(k for k, _ in parts[4]), *(id(v) for _, v in parts[4]))
+        if identities in self.by_identity:
+            return None
+        value = (id(owner),) + parts[1:]
+        if value in self.by_value:
+            self.by_identity[identities] = parts
+            return None
+        return value
+
+    def remember(self, value: tuple) -> None:
+        if len(self.by_value) >= MEMO_LIMIT:
+            self.by_value.clear()
+            self.by_identity.clear()
+        self.by_value.add(value)
+
+
+_definitions = _Signatures()
+
+
+def _verify(op_def: OpDef, op: Any) -> None:
+    if op.regions or op.successors:
+        _verify_in_full(op_def, op)
+        return
+    value = _definitions.passed(op_def, op)
+    if value is None:
+        for trait in op_def.traits:
+            trait.verify(op)
+        return
+    _verify_in_full(op_def, op)
+    _definitions.remember(value)
+
+
+def once_per_signature(verify: Callable[[Any], None]) -> Callable[[Any], None]:
+    """An op's own ``verify_`` that looks at nothing but its signature (operand and
+    result types, properties, attributes), run once per signature: the transfers'
+    checks cost as much as all of xDSL's."""
+    signatures = _Signatures()
+
+    def verify_(op: Any) -> None:
+        value = signatures.passed(type(op), op)
+        if value is not None:
+            verify(op)
+            signatures.remember(value)
+
+    verify_.__doc__ = verify.__doc__
+    return verify_
+
+
+def memo_size() -> int:
+    """How many signatures are remembered (for tests)."""
+    return len(_definitions.by_value)
+
+
+OpDef.verify = _verify  # type: ignore[method-assign]
