@@ -81,3 +81,33 @@ func.func @copy_in(%src: {t}) {{
   return
 }}
 """
+
+
+def tensor_copy_program(shape, elem: str, config: str = "#iree_gpu.use_global_load_dma", *, src_shape=None,
+                        offset=None, op: str = "linalg") -> str:
+    """`@copy` on tensors, before bufferization: the `shape` tile of `src` (at `offset`, an
+    extract_slice when given) copied into a `tensor.empty` by a copy tagged `config` (or, with
+    `op="tile"`, the seed's tile-level global_load_dma), then stored into `out`."""
+    tt = f"tensor<{shape_text(shape)}x{elem}>"
+    src_shape = src_shape or shape
+    st, stt = f"memref<{shape_text(src_shape)}x{elem}>", f"tensor<{shape_text(src_shape)}x{elem}>"
+    ot = f"memref<{shape_text(shape)}x{elem}>"
+    tile = "%s"
+    view = ""
+    if offset is not None:
+        view = (f"  %tile = tensor.extract_slice %s[{', '.join(map(str, offset))}] [{', '.join(map(str, shape))}] "
+                f"[{', '.join('1' for _ in shape)}] : {stt} to {tt}\n")
+        tile = "%tile"
+    if op == "linalg":
+        copy = f"linalg.copy {{lowering_config = {config}}} ins({tile} : {tt}) outs(%e : {tt}) -> {tt}"
+    else:
+        copy = f"iree_gpu.global_load_dma {tile}[] -> %e[] : {tt}, {tt} -> {tt}"
+    return f"""
+func.func @copy(%src: {st}, %out: {ot}) {{
+  %s = bufferization.to_tensor %src restrict : {st} to {stt}
+{view}  %e = tensor.empty() : {tt}
+  %c = {copy}
+  bufferization.materialize_in_destination %c in restrict writable %out : ({tt}, {ot}) -> ()
+  return
+}}
+"""

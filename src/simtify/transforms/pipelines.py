@@ -73,6 +73,13 @@ lower_to_global_loads_auto = _dma("lower_to_global_loads_auto")
 lower_global_loads_to_gather = _dma("lower_global_loads_to_gather")
 promote_operands_dma = _dma("promote_operands_dma")
 
+
+def bufferize_tensor_copies(module: ModuleOp, opts: Options) -> None:
+    from simtify.transforms.tensor_dma import bufferize_tensor_copies as bufferize
+
+    bufferize(module, opts)
+
+
 PASSES = {
     "lower-reduction-configs": (lower_reduction_configs,
                                 "configured linalg.generic reductions -> workgroup-level vector programs "
@@ -81,6 +88,9 @@ PASSES = {
     "lower-inner-tiled": (lower_inner_tiled, "distributed iree_codegen.inner_tiled -> one amdgpu.mfma / "
                           "nvgpu.mma.sync per outer tile"),
     "propagate-layouts": (propagate_layouts, "give every vector value a nested layout; print them"),
+    "bufferize-tensor-copies": (bufferize_tensor_copies,
+                                "copies into workgroup memory on tensors -> the memref form: the tensor.empty "
+                                "destination becomes a workgroup memref.alloc, its readers read that"),
     "lower-to-global-loads": (lower_to_global_loads,
                               "copies tagged use_global_load_dma -> per-subgroup iree_gpu.global_load_dma loops "
                               "(cp.async on sm_90); derived_thread_config copies -> per-thread loads and stores"),
@@ -117,10 +127,10 @@ PIPELINES = {
                               "nvgpu.mma.sync"),
     "nested-distribute-shuffles": ([nested_distribute, expand_subgroup_reduce],
                                    "nested-distribute, with subgroup reductions expanded to xor shuffles"),
-    "lower-dma": ([lower_to_global_loads, lower_global_loads_to_gather],
+    "lower-dma": ([bufferize_tensor_copies, lower_to_global_loads, lower_global_loads_to_gather],
                   "copies into workgroup memory -> amdgpu.gather_to_lds (or cp.async on sm_90) / registers; "
                   "an error when DMA cannot do a tagged copy"),
-    "lower-dma-auto": ([lower_to_global_loads_auto, lower_global_loads_to_gather],
+    "lower-dma-auto": ([bufferize_tensor_copies, lower_to_global_loads_auto, lower_global_loads_to_gather],
                        "lower-dma, falling back to registers for copies DMA cannot do"),
     "nested-distribute-dma": ([promote_operands_dma, nested_distribute, lower_to_global_loads_auto,
                                lower_global_loads_to_gather],
@@ -167,6 +177,7 @@ PASS_OPTIONS = {
     **{name: LAUNCH_OPTIONS for name in PASSES},
     "lower-inner-tiled": (),
     "promote-operands-dma": (),
+    "bufferize-tensor-copies": (),
     "nested-distribute": LAUNCH_OPTIONS,
     **{name: LAUNCH_OPTIONS + ("warp-size", "max-whole-write") for name in WARP_PIPELINES},
     **{name: ("subgroup-size",) for name in PIPELINES if name.startswith("xegpu-")},  # always on xe

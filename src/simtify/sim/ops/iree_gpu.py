@@ -71,7 +71,12 @@ def _count_dma(sim, op, nbytes_per_group: int, groups: np.ndarray) -> None:
 @handles("iree_gpu.global_load_dma")
 def _global_load_dma(sim, op):
     if op.result is not None:
-        raise SimtifyError("the simulator runs global_load_dma on memrefs; bufferize the tensor form first")
+        if op.source_indices or op.target_indices:
+            raise SimtifyError("the simulator runs the lane-level global_load_dma on memrefs; the tensor form "
+                               "needs bufferizing first")
+        from simtify.sim.ops.tensor import copied_tensor  # the tile-level copy on tensors: a new tensor
+
+        return [copied_tensor(sim, op, sim.get(op.source), op.result.type)]
     src, dst = _memrefs(sim, op, op.source, op.target)
     if op.source_indices or op.target_indices:
         t = op.attributes.get("transfer_type")
