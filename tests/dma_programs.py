@@ -111,3 +111,74 @@ func.func @copy(%src: {st}, %out: {ot}) {{
   return
 }}
 """
+
+
+def translation_info(threads: int, subgroup: int) -> str:
+    return (f"attributes {{translation_info = #iree_codegen.translation_info<pipeline = "
+            f"#iree_gpu.pipeline<VectorDistribute> workgroup_size = [{threads}, 1, 1] subgroup_size = {subgroup}>}}")
+
+
+def lane_gather_program(n: int, elem: str = "f32", *, threads: int = 256, subgroup: int = 64, op: str = "gather",
+                        dst: str | None = None, rows: int = 64) -> str:
+    """`@g`, a SIMT program: every thread gathers `n` consecutive `elem`s of `src` (a
+    `rows`x`rows * n` memref) at a row it loads from `rows_of`, writes them to workgroup
+    memory at `dst`, an expression of thread id d0 (default: t·n, lane after lane), and after a barrier
+    thread t copies out what thread (threads - 1 - t) gathered. `op`: ``gather``
+    (vector.gather of ``vector.step`` + the row's start) or ``transfer_gather`` (IREE 3.12,
+    the row from a 0-d index vector)."""
+    cols = 8 * n
+    lds = f"memref<{threads * n}x{elem}, {LDS}>"
+    src_t = f"memref<{rows}x{cols}x{elem}>"
+    vt = f"vector<{n}x{elem}>"
+    zero = "0.0" if elem.startswith(("f", "bf")) else "0"
+    if op == "gather":
+        read = f"""  %start = affine.apply affine_map<(d0) -> (d0 * {cols})>(%r)
+  %flat = memref.collapse_shape %src [[0, 1]] : {src_t} into memref<{rows * cols}x{elem}>
+  %s = vector.broadcast %start : index to vector<{n}xindex>
+  %step = vector.step : vector<{n}xindex>
+  %idx = arith.addi %s, %step : vector<{n}xindex>
+  %true = arith.constant dense<true> : vector<{n}xi1>
+  %pass = arith.constant dense<{zero}> : {vt}
+  %g = vector.gather %flat[%c0] [%idx], %true, %pass : memref<{rows * cols}x{elem}>, vector<{n}xindex>, vector<{n}xi1>, {vt} into {vt}
+"""
+    else:
+        read = f"""  %ri = vector.broadcast %r : index to vector<index>
+  %g = iree_vector_ext.transfer_gather %src[%c0, %c0] [%ri : vector<index>], %pad {{indexing_maps = [affine_map<(d0)[s0] -> (s0, d0)>, affine_map<(d0)[s0] -> ()>]}} : {src_t}, {vt}
+"""
+    return f"""
+func.func @g(%src: {src_t}, %rows_of: memref<{threads}xindex>, %out: memref<{threads * n}x{elem}>) {translation_info(threads, subgroup)} {{
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant {zero} : {elem}
+  %lds = memref.alloc() : {lds}
+  %tid = gpu.thread_id x
+  %tid_n = affine.apply affine_map<(d0) -> (d0 * {n})>(%tid)
+  %dst = affine.apply affine_map<(d0) -> ({dst or f"d0 * {n}"})>(%tid)
+  %raw = memref.load %rows_of[%tid] : memref<{threads}xindex>
+  %r = affine.apply affine_map<(d0) -> (d0 mod {rows})>(%raw)
+{read}  vector.transfer_write %g, %lds[%dst] {{in_bounds = [true]}} : {vt}, {lds}
+  gpu.barrier
+  %other = affine.apply affine_map<(d0) -> ({threads - 1} - d0)>(%tid)
+  %back = affine.apply affine_map<(d0) -> ({dst or f"d0 * {n}"})>(%other)
+  %v = vector.transfer_read %lds[%back], %pad {{in_bounds = [true]}} : {lds}, {vt}
+  vector.transfer_write %v, %out[%tid_n] {{in_bounds = [true]}} : {vt}, memref<{threads * n}x{elem}>
+  return
+}}
+"""
+
+
+def check_simt_lowering(text: str, func: str, pipeline: str = "lower-dma", *, seed: int = 0, **opts):
+    """Lower the SIMT program `text` with `pipeline`; both run on the same random inputs
+    (never zeros) with the sanitizers and must agree, with no finding. Returns (lowered
+    text, the lowered run)."""
+    ref_module = parse(text, "input.mlir")
+    inputs = random_inputs(find_function(ref_module, func), seed)
+    target = opts.get("target", "gfx942")
+    ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, target=target)
+    assert not ref.findings, "\n".join(map(str, ref.findings))
+    out = lower(text, pipeline, **opts)
+    new = run(parse(out, "lowered.mlir"), func, {k: v.copy() for k, v in inputs.items()}, target=target)
+    assert not new.findings, "\n".join(map(str, new.findings)) + "\n" + out
+    for name, want in ref.arguments.items():
+        assert not np.array_equal(inputs[name], want) or name not in ref.outputs, name
+        np.testing.assert_array_equal(new.arguments[name], want, err_msg=f"{name}\n{out}")
+    return out, new
