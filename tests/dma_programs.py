@@ -7,6 +7,7 @@ from math import prod
 
 import numpy as np
 
+from simtify.cli.main import main
 from simtify.ir import parse, print_module
 from simtify.sim import find_function, random_inputs, run
 from simtify.transforms.pipelines import Options, run_pipeline
@@ -47,6 +48,13 @@ func.func @copy(%src: {st}, %out: {t}) {{
 """
 
 
+def cli(args, capsys) -> tuple[int, str, str]:
+    """`simtify ARGS`: (exit code, stdout, stderr)."""
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def lower(text: str, pipeline: str, **opts) -> str:
     module = parse(text, "input.mlir")
     run_pipeline(module, pipeline, Options(**opts))
@@ -54,18 +62,24 @@ def lower(text: str, pipeline: str, **opts) -> str:
 
 
 def check_lowering(text: str, func: str, pipeline: str = "lower-dma", *, seed: int = 0, **opts):
-    """Lower `text` with `pipeline`; the input (workgroup level) and the output (SIMT
-    level) must write the same values on the same random inputs, with no sanitizer
-    finding. Returns (lowered text, result of the lowered run)."""
+    """Lower `text` with `pipeline`; the input (at its own level: workgroup, or SIMT with
+    its translation_info) and the output (SIMT level) must write the same values on the
+    same random inputs (never zeros), with no sanitizer finding in either. Returns
+    (lowered text, result of the lowered run)."""
     ref_module = parse(text, "input.mlir")
     inputs = random_inputs(find_function(ref_module, func), seed)
-    ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, block=(1,), level="workgroup")
+    target = opts.get("target", "gfx942")
+    simt = "translation_info" in text  # else a workgroup-level program (a tile-level copy reads no thread id)
+    level = {"subgroup_size": opts.get("subgroup_size")} if simt else {"block": (1,), "level": "workgroup"}
+    ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, target=target, **level)
+    assert not ref.findings, "\n".join(map(str, ref.findings))
     out = lower(text, pipeline, **opts)
-    new = run(parse(out, "lowered.mlir"), func, {k: v.copy() for k, v in inputs.items()},
-              target=opts.get("target", "gfx942"), subgroup_size=opts.get("subgroup_size"))
+    new = run(parse(out, "lowered.mlir"), func, {k: v.copy() for k, v in inputs.items()}, target=target,
+              subgroup_size=opts.get("subgroup_size"))
     assert new.launch.level == "simt"
     assert not new.findings, "\n".join(map(str, new.findings)) + "\n" + out
     for name, want in ref.arguments.items():
+        assert name not in ref.outputs or not np.array_equal(inputs[name], want), f"{name} was not written"
         np.testing.assert_array_equal(new.arguments[name], want, err_msg=f"{name}\n{out}")
     return out, new
 
@@ -164,21 +178,3 @@ func.func @g(%src: {src_t}, %rows_of: memref<{threads}xindex>, %out: memref<{thr
   return
 }}
 """
-
-
-def check_simt_lowering(text: str, func: str, pipeline: str = "lower-dma", *, seed: int = 0, **opts):
-    """Lower the SIMT program `text` with `pipeline`; both run on the same random inputs
-    (never zeros) with the sanitizers and must agree, with no finding. Returns (lowered
-    text, the lowered run)."""
-    ref_module = parse(text, "input.mlir")
-    inputs = random_inputs(find_function(ref_module, func), seed)
-    target = opts.get("target", "gfx942")
-    ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, target=target)
-    assert not ref.findings, "\n".join(map(str, ref.findings))
-    out = lower(text, pipeline, **opts)
-    new = run(parse(out, "lowered.mlir"), func, {k: v.copy() for k, v in inputs.items()}, target=target)
-    assert not new.findings, "\n".join(map(str, new.findings)) + "\n" + out
-    for name, want in ref.arguments.items():
-        assert not np.array_equal(inputs[name], want) or name not in ref.outputs, name
-        np.testing.assert_array_equal(new.arguments[name], want, err_msg=f"{name}\n{out}")
-    return out, new

@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import pytest
 from diagnostics import one_error
-from dma_programs import LDS, copy_program
+from dma_programs import LDS, cli, copy_program
 
-from simtify.cli.main import main
-
-
-def cli(args, capsys) -> tuple[int, str, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def tagged(src_t: str, dst_t: str, *, args: str = "", op: str = "linalg") -> str:

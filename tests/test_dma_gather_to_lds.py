@@ -9,10 +9,9 @@ import re
 
 import pytest
 from diagnostics import one_error
-from dma_programs import check_simt_lowering, lane_gather_program, lower
+from dma_programs import check_lowering, cli, lane_gather_program, lower
 from iree_oracle import run_iree_opt
 
-from simtify.cli.main import main
 from simtify.errors import SimtifyError
 
 
@@ -34,7 +33,7 @@ LOWERED = [
 @pytest.mark.parametrize("n, elem, target, op, ttype", LOWERED)
 def test_gather_written_to_lds_becomes_gather_to_lds(n, elem, target, op, ttype):
     text = lane_gather_program(n, elem, op=op)
-    out, res = check_simt_lowering(text, "g", target=target)
+    out, res = check_lowering(text, "g", target=target)
     assert transfer_types(out) == [ttype]
     assert "vector.gather" not in out and "transfer_gather" not in out
     s = res.stats_by_op["amdgpu.gather_to_lds"]
@@ -54,7 +53,7 @@ def test_two_dim_destination_one_row_per_subgroup():
   gpu.barrier
   %mine = vector.transfer_read %lds2[%row, %col], %pad {{in_bounds = [true]}} : {lds2}, vector<1xf32>
   vector.transfer_write %mine, %lds[%dst] {{in_bounds = [true]}} : vector<1xf32>, {lds1}""")
-    out, _ = check_simt_lowering(text, "g")
+    out, _ = check_lowering(text, "g")
     assert "amdgpu.gather_to_lds %flat[" in out and "%lds2[" in out and "affine.delinearize_index" in out
 
 
@@ -67,7 +66,7 @@ def refusal(text: str, target: str = "gfx942") -> str:
 def test_non_uniform_destination_is_refused():
     """Thread t writing at (255 - t): lanes go backwards, not side by side from one base."""
     text = lane_gather_program(1, dst="255 - d0")
-    assert check_simt_lowering(text, "g", "lower-dma-auto")[0] == lower(text, "lower-dma-auto")  # runs before
+    assert check_lowering(text, "g", "lower-dma-auto")[0] == lower(text, "lower-dma-auto")  # runs before
     msg = refusal(text)
     assert "lanes 0 and 1 of subgroup 0 write at elements 255 and 254 of the destination" in msg
     assert "one uniform address" in msg
@@ -98,7 +97,7 @@ def test_masked_and_scattered_gathers_are_refused():
 
 def test_auto_keeps_what_it_cannot_lower():
     text = lane_gather_program(4, "f32")  # 16 bytes: not on gfx942
-    out, res = check_simt_lowering(text, "g", "lower-dma-auto")
+    out, res = check_lowering(text, "g", "lower-dma-auto")
     assert "vector.gather" in out and "gather_to_lds" not in out and res.stats["dma_bytes"] == 0
 
 
@@ -114,12 +113,6 @@ def test_workgroup_level_gathers_are_left_for_distribution():
 }
 """
     assert "vector.gather" in lower(text, "lower-dma")
-
-
-def cli(args, capsys) -> tuple[int, str, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli(tmp_path, capsys):

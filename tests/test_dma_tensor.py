@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from diagnostics import one_error
-from dma_programs import check_lowering, copy_program, lower, tensor_copy_program
+from dma_programs import check_lowering, cli, copy_program, lower, tensor_copy_program
 from iree_oracle import run_iree_opt
 
-from simtify.cli.main import main
+from simtify.errors import SimtifyError
 from simtify.ir import parse, print_module
 from simtify.sim import find_function, random_inputs, run
 from simtify.transforms.pipelines import Options, run_pass
@@ -97,15 +97,10 @@ func.func @rows(%src: memref<32x64xf32>, %out: memref<8x64xf32>) {
     np.testing.assert_array_equal(new.arguments["out"], ref.arguments["out"])
 
 
-def cli(args, capsys) -> tuple[int, str, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_cli_opt_run_and_check(tmp_path, capsys):
+@pytest.mark.parametrize("form", ["linalg", "tile"])
+def test_cli_opt_run_and_check(form, tmp_path, capsys):
     src = tmp_path / "copy.mlir"
-    src.write_text(tensor_copy_program((64, 256), "i8"))
+    src.write_text(tensor_copy_program((64, 256), "i8", op=form))
     lowered = tmp_path / "lowered.mlir"
     code, _, err = cli(["opt", str(src), "--pipeline", "lower-dma", "--workgroup-size", "256", "-o", str(lowered)],
                        capsys)
@@ -191,3 +186,18 @@ def test_tensor_program_and_its_lowering_parse_in_iree_opt(tmp_path):
         f.write_text(body)
         r = run_iree_opt([f])
         assert r.returncode == 0, name + "\n" + r.stderr
+
+
+def test_tensor_arguments_are_refused_when_run(tmp_path, capsys):
+    f = tmp_path / "t.mlir"
+    f.write_text("""func.func @f(%src: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %r = linalg.copy {lowering_config = #iree_gpu.use_global_load_dma} ins(%src : tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %r : tensor<64x64xf32>
+}
+""")
+    code, _, err = cli(["run", str(f), "--func", "f", "--arg", "src=random"], capsys)
+    assert code == 2 and "error: --arg: argument 'src' is a tensor<64x64xf32>: the simulator gives functions memory" \
+        in err, err
+    with pytest.raises(SimtifyError, match="argument 'src' is a tensor"):
+        random_inputs(find_function(parse(f.read_text()), "f"))
