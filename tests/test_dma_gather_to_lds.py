@@ -13,6 +13,8 @@ from dma_programs import check_lowering, cli, lane_gather_program, lower
 from iree_oracle import run_iree_opt
 
 from simtify.errors import SimtifyError
+from simtify.ir import parse
+from simtify.sim import find_function, random_inputs, run
 
 
 def transfer_types(text: str) -> list[str]:
@@ -140,3 +142,12 @@ def test_input_and_lowering_parse_in_iree_opt(tmp_path, op):
         f.write_text(body)
         r = run_iree_opt([f])
         assert r.returncode == 0, name + "\n" + r.stderr
+
+
+def test_out_of_bounds_rows_are_a_bounds_finding_after_the_rewrite():
+    """The rewrite assumes in-bounds indices, as the hardware does: a row past the source
+    is reported by the simulator's bounds check in the lowered program."""
+    text = lane_gather_program(1).replace("(d0 mod 64)", "(d0 mod 64 + 60)")
+    module = parse(lower(text, "lower-dma"))
+    res = run(module, "g", random_inputs(find_function(module, "g")))
+    assert any(f.kind == "out-of-bounds" and f.op == "amdgpu.gather_to_lds" for f in res.findings), res.findings

@@ -201,3 +201,12 @@ def test_tensor_arguments_are_refused_when_run(tmp_path, capsys):
         in err, err
     with pytest.raises(SimtifyError, match="argument 'src' is a tensor"):
         random_inputs(find_function(parse(f.read_text()), "f"))
+
+
+def test_register_path_copy_on_tensors():
+    """A copy tagged derived_thread_config on tensors gets the same allocation and goes
+    through registers."""
+    text = tensor_copy_program((16, 64), "f32", config="#iree_gpu.derived_thread_config")
+    out, res = check_lowering(text, "copy", workgroup_size=64)
+    assert "gather_to_lds" not in out and "vector.transfer_read %src" in out and res.stats["dma_bytes"] == 0
+    np.testing.assert_array_equal(res.arguments["out"], plain_copy_output((16, 64), "f32"))

@@ -30,7 +30,8 @@ GPULowerToGlobalLoadsPass:
 On NVIDIA targets the same copy becomes per-thread asynchronous copies
 (``nvgpu.device_async_copy`` of 4 to 16 bytes, one group, a wait, a barrier).
 
-A copy tagged ``#iree_gpu.derived_thread_config`` (the register path) becomes per-thread
+Copies still on tensors are given memory first by `simtify.transforms.tensor_dma`. A copy
+tagged ``#iree_gpu.derived_thread_config`` (the register path) becomes per-thread
 ``vector.transfer_read`` + ``vector.transfer_write`` of up to 16 bytes, spread over the
 workgroup's threads, then a barrier. What DMA cannot do (dynamic dims, padding, a
 destination that is not one contiguous block, sizes that do not divide) is an error
@@ -268,7 +269,8 @@ def check_dma_copy(op: Operation) -> tuple[MemRefType, MemRefType]:
     """The copy's (source, destination) types, if global_load_lds can move it."""
     src, dst = (v.type for v in copy_operands(op))
     if not isinstance(src, MemRefType) or not isinstance(dst, MemRefType):
-        raise SimtifyError("the copy is on tensors: bufferize it before lowering it to DMA")
+        raise SimtifyError("the copy is on tensors: give it memory first (pass bufferize-tensor-copies, the "
+                           "first step of lower-dma)")
     if src.element_type != dst.element_type:
         raise SimtifyError(f"the copy converts {src.element_type} to {dst.element_type}; DMA moves bytes as they are")
     if tuple(src.get_shape()) != tuple(dst.get_shape()):
@@ -525,7 +527,8 @@ def thread_copies(func: Operation) -> list[Operation]:
 def _register_path(op: Operation, threads: int) -> None:
     src, dst = (v.type for v in copy_operands(op))
     if not isinstance(src, MemRefType) or not isinstance(dst, MemRefType):
-        raise SimtifyError("the copy is on tensors: bufferize it before lowering it")
+        raise SimtifyError("the copy is on tensors: give it memory first (pass bufferize-tensor-copies, the "
+                           "first step of lower-dma)")
     if tuple(src.get_shape()) != tuple(dst.get_shape()):
         raise SimtifyError(f"the copy's shapes differ: {_shape_text(src.get_shape())} to {_shape_text(dst.get_shape())}")
     eb = elem_bytes(src.element_type)

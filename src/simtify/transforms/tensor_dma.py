@@ -169,12 +169,6 @@ def _move_readers(v: SSAValue, mem: SSAValue) -> None:
             user.erase()
 
 
-def _erase_if_unused(op: Operation) -> None:
-    if isinstance(op, Operation) and op.parent is not None and all(not r.uses for r in op.results):
-        op.detach()
-        op.erase()
-
-
 def bufferize_copy(op: Operation) -> SSAValue:
     """Rewrite one checked copy on tensors (see the module docstring); returns the
     workgroup allocation."""
@@ -194,20 +188,16 @@ def bufferize_copy(op: Operation) -> SSAValue:
         em.add(GlobalLoadDMAOp.build(operands=[source, [], lds, []], result_types=[[]],
                                      attributes=dict(op.attributes)))
     _move_readers(result, lds)
-    sources = [s.owner for s in (src,)]
     op.detach()
     op.erase()
-    _erase_if_unused(empty)
-    while sources:  # the source slices and to_tensor, once nothing reads them
-        s = sources.pop()
-        if isinstance(s, Operation) and s.parent is not None and not any(r.uses for r in s.results):
-            sources.extend(o.owner for o in s.operands)
-            s.detach()
-            s.erase()
+    for dead in [empty] + list(reversed(_source_chain(src))):  # the source's slices, then its to_tensor
+        if dead.parent is not None and not any(r.uses for r in dead.results):
+            dead.detach()
+            dead.erase()
     return lds
 
 
-def bufferize_tensor_copies(module: Operation, opts=None) -> None:
+def bufferize_tensor_copies(module: Operation, opts=None) -> None:  # opts: a pass takes them; none is read
     """Every copy on tensors of every function, checked before any is changed."""
     for func in functions(module):
         copies = tensor_copies(func)

@@ -6,7 +6,8 @@ registers, so their bytes count as ``dma_bytes``.
   copy of `src` into `dst` that the workgroup performs together (the seed's op, emitted
   when the decision to use DMA is taken and lowered later). In a SIMT program every
   thread of a workgroup must name the same tile; it is copied once, between two
-  barriers, as its lowering does it.
+  barriers, as its lowering does it. On tensors (``%r = ... -> tensor<..>``) it is a
+  workgroup-level value: a new tensor holding the source (`simtify.sim.ops.tensor`).
 - ``iree_gpu.global_load_dma %src[%i..] -> %dst[%k..]``: one subgroup instruction,
   exactly `amdgpu.gather_to_lds` (which it lowers to) with a 32-bit transfer per lane, as
   IREE had it, or the width of a ``transfer_type`` attribute.
