@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import pytest
 from diagnostics import one_error
-from dma_programs import LDS, copy_program
+from dma_programs import LDS, cli, copy_program
 
-from simtify.cli.main import main
-
-
-def cli(args, capsys) -> tuple[int, str, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def tagged(src_t: str, dst_t: str, *, args: str = "", op: str = "linalg") -> str:
@@ -52,12 +45,12 @@ LOWERING_ERRORS = {
                                      "the 5x3 tile does not divide into 64 threads' copies of 16 or 8 or 4 bytes"),
     "source not in global memory": (tagged(f"memref<64x64xf32, {LDS}>", f"memref<64x64xf32, {LDS}>"), {},
                                     "the source is in #gpu.address_space<workgroup>, not global memory"),
-    "copy on tensors": ("""func.func @f(%src: tensor<64x64xf32>) -> tensor<64x64xf32> {
+    "copy on tensors of no memory": ("""func.func @f(%src: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %e = tensor.empty() : tensor<64x64xf32>
   %r = linalg.copy {lowering_config = #iree_gpu.use_global_load_dma} ins(%src : tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
   return %r : tensor<64x64xf32>
 }
-""", {}, "the copy is on tensors: bufferize it before lowering it to DMA"),
+""", {}, "the copy's source tensor is not read from memory (bufferization.to_tensor of a memref"),
     "workgroup not whole subgroups": (copy_program((64, 64), "f32"), {"--workgroup-size": "96"},
                                       "workgroup size 96 is not a whole number of 64-lane subgroups"),
 }

@@ -83,9 +83,11 @@ def _load_module(path: str):
 def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[str, np.ndarray]:
     """Values for the function's arguments from ``NAME=FILE.npy`` / ``NAME=random[:seed]``."""
     from simtify.sim import function_args
-    from simtify.sim.launch import MAX_ELEMENTS, random_array
+    from simtify.sim.launch import MAX_ELEMENTS, random_array, refuse_tensor_argument
 
     types = dict(function_args(func))
+    for name, t in types.items():
+        refuse_tensor_argument(name, t)
     given: dict[str, str] = {}
     for spec in specs:
         name, sep, value = spec.partition("=")

@@ -3,7 +3,7 @@
 Where xDSL's own dialect parses and prints today's upstream syntax it is used as is
 (builtin, func, linalg, ub, cf). Where it lacks ops, rejects vectors, or prints an
 outdated syntax, the dialect is declared (vector, gpu) or completed (arith, affine, math,
-memref, scf, tensor) in this package instead. The IREE, XeGPU and AMDGPU dialects live in their own modules
+memref, scf, tensor, bufferization) in this package instead. The IREE, XeGPU and AMDGPU dialects live in their own modules
 (`EXTRA_DIALECT_MODULES`), each exposing ``DIALECTS: list[Dialect]``.
 
 Dialects are registered, not loaded: xDSL imports and loads a dialect the first time the
@@ -54,6 +54,7 @@ _DIALECTS: dict[str, Callable[[], Dialect]] = {
     "cf": _from("xdsl.dialects.cf", "Cf"),
     "memref": _from("simtify.ir.memref", "MemRef"),
     "tensor": _from("simtify.ir.tensor", "Tensor"),
+    "bufferization": _from("simtify.ir.bufferization", "Bufferization"),
     "linalg": _from("xdsl.dialects.linalg", "Linalg"),
     "ub": _from("xdsl.dialects.ub", "UB"),
     "vector": _from("simtify.ir.vector", "Vector"),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType, VectorType
+from xdsl.dialects.builtin import MemRefType, TensorType, VectorType
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
@@ -151,7 +151,13 @@ def first_simt_op(func: Operation) -> Operation | None:
     # exchanges data through shared local memory has one and no thread ids; nor does a
     # to_simt whose registers only go back through to_simd (the pair is the identity)
     return next((op for op in func.walk() if (op.name in SIMT_OPS and op.name != "gpu.barrier"
-                                              and not _cancelled_to_simt(op)) or is_lane_level(op)), None)
+                                              and not _cancelled_to_simt(op) and not _tensor_dma(op))
+                 or is_lane_level(op)), None)
+
+
+def _tensor_dma(op: Operation) -> bool:
+    """A global_load_dma on tensors: a value of the workgroup's, before bufferization."""
+    return op.name == "iree_gpu.global_load_dma" and op.result is not None
 
 
 def _cancelled_to_simt(op: Operation) -> bool:
@@ -169,6 +175,7 @@ def random_inputs(func: Operation, seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     out = {}
     for name, t in function_args(func):
+        refuse_tensor_argument(name, t)
         if isinstance(t, MemRefType):
             shape = tuple(t.get_shape())
             if any(d < 0 for d in shape):
@@ -180,6 +187,12 @@ def random_inputs(func: Operation, seed: int = 0) -> dict[str, np.ndarray]:
                                f"({MAX_ELEMENTS}); simulate a smaller shape", "--arg")
         out[name] = random_array(t, shape, rng)
     return out
+
+
+def refuse_tensor_argument(name: str, t) -> None:
+    if isinstance(t, TensorType):
+        raise SimtifyError(f"argument '{name}' is a {t}: the simulator gives functions memory, not tensors (take a "
+                           "memref and read it with bufferization.to_tensor)", "--arg")
 
 
 def random_array(t, shape, rng) -> np.ndarray:
@@ -330,6 +343,7 @@ def _bind(func: Operation, args: dict, tgt: Target) -> tuple[dict, dict]:
         raise SimtifyError(f"the function has no argument '{unknown[0]}' (arguments: {', '.join(sorted(names))})", "--arg")
     base = 0
     for name, t in expected:
+        refuse_tensor_argument(name, t)
         if name not in args:
             raise SimtifyError(f"argument '{name}' is missing; give --arg {name}=FILE.npy or {name}=random", "--arg")
         a = np.asarray(args[name])

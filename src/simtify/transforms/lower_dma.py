@@ -30,7 +30,8 @@ GPULowerToGlobalLoadsPass:
 On NVIDIA targets the same copy becomes per-thread asynchronous copies
 (``nvgpu.device_async_copy`` of 4 to 16 bytes, one group, a wait, a barrier).
 
-A copy tagged ``#iree_gpu.derived_thread_config`` (the register path) becomes per-thread
+Copies still on tensors are given memory first by `simtify.transforms.tensor_dma`. A copy
+tagged ``#iree_gpu.derived_thread_config`` (the register path) becomes per-thread
 ``vector.transfer_read`` + ``vector.transfer_write`` of up to 16 bytes, spread over the
 workgroup's threads, then a barrier. What DMA cannot do (dynamic dims, padding, a
 destination that is not one contiguous block, sizes that do not divide) is an error
@@ -76,7 +77,7 @@ PACKED_LDS_BYTES = (4, 16)
 REGISTER_VECTOR_BYTES = 16  # the widest per-thread load/store of the register path
 
 
-def _elem_bytes(t: Attribute) -> int:
+def elem_bytes(t: Attribute) -> int:
     width = getattr(t, "bitwidth", None)
     if not isinstance(width, int) or width % 8:
         raise SimtifyError(f"elements of {t} are not whole bytes")
@@ -237,7 +238,8 @@ def plan_thread_copy(shape, elem_bytes: int, threads: int, widths, *, exact: boo
 # --- checks on the copy ----------------------------------------------------------------
 
 
-def _is_contiguous(t: MemRefType) -> bool:
+def is_contiguous(t: MemRefType) -> bool:
+    """One row-major block (unit dims may have any stride)."""
     layout = t.layout
     if not isinstance(layout, StridedLayoutAttr):
         return True
@@ -250,7 +252,7 @@ def _is_contiguous(t: MemRefType) -> bool:
     return True
 
 
-def _innermost_stride(t: MemRefType):
+def innermost_stride(t: MemRefType):
     layout = t.layout
     if not isinstance(layout, StridedLayoutAttr):
         return 1
@@ -267,7 +269,8 @@ def check_dma_copy(op: Operation) -> tuple[MemRefType, MemRefType]:
     """The copy's (source, destination) types, if global_load_lds can move it."""
     src, dst = (v.type for v in copy_operands(op))
     if not isinstance(src, MemRefType) or not isinstance(dst, MemRefType):
-        raise SimtifyError("the copy is on tensors: bufferize it before lowering it to DMA")
+        raise SimtifyError("the copy is on tensors: give it memory first (pass bufferize-tensor-copies, the "
+                           "first step of lower-dma)")
     if src.element_type != dst.element_type:
         raise SimtifyError(f"the copy converts {src.element_type} to {dst.element_type}; DMA moves bytes as they are")
     if tuple(src.get_shape()) != tuple(dst.get_shape()):
@@ -279,10 +282,10 @@ def check_dma_copy(op: Operation) -> tuple[MemRefType, MemRefType]:
         raise SimtifyError("the destination is not workgroup memory (#gpu.address_space<workgroup>)")
     if DYNAMIC_INDEX in tuple(src.get_shape()):
         raise SimtifyError(f"the tile {_shape_text(src.get_shape())} has dynamic dims: DMA needs a static tile")
-    if not _is_contiguous(dst):
+    if not is_contiguous(dst):
         raise SimtifyError(f"the destination {dst} is not one contiguous row-major block, so a subgroup's slice "
                            "of it cannot be contiguous")
-    if _innermost_stride(src) != 1:
+    if innermost_stride(src) != 1:
         raise SimtifyError(f"the source {src} is strided in its innermost dim; each lane reads contiguous bytes")
     return src, dst
 
@@ -524,17 +527,18 @@ def thread_copies(func: Operation) -> list[Operation]:
 def _register_path(op: Operation, threads: int) -> None:
     src, dst = (v.type for v in copy_operands(op))
     if not isinstance(src, MemRefType) or not isinstance(dst, MemRefType):
-        raise SimtifyError("the copy is on tensors: bufferize it before lowering it")
+        raise SimtifyError("the copy is on tensors: give it memory first (pass bufferize-tensor-copies, the "
+                           "first step of lower-dma)")
     if tuple(src.get_shape()) != tuple(dst.get_shape()):
         raise SimtifyError(f"the copy's shapes differ: {_shape_text(src.get_shape())} to {_shape_text(dst.get_shape())}")
-    eb = _elem_bytes(src.element_type)
+    eb = elem_bytes(src.element_type)
     widths = [w for w in (1, 2, 4, 8, 16) if w <= REGISTER_VECTOR_BYTES]
     emit_thread_copies(op, plan_thread_copy(src.get_shape(), eb, threads, widths, exact=False))
 
 
 def _dma_path(op: Operation, threads: int, subgroup_size: int, target) -> None:
     src, _dst = check_dma_copy(op)
-    eb = _elem_bytes(src.element_type)
+    eb = elem_bytes(src.element_type)
     if target.vendor == "nvidia":
         emit_async_copies(op, plan_thread_copy(src.get_shape(), eb, threads, target.dma_widths_bytes, exact=True))
     else:
@@ -669,24 +673,34 @@ def _position(op: Operation) -> tuple:
     return tuple(reversed(path))
 
 
-def lanes_disagree(indices, threads: int, subgroup_size: int) -> tuple[int, int, int] | None:
-    """(subgroup, lane a, lane b) whose `indices` differ, found by running their index
-    arithmetic for every thread; None if they agree or cannot be evaluated statically."""
+def probe_indices(indices, threads: int, subgroup_size: int) -> list[list[np.ndarray]] | None:
+    """The value of each of `indices` for every thread of a workgroup (arrays shaped
+    [subgroups, lanes]), once per sample value of what the arithmetic does not compute;
+    None if it cannot be evaluated statically."""
     from simtify.sim.ops import load_all
 
     ops = _slice(indices)
     if ops is None:
         return None
     handlers = load_all()
+    out = []
     for sample in (0, 3):
         probe = _Probe(threads, subgroup_size, sample)
         try:
             for op in ops:
                 for r, v in zip(op.results, handlers[op.name](probe, op) or []):
                     probe.env[r] = v
-            vals = [np.broadcast_to(probe.get(i), (1, threads)).reshape(-1, subgroup_size) for i in indices]
+            out.append([np.broadcast_to(probe.get(i), (1, threads)).reshape(-1, subgroup_size) for i in indices])
         except (SimtifyError, AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError):
             return None
+    return out
+
+
+def lanes_disagree(indices, threads: int, subgroup_size: int) -> tuple[int, int, int] | None:
+    """(subgroup, lane a, lane b) whose `indices` differ, found by running their index
+    arithmetic for every thread; None if they agree or cannot be evaluated statically."""
+    probed = probe_indices(indices, threads, subgroup_size)
+    for vals in probed or []:
         for v in vals:
             bad = (v != v[:, :1]).any(axis=1)
             if bad.any():

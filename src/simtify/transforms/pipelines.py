@@ -56,13 +56,14 @@ def lower_reduction_configs(module: ModuleOp, opts: Options) -> None:
 
 
 
-def _dma(step_name: str):
-    """A step of `simtify.transforms.lower_dma`, imported when it runs."""
+def _dma(step_name: str, pass_module: str = "lower_dma"):
+    """A step of `simtify.transforms.lower_dma` (or another DMA pass module), imported
+    when it runs."""
 
     def step(module: ModuleOp, opts: Options) -> None:
-        from simtify.transforms import lower_dma
+        import importlib
 
-        getattr(lower_dma, step_name)(module, opts)
+        getattr(importlib.import_module(f"simtify.transforms.{pass_module}"), step_name)(module, opts)
 
     step.__name__ = step_name
     return step
@@ -72,6 +73,9 @@ lower_to_global_loads = _dma("lower_to_global_loads")
 lower_to_global_loads_auto = _dma("lower_to_global_loads_auto")
 lower_global_loads_to_gather = _dma("lower_global_loads_to_gather")
 promote_operands_dma = _dma("promote_operands_dma")
+bufferize_tensor_copies = _dma("bufferize_tensor_copies", "tensor_dma")
+lower_gathers_to_lds = _dma("lower_gathers_to_lds", "gather_to_lds")
+lower_gathers_to_lds_auto = _dma("lower_gathers_to_lds_auto", "gather_to_lds")
 
 PASSES = {
     "lower-reduction-configs": (lower_reduction_configs,
@@ -81,10 +85,18 @@ PASSES = {
     "lower-inner-tiled": (lower_inner_tiled, "distributed iree_codegen.inner_tiled -> one amdgpu.mfma / "
                           "nvgpu.mma.sync per outer tile"),
     "propagate-layouts": (propagate_layouts, "give every vector value a nested layout; print them"),
+    "bufferize-tensor-copies": (bufferize_tensor_copies,
+                                "copies into workgroup memory on tensors -> the memref form: the tensor.empty "
+                                "destination becomes a workgroup memref.alloc, its readers read that"),
     "lower-to-global-loads": (lower_to_global_loads,
                               "copies tagged use_global_load_dma -> per-subgroup iree_gpu.global_load_dma loops "
                               "(cp.async on sm_90); derived_thread_config copies -> per-thread loads and stores"),
     "lower-global-load-dma": (lower_global_loads_to_gather, "lane-level iree_gpu.global_load_dma -> amdgpu.gather_to_lds"),
+    "lower-gather-to-lds": (lower_gathers_to_lds,
+                            "per-lane vector.gather / transfer_gather written only to workgroup memory -> "
+                            "amdgpu.gather_to_lds (an error where gather_to_lds cannot do it)"),
+    "lower-gather-to-lds-auto": (lower_gathers_to_lds_auto,
+                                 "lower-gather-to-lds, keeping the gathers gather_to_lds cannot do"),
     "lower-to-global-loads-auto": (lower_to_global_loads_auto,
                                    "lower-to-global-loads, falling back to registers for copies DMA cannot do"),
     "promote-operands-dma": (promote_operands_dma,
@@ -117,11 +129,14 @@ PIPELINES = {
                               "nvgpu.mma.sync"),
     "nested-distribute-shuffles": ([nested_distribute, expand_subgroup_reduce],
                                    "nested-distribute, with subgroup reductions expanded to xor shuffles"),
-    "lower-dma": ([lower_to_global_loads, lower_global_loads_to_gather],
-                  "copies into workgroup memory -> amdgpu.gather_to_lds (or cp.async on sm_90) / registers; "
-                  "an error when DMA cannot do a tagged copy"),
-    "lower-dma-auto": ([lower_to_global_loads_auto, lower_global_loads_to_gather],
-                       "lower-dma, falling back to registers for copies DMA cannot do"),
+    "lower-dma": ([bufferize_tensor_copies, lower_to_global_loads, lower_global_loads_to_gather,
+                   lower_gathers_to_lds],
+                  "copies into workgroup memory (on memrefs or tensors) and per-lane gathers written to it -> "
+                  "amdgpu.gather_to_lds (or cp.async on sm_90) / registers; an error when DMA cannot do a tagged "
+                  "copy or such a gather"),
+    "lower-dma-auto": ([bufferize_tensor_copies, lower_to_global_loads_auto, lower_global_loads_to_gather,
+                        lower_gathers_to_lds_auto],
+                       "lower-dma, falling back to registers for copies and gathers DMA cannot do"),
     "nested-distribute-dma": ([promote_operands_dma, nested_distribute, lower_to_global_loads_auto,
                                lower_global_loads_to_gather],
                               "nested-distribute with contract / reduction operand tiles promoted to workgroup "
@@ -167,6 +182,7 @@ PASS_OPTIONS = {
     **{name: LAUNCH_OPTIONS for name in PASSES},
     "lower-inner-tiled": (),
     "promote-operands-dma": (),
+    "bufferize-tensor-copies": (),
     "nested-distribute": LAUNCH_OPTIONS,
     **{name: LAUNCH_OPTIONS + ("warp-size", "max-whole-write") for name in WARP_PIPELINES},
     **{name: ("subgroup-size",) for name in PIPELINES if name.startswith("xegpu-")},  # always on xe

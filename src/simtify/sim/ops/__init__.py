@@ -16,5 +16,6 @@ def load_all() -> dict[str, Callable]:
     from simtify.sim.ops import mma  # noqa: F401
     from simtify.sim.ops import iree_codegen  # noqa: F401
     from simtify.sim.ops import iree_dispatch  # noqa: F401
+    from simtify.sim.ops import tensor  # noqa: F401
 
     return HANDLERS

@@ -6,7 +6,8 @@ registers, so their bytes count as ``dma_bytes``.
   copy of `src` into `dst` that the workgroup performs together (the seed's op, emitted
   when the decision to use DMA is taken and lowered later). In a SIMT program every
   thread of a workgroup must name the same tile; it is copied once, between two
-  barriers, as its lowering does it.
+  barriers, as its lowering does it. On tensors (``%r = ... -> tensor<..>``) it is a
+  workgroup-level value: a new tensor holding the source (`simtify.sim.ops.tensor`).
 - ``iree_gpu.global_load_dma %src[%i..] -> %dst[%k..]``: one subgroup instruction,
   exactly `amdgpu.gather_to_lds` (which it lowers to) with a 32-bit transfer per lane, as
   IREE had it, or the width of a ``transfer_type`` attribute.
@@ -71,7 +72,12 @@ def _count_dma(sim, op, nbytes_per_group: int, groups: np.ndarray) -> None:
 @handles("iree_gpu.global_load_dma")
 def _global_load_dma(sim, op):
     if op.result is not None:
-        raise SimtifyError("the simulator runs global_load_dma on memrefs; bufferize the tensor form first")
+        if op.source_indices or op.target_indices:
+            raise SimtifyError("the simulator runs the lane-level global_load_dma on memrefs; the tensor form "
+                               "needs bufferizing first")
+        from simtify.sim.ops.tensor import copied_tensor  # the tile-level copy on tensors: a new tensor
+
+        return [copied_tensor(sim, op, sim.get(op.source), op.result.type)]
     src, dst = _memrefs(sim, op, op.source, op.target)
     if op.source_indices or op.target_indices:
         t = op.attributes.get("transfer_type")

@@ -1,4 +1,4 @@
-"""`linalg` on memrefs: generic (parallel dims vectorized; reduction dims folded by the
+"""`linalg` on memrefs (and copy on tensors): generic (parallel dims vectorized; reduction dims folded by the
 recognised combiner, or one point at a time in order when the body is anything else),
 fill, copy and linalg.index."""
 
@@ -194,6 +194,10 @@ def _fill(sim, op):
 @handles("linalg.copy")
 def _copy(sim, op):
     src, dst = sim.get(op.inputs[0]), sim.get(op.outputs[0])
+    if op.res:  # on tensors: a new tensor holding the input (`simtify.sim.ops.tensor`)
+        from simtify.sim.ops.tensor import copied_tensor
+
+        return [copied_tensor(sim, op, src, op.res[0].type)]
     shape = dst.shape
     idx = [i.reshape((1, 1) + shape) for i in np.indices(shape)]
     vals = sim.load(op, src, idx, shape, contiguous=True)

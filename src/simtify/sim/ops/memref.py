@@ -119,7 +119,7 @@ def _mixed(sim, static, dynamic) -> list:
     return out
 
 
-@handles("memref.subview")
+@handles("memref.subview", "tensor.extract_slice")  # a tensor is a view nothing writes (`sim.ops.tensor`)
 def _subview(sim, op):
     mem: MemRef = sim.get(op.source)
     offsets = _mixed(sim, op.static_offsets.get_values(), op.offsets)
