@@ -120,6 +120,8 @@ def fold_index_vectors(g: Gather) -> tuple[Gather, dict[int, list[Addend]]]:
 def _moved_offsets(g: Gather, moves: dict[int, list[Addend]], em: Emitter) -> Gather:
     offsets = list(g.offsets)
     for s, addends in moves.items():
+        if not addends:  # a bare vector.step: the offset stays
+            continue
         values = [a for a in addends if isinstance(a, SSAValue)]
         constant = sum(a for a in addends if isinstance(a, int))
         expr: AffineExpr = AffineDimExpr(0) + constant
