@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from distribution_harness import check_distribution, nested
-from iree_oracle import iree_opt_accepts
+from iree_oracle import iree_opt_accepts, run_iree_opt
 
 from simtify.cli.main import main
 from simtify.errors import SimtifyError
@@ -552,3 +552,44 @@ def test_nested_distribute_canonicalizes_first():
     inputs = inputs_with_indices(text, "g", {"kmem": 100, "imem": 64}, 0)
     out = check_distribution(text, "g", inputs=inputs, target="gfx942", workgroup_size=64)
     assert "transfer_gather" not in out and "vector.transfer_read %src" in out
+
+
+def iree_canonicalized(text: str) -> str:
+    done = run_iree_opt(["--canonicalize", "-"], input=text, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.iree
+def test_iree_3_12_canonicalizes_a_contiguous_gather_the_same():
+    """IREE's own fold, simulated, agrees with ours where the reads stay in bounds (IREE's
+    read promises in_bounds)."""
+    gather = GATHER_3_12.replace("%src[%c0, %c1]", "%src[%c0, %c0]")  # in bounds, as IREE's read assumes
+    text = contiguous_program(INDICES["step_plus_broadcast"][0], gather)
+    text = "\n".join(line for line in text.splitlines() if "%other" not in line and "%c3 =" not in line)
+    theirs = iree_canonicalized(text)
+    assert "transfer_gather" not in theirs and "vector.transfer_read" in theirs
+    for seed in (0, 1):
+        inputs = inputs_with_indices(text, "g", {"kmem": 100, "imem": 64}, seed)
+        want = simulate(rewritten(text, "canonicalize-transfer-gather"), "g", inputs)["out"]
+        got = simulate(theirs, "g", {"arg0": inputs["src"], "arg1": inputs["kmem"], "arg2": inputs["imem"],
+                                     "arg3": inputs["out"]})["arg3"]
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.iree
+def test_iree_3_12_shape_casts_a_transposed_mask():
+    """IREE 3.12's fold reshapes the mask (vector.shape_cast 16x8 -> 8x16) where the read
+    transposes it: wrong whenever the mask is not uniform. simtify transposes it."""
+    text = MASKED_CONTIGUOUS.replace("%src[%c1, %c0]", "%src[%c0, %c0]")  # in bounds, as IREE's read assumes
+    theirs = iree_canonicalized(text)
+    assert "vector.shape_cast %3 : vector<16x8xi1> to vector<8x16xi1>" in theirs
+    ours = rewritten(text, "canonicalize-transfer-gather")
+    wrong = 0
+    for seed in range(4):
+        inputs = inputs_with_indices(text, "g", {"nmem": 100}, seed)
+        want = simulate(text, "g", inputs)["out"]
+        np.testing.assert_array_equal(simulate(ours, "g", inputs)["out"], want)
+        got = simulate(theirs, "g", {"arg0": inputs["src"], "arg1": inputs["nmem"], "arg2": inputs["out"]})["arg2"]
+        wrong += not np.array_equal(got, want)
+    assert wrong > 0
