@@ -118,6 +118,8 @@ def plan_seed_form(g: Gather) -> SeedForm:
                 raise SimtifyError(f"index vector {e.position} gathers two source dims; the seed form gives each "
                                    "gathered dim its own")
             gathered[s] = e.position
+    if g.mask_map is not None and len(set(g.mask_map.results)) != len(g.mask_map.results):
+        raise SimtifyError(f"the mask's map {g.mask_map} reads a vector dim twice: the seed form's mask cannot")
     read = [e.position for m in g.maps[1:] for e in m.results if isinstance(e, AffineDimExpr)]
     # a gathered dim read through a vector (a scalar index only moves the offset)
     free = [s for s in sorted(gathered) if s not in carrier and isinstance(g.index_vecs[gathered[s]].type, VectorType)]
