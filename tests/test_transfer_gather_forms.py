@@ -220,7 +220,7 @@ def test_seed_examples_from_the_command_line(tmp_path, capsys):
             "indexed_maps = [affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], "
             "permutation_map = affine_map<(d0, d1, d2) -> (d2, d1, d0)>}") in printed
     rewrites = {
-        "3_12": ["-p", "transfer-gather-to-indexing-maps"],
+        "3_12": ["--pipeline", "transfer-gather-to-indexing-maps"],
         "back": ["-p", "transfer-gather-to-indexing-maps,transfer-gather-to-seed-form"],
         "simt": ["--pipeline", "nested-distribute", "--target", "gfx942"],
     }
