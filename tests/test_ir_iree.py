@@ -100,7 +100,7 @@ IREE_SNIPPETS = {
         "  %c0 = arith.constant 0 : index\n"
         "  %cst = arith.constant 0.000000e+00 : f16\n"
         "  %0 = iree_vector_ext.transfer_gather %t[%c0, %c0][%i64: vector<64xindex>, None], %cst, %mt "
-        "{in_bounds = [true, false], indexed_maps = [affine_map<(d0, d1) -> (d1)>], "
+        "{in_bounds = [true, false], indexed_maps = [affine_map<(d0, d1) -> (d0)>], "
         "permutation_map = affine_map<(d0, d1) -> (d1, d0)>} : tensor<4096x64xf16>, vector<128x64xf16>",
     ),
     "global_load_dma_memref": (

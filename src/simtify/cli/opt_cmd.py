@@ -65,7 +65,7 @@ def add_parser(subparsers, name: str, help_text: str):
                         help="xDSL's short form of a pipeline: 'p1,p2{opt=v}'")
     parser.add_argument("--pass", dest="passes", metavar="PASS", action="append",
                         help="run a named pass (or pipeline); repeat to run several, in the order given")
-    parser.add_argument("--pipeline", action=Once, help="run a named pipeline (see --list-pipelines)")
+    parser.add_argument("--pipeline", action=Once, help="run a named pipeline, or pass (see --list-pipelines)")
     parser.add_argument("--list-pipelines", action=OnceTrue, help="list the pipelines and passes, with their options")
     parser.add_argument("--mlir-print-ir-after-all", action=OnceTrue,
                         help="print the IR after every pass to standard error, under MLIR's headers")
@@ -141,8 +141,9 @@ def chosen_passes(args) -> list:
         raise SimtifyError(f"{given[0]} and {given[1]} cannot be combined (name the passes with one of "
                            "--pass-pipeline, -p, --pass or --pipeline)", "simtify opt")
     if args.pipeline is not None:
-        if args.pipeline not in PIPELINES:
-            raise SimtifyError(f"unknown pipeline '{args.pipeline}' (pipelines: {', '.join(PIPELINES)})", "--pipeline")
+        if args.pipeline not in PIPELINES and args.pipeline not in PASSES:  # a pass is a one-pass pipeline
+            raise SimtifyError(f"unknown pipeline '{args.pipeline}' (pipelines: {', '.join(PIPELINES)}; "
+                               f"passes: {', '.join(PASSES)})", "--pipeline")
         return [PassItem(args.pipeline, {}, "--pipeline")]
     if args.passes is not None:
         for name in args.passes:

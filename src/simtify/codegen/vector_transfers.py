@@ -200,21 +200,19 @@ class TransferOps:
             self.line(f"{out.at(i)} = {element(i)};")
 
     def op_iree_vector_ext_transfer_gather(self, op):
-        """IREE 3.12's form, position by position: ``indexing_maps[0]`` sends the position
-        (dims) and the index vectors' elements there (symbols) to a source index, added to
-        the offsets; ``indexing_maps[k]`` says which element of index vector k is read, the
-        last map which mask element. Positions outside the source, or masked off, take the
+        """Either form, through its IREE 3.12 maps, position by position: ``maps[0]``
+        sends the position (dims) and the index vectors' elements there (symbols) to a
+        source index, added to the offsets; ``maps[k]`` says which element of index
+        vector k is read, the last map which mask element. Positions outside the source, or masked off, take the
         padding value."""
         from itertools import product
 
-        if op.indexing_maps is None:
-            raise self.error(op, "only IREE 3.12's indexing_maps form of transfer_gather is emitted")
         if not isinstance(op.base.type, MemRefType):
             raise self.error(op, "transfer_gather from a tensor: bufferize first")
         m = self.mem(op.base)
         vshape = shape_of(op.results[0].type)
         self._check_size(op, prod(vshape))
-        maps = [a.data for a in op.indexing_maps.data]
+        maps = op.gather_indexing_maps
         offs = [self.lin(o) for o in op.offsets]
         vecs = [self.val(v) for v in op.index_vecs]
         mask = self.val(op.mask) if op.mask is not None else None

@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import (
     i1,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap, AffineSymExpr
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap, AffineSymExpr
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -260,6 +260,46 @@ def _transfer_mask_shape(vector_shape: Sequence[int], permutation: AffineMap) ->
     return tuple(vector_shape[position[d]] for d in range(permutation.num_dims) if d in position)
 
 
+def seed_form_slice_positions(permutation: AffineMap) -> dict[int, int]:
+    """Source dim -> the vector dim that iterates it, for the seed form's
+    `permutation_map` (source dims it does not name are read at their offset)."""
+    return {r.position: k for k, r in enumerate(permutation.results) if isinstance(r, AffineDimExpr)}
+
+
+def seed_form_indexing_maps(
+    indexed: Sequence[bool], indexed_maps: Sequence[AffineMap], permutation: AffineMap, has_mask: bool
+) -> tuple[AffineMap, ...]:
+    """The seed form's meaning as IREE 3.12's maps. The seed reads a slice indexed by the
+    source dims: ``slice[p] = base[off_s + (idx_j[indexed_map_j(p)] if indexed[s] else
+    p_s)]`` and then ``vector[v] = slice[p]`` with ``p_s = v[k]`` where the permutation
+    map sends source dim s to vector dim k (else ``p_s = 0``). So in vector dims: a
+    gathered dim is a symbol, a permuted dim is its vector dim, any other dim is 0, an
+    index vector is read at the vector dims of its slice dims, and the mask (over the
+    permuted source dims, in source order) likewise."""
+    position = seed_form_slice_positions(permutation)
+    rank = len(permutation.results)
+    n_vecs = sum(indexed)
+    source: list[AffineExpr] = []
+    for s, gathered in enumerate(indexed):
+        if gathered:
+            source.append(AffineSymExpr(sum(indexed[:s])))
+        elif s in position:
+            source.append(AffineDimExpr(position[s]))
+        else:
+            source.append(AffineConstantExpr(0))
+    maps = [AffineMap(rank, n_vecs, tuple(source))]
+    for m in indexed_maps:
+        maps.append(AffineMap(rank, n_vecs, tuple(AffineDimExpr(position[r.position]) for r in m.results)))  # type: ignore[attr-defined]
+    if has_mask:
+        maps.append(AffineMap(rank, n_vecs, tuple(AffineDimExpr(position[s]) for s in sorted(position))))
+    return tuple(maps)
+
+
+def _shape_read_through(m: AffineMap, vector_shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape a value read at every vector position through `m` (dims only) has."""
+    return tuple(vector_shape[r.position] for r in m.results if isinstance(r, AffineDimExpr))
+
+
 @irdl_op_definition
 class TransferGatherOp(IRDLOperation):
     """A vector read whose source dims are contiguous, gathered or broadcast.
@@ -297,6 +337,22 @@ class TransferGatherOp(IRDLOperation):
     @property
     def is_seed_form(self) -> bool:
         return self.indexing_maps is None
+
+    @property
+    def gather_indexing_maps(self) -> tuple[AffineMap, ...]:
+        """The op's indexing in IREE 3.12's terms, whichever form it is written in:
+        the source map, one map per index vector, then the mask's map. Every pass and
+        the simulator read a gather through these, so both forms mean one thing."""
+        if not self.is_seed_form:
+            assert self.indexing_maps is not None
+            return tuple(_map_of(m) for m in self.indexing_maps.data)
+        assert self.indexed is not None and self.indexed_maps is not None and self.permutation_map is not None
+        return seed_form_indexing_maps(
+            [bool(b.value.data) for b in self.indexed.data],
+            [_map_of(m) for m in self.indexed_maps.data],
+            self.permutation_map.data,
+            self.mask is not None,
+        )
 
     @classmethod
     def parse(cls, parser: Parser) -> TransferGatherOp:
@@ -498,10 +554,13 @@ class TransferGatherOp(IRDLOperation):
         rest = list(zip(maps[1:], [v.type for v in self.index_vecs]))
         if self.mask is not None:
             rest.append((maps[-1], self.mask.type))
-        for m, t in rest:
+        vector_shape = self.vector.type.get_shape()  # type: ignore[union-attr]
+        names = [f"index vector {k}" for k in range(n_vecs)] + (["the mask"] if self.mask is not None else [])
+        for name, (m, t) in zip(names, rest):
             rank = t.get_num_dims() if isinstance(t, VectorType) else 0
             if len(m.results) != rank or not all(isinstance(r, AffineDimExpr) for r in m.results):
                 raise VerifyException(f"the map {m} must send the vector dims to the {rank} dims of {t}")
+            _check_read_shape(name, t, m, _shape_read_through(m, vector_shape))
 
     def _verify_seed_form(self, base_rank: int, vec_rank: int) -> None:
         assert self.indexed is not None and self.permutation_map is not None and self.indexed_maps is not None
@@ -520,11 +579,50 @@ class TransferGatherOp(IRDLOperation):
             )
         if self.in_bounds is not None and len(self.in_bounds.data) != vec_rank:
             raise VerifyException(f"in_bounds has {len(self.in_bounds.data)} entries for a vector of rank {vec_rank}")
-        for m, v in zip(self.indexed_maps.data, self.index_vecs):
+        position = seed_form_slice_positions(perm)
+        seen: set[int] = set()
+        for r in perm.results:
+            if isinstance(r, AffineDimExpr) and r.position not in seen:
+                seen.add(r.position)
+            elif not (isinstance(r, AffineConstantExpr) and r.value == 0):
+                raise VerifyException(
+                    f"permutation_map {perm} must name each source dim at most once, or 0 (broadcast), per vector dim"
+                )
+        vector_shape = self.vector.type.get_shape()  # type: ignore[union-attr]
+        # The slice a gather reads has, on each source dim, the size of the vector dim
+        # that iterates it (IREE's getTransferChunkAccessed).
+        slice_shape = [vector_shape[position[s]] if s in position else 0 for s in range(base_rank)]
+        for k, (m, v) in enumerate(zip(self.indexed_maps.data, self.index_vecs)):
             mm = _map_of(m)
-            rank = v.type.get_num_dims() if isinstance(v.type, VectorType) else 0
-            if len(mm.results) != rank:
-                raise VerifyException(f"indexed map {mm} has {len(mm.results)} results for {v.type}")
+            if not isinstance(v.type, VectorType):
+                raise VerifyException(f"index vector {k} must be a vector<..xindex> in the seed form, not {v.type}")
+            if mm.num_dims != base_rank or mm.num_symbols:
+                raise VerifyException(
+                    f"indexed map {mm} must take the {base_rank} source dims (the slice's), and no symbols"
+                )
+            for r in mm.results:
+                if not isinstance(r, AffineDimExpr):
+                    raise VerifyException(f"indexed map {mm}: results are source dims, not {r}")
+                if r.position not in position:
+                    raise VerifyException(
+                        f"indexed map {mm} reads index vector {k} along source dim {r.position}, "
+                        f"which permutation_map {perm} gives no vector dim"
+                    )
+            _check_read_shape(f"index vector {k}", v.type, mm, tuple(slice_shape[r.position] for r in mm.results))  # type: ignore[attr-defined]
+        if self.mask is not None:
+            _check_read_shape("the mask", self.mask.type, perm, _transfer_mask_shape(vector_shape, perm))
+
+
+def _check_read_shape(name: str, type_: Attribute, m: AffineMap, want: tuple[int, ...]) -> None:
+    """An index vector or mask read through `m` must have the shape the gather reads it at."""
+    got = tuple(type_.get_shape()) if isinstance(type_, VectorType) else ()
+    if got != want:
+        element = type_.element_type if isinstance(type_, VectorType) else type_
+        wanted = f"vector<{shape_text(want) + 'x' if want else ''}{element}>"
+        raise VerifyException(
+            f"{name} has type {type_}, but the gather reads it through {m} at shape "
+            f"[{', '.join(map(str, want))}]: expected {wanted}"
+        )
 
 
 @irdl_op_definition

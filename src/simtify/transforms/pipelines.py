@@ -24,13 +24,35 @@ def nested_distribute(module: ModuleOp, opts: Options) -> None:
 
     from simtify.sim.grid import implied_grid
 
+    from simtify.transforms.transfer_gather_canonicalize import canonicalize_gathers
+
     for func in functions(module):
         fold_boundary_pairs(func)
+        canonicalize_gathers(func)  # as IREE canonicalizes just before vector distribution
         sg, threads = launch_for(func, opts)
         grid = implied_grid(func)  # read off the workgroup-level writes, before they are distributed
         analysis = propagate(func, Launch(sg, threads))
         distribute_function(func, analysis, sg, threads, target=opts.target)
         record_launch(func, sg, threads, grid)
+
+
+def canonicalize_transfer_gather(module: ModuleOp, opts: Options) -> None:
+    from simtify.transforms.transfer_gather_canonicalize import canonicalize_gathers
+
+    for func in functions(module):
+        canonicalize_gathers(func)
+
+
+def transfer_gather_to_indexing_maps(module: ModuleOp, opts: Options) -> None:
+    from simtify.transforms.transfer_gather_forms import to_indexing_maps_form
+
+    to_indexing_maps_form(module)
+
+
+def transfer_gather_to_seed_form(module: ModuleOp, opts: Options) -> None:
+    from simtify.transforms.transfer_gather_forms import to_seed_form
+
+    to_seed_form(module)
 
 
 def lower_inner_tiled(module: ModuleOp, opts: Options) -> None:
@@ -88,6 +110,15 @@ PASSES = {
     "bufferize-tensor-copies": (bufferize_tensor_copies,
                                 "copies into workgroup memory on tensors -> the memref form: the tensor.empty "
                                 "destination becomes a workgroup memref.alloc, its readers read that"),
+    "canonicalize-transfer-gather": (canonicalize_transfer_gather,
+                                     "transfer_gather index vectors that are vector.step (plus a uniform offset) "
+                                     "-> contiguous dims; none left -> vector.transfer_read"),
+    "transfer-gather-to-indexing-maps": (transfer_gather_to_indexing_maps,
+                                         "seed-form transfer_gather (indexed_maps, permutation_map) -> "
+                                         "IREE 3.12's indexing_maps form"),
+    "transfer-gather-to-seed-form": (transfer_gather_to_seed_form,
+                                     "IREE 3.12's transfer_gather -> the seed form (indexed_maps, permutation_map); "
+                                     "an error for a gather that has none"),
     "lower-to-global-loads": (lower_to_global_loads,
                               "copies tagged use_global_load_dma -> per-subgroup iree_gpu.global_load_dma loops "
                               "(cp.async on sm_90); derived_thread_config copies -> per-thread loads and stores"),
@@ -183,6 +214,9 @@ PASS_OPTIONS = {
     "lower-inner-tiled": (),
     "promote-operands-dma": (),
     "bufferize-tensor-copies": (),
+    "canonicalize-transfer-gather": (),
+    "transfer-gather-to-indexing-maps": (),
+    "transfer-gather-to-seed-form": (),
     "nested-distribute": LAUNCH_OPTIONS,
     **{name: LAUNCH_OPTIONS + ("warp-size", "max-whole-write") for name in WARP_PIPELINES},
     **{name: ("subgroup-size",) for name in PIPELINES if name.startswith("xegpu-")},  # always on xe

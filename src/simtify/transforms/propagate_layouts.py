@@ -188,14 +188,15 @@ class Propagation(Engine):
         are read at (their indexing maps)."""
         lay = self.L(op.results[0])
         out: dict[int, NestedLayout] = {}
-        if lay is None or op.indexing_maps is None:
+        if lay is None:
             return out
+        maps = op.gather_indexing_maps
         first = 1 + len(op.offsets)  # operands: base, offsets, index vectors, padding, mask
-        for k, (vec, m) in enumerate(zip(op.index_vecs, op.indexing_maps.data[1:])):
+        for k, (vec, m) in enumerate(zip(op.index_vecs, maps[1:])):
             if is_vector(vec):
-                out[first + k] = lay.apply(result_dims(m.data))
+                out[first + k] = lay.apply(result_dims(m))
         if op.mask is not None:
-            out[len(op.operands) - 1] = lay.apply(result_dims(op.indexing_maps.data[-1].data))
+            out[len(op.operands) - 1] = lay.apply(result_dims(maps[-1]))
         return out
 
     # --- extract, insert, shape_cast ---------------------------------------------------

@@ -74,19 +74,18 @@ def _to_simt_or_simd(sim, op):
 
 @handles("iree_vector_ext.transfer_gather")
 def _transfer_gather(sim, op):
-    """IREE 3.12's form: ``indexing_maps[0]`` sends each vector position (dims) and the
-    index vectors' values there (symbols) to a source index, added to the offsets;
-    ``indexing_maps[k]`` says where index vector k is read. Positions outside the source,
-    or masked off, take the padding value."""
+    """Either form, read through its IREE 3.12 maps (the seed form's translated):
+    ``maps[0]`` sends each vector position (dims) and the index vectors' values there
+    (symbols) to a source index, added to the offsets; ``maps[k]`` says where index
+    vector k is read. Positions outside the source, or masked off, take the padding
+    value."""
     from simtify.sim.affine_eval import eval_expr, eval_map
 
-    if op.indexing_maps is None:
-        raise SimtifyError("the simulator runs transfer_gather in IREE 3.12's indexing_maps form")
     t = op.results[0].type
     vshape = shape_of(t)
     full = (sim.W, sim.T) + vshape
     pos = [c.reshape((1, 1) + vshape) for c in np.indices(vshape, dtype=np.int64)]
-    maps = [m.data for m in op.indexing_maps.data]
+    maps = list(op.gather_indexing_maps)
     w_ix = np.broadcast_to(np.arange(sim.W).reshape((sim.W, 1) + (1,) * len(vshape)), full)
     t_ix = np.broadcast_to(np.arange(sim.T).reshape((1, sim.T) + (1,) * len(vshape)), full)
 

@@ -120,7 +120,7 @@ def distribute_transfer_write(ctx: DistributionContext, op: Operation, em: Emitt
 def distribute_transfer_gather(ctx: DistributionContext, op: Operation, em: Emitter) -> None:
     """Per register group, a gather of the thread's element tile: offsets move by
     the group's coordinate on the dims the source map reads directly; index vectors
-    and mask are cut to the same tile.
+    and mask are cut to the same tile. A seed-form gather gives 3.12-form pieces.
 
         %g = iree_vector_ext.transfer_gather %m[%c0, %c0] [%idx : vector<64xindex>], %pad
                {indexing_maps = [..]} : memref<128x64xf32>, vector<64x64xf32>
@@ -130,13 +130,14 @@ def distribute_transfer_gather(ctx: DistributionContext, op: Operation, em: Emit
                {indexing_maps = [..]} : memref<128x64xf32>, vector<4x4xf32>
         %g = vector.insert_strided_slice %p, %acc offsets = [b.., o.., 0, 0] ...
     """
+    from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr
+
     from simtify.ir.iree_vector_ext import TransferGatherOp
 
-    if op.indexing_maps is None:
-        raise SimtifyError("transfer_gather is distributed in IREE 3.12's indexing_maps form")
     lay = ctx.layout_of(op.results[0])
     r = lay.rank
-    maps = [m.data for m in op.indexing_maps.data]
+    maps = op.gather_indexing_maps  # the seed form distributes as the 3.12 form it means
+    indexing_maps = ArrayAttr([AffineMapAttr(m) for m in maps])
     vt = op.results[0].type
     ebox = vector_type(vt.element_type, lay.element_tile)
     offsets = [ctx.distributed(o) for o in op.offsets]
@@ -168,7 +169,7 @@ def distribute_transfer_gather(ctx: DistributionContext, op: Operation, em: Emit
                                VectorType(op.mask.type.element_type, list(lay.apply(dims).element_tile)))]
         piece = em.value(TransferGatherOp.build(
             operands=[ctx.distributed(op.base), offs, vecs, ctx.distributed(op.padding), mask], result_types=[ebox],
-            properties={"indexing_maps": op.indexing_maps}))
+            properties={"indexing_maps": indexing_maps}))
         acc = em.insert_strided(piece, acc, list(b) + list(o) + [0] * r)
     ctx.value_map[op.results[0]] = acc
 
