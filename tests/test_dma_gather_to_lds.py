@@ -32,6 +32,18 @@ LOWERED = [
 ]
 
 
+def test_a_seed_form_transfer_gather_lowers_as_its_3_12_form_does():
+    from simtify.ir import print_module
+    from simtify.transforms.transfer_gather_forms import to_seed_form
+
+    module = parse(lane_gather_program(2, "f16", op="transfer_gather"), "g.mlir")
+    to_seed_form(module)
+    text = print_module(module)
+    assert "indexed_maps" in text and "indexing_maps" not in text
+    out, _ = check_lowering(text, "g", target="gfx942")
+    assert transfer_types(out) == ["vector<2xf16>"] and "transfer_gather" not in out
+
+
 @pytest.mark.parametrize("n, elem, target, op, ttype", LOWERED)
 def test_gather_written_to_lds_becomes_gather_to_lds(n, elem, target, op, ttype):
     text = lane_gather_program(n, elem, op=op)

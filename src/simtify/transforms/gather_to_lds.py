@@ -3,7 +3,7 @@
 The design calls gathers the most important fusion for ``global_load_lds``: each lane of
 a subgroup may read from its own global address (the instruction is a gather), as long as
 the subgroup writes one contiguous run of LDS, lane after lane, from one address. So a
-per-lane gather (``vector.gather``, or IREE 3.12's ``iree_vector_ext.transfer_gather``)
+per-lane gather (``vector.gather``, or ``iree_vector_ext.transfer_gather`` in either form)
 whose only use is a write of its value to workgroup memory needs no registers::
 
     %g = vector.gather %src[%c0] [%idx], %true, %pass : memref<4096xf32>, vector<1xindex>, vector<1xi1>,
@@ -132,13 +132,11 @@ def _is_step_plus_uniform(idx: SSAValue) -> bool:
 
 
 def _transfer_gather_contiguous(op: Operation, n: int) -> str | None:
-    """None if lane positions 0..n-1 of a 3.12 transfer_gather read consecutive elements
-    of the source's innermost dim; else why not."""
-    if op.indexing_maps is None:
-        return "it is in the seed's indexed form; gathers into LDS take IREE 3.12's indexing_maps form"
+    """None if lane positions 0..n-1 of a transfer_gather (either form, through its 3.12
+    maps) read consecutive elements of the source's innermost dim; else why not."""
     from simtify.sim.affine_eval import eval_map
 
-    maps = [m.data for m in op.indexing_maps.data]
+    maps = list(op.gather_indexing_maps)
     pos = [np.arange(n, dtype=np.int64)]
     for vec, m in zip(op.index_vecs, maps[1:]):
         splat = isinstance(vec.owner, Operation) and vec.owner.name == "vector.broadcast" and \
@@ -255,7 +253,7 @@ def _source_indices(em: Emitter, gather: Operation) -> list[SSAValue]:
         return offsets[:-1] + [em.apply(AffineDimExpr(0) + AffineDimExpr(1), [offsets[-1], first(gather.indices)])]
     from simtify.sim.affine_eval import eval_map
 
-    maps = [m.data for m in gather.indexing_maps.data]
+    maps = list(gather.gather_indexing_maps)
     zero = [np.int64(0)] * maps[0].num_dims
     syms = []
     for vec, m in zip(gather.index_vecs, maps[1:]):  # each index vector at the lane's first position
