@@ -301,3 +301,24 @@ func.func @g(%src: memref<128x8xf32>, %idx: memref<16xindex>, %dst: memref<16x8x
 """.replace("LAYOUT", nested([1, 1], [2, 1], [1, 1], [8, 4], [1, 2], [0, 0], [1, 8]))
     out = check_distribution(text, "g")
     assert out.count("iree_vector_ext.transfer_gather") == 2
+
+
+def test_values_nothing_reads_are_dropped_not_refused():
+    """A dead vector value (here an unused constant and an add of the loaded value) needs
+    no layout: distribution drops it, as MLIR's greedy rewriter erases trivially dead ops."""
+    from distribution_harness import check_distribution
+
+    text = """
+func.func @f(%in: memref<64xf32>, %out: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %unused = arith.constant dense<3> : vector<64xindex>
+  %r = vector.transfer_read %in[%c0], %pad {in_bounds = [true]} : memref<64xf32>, vector<64xf32>
+  %l = iree_vector_ext.to_layout %r to layout(#iree_vector_ext.nested_layout<subgroup_tile = [1], batch_tile = [1], outer_tile = [1], thread_tile = [64], element_tile = [1], subgroup_strides = [0], thread_strides = [1]>) : vector<64xf32>
+  %dead = arith.addf %r, %r : vector<64xf32>
+  vector.transfer_write %l, %out[%c0] {in_bounds = [true]} : vector<64xf32>, memref<64xf32>
+  return
+}
+"""
+    out = check_distribution(text, "f")
+    assert "arith.addf" not in out and "dense<3>" not in out

@@ -35,7 +35,7 @@ from simtify.codegen.control_flow import ControlFlowOps
 from simtify.codegen.expressions import Fact, Lin, paren, pow2_divisor
 from simtify.codegen.index_ops import IndexOps
 from simtify.codegen.lane_ops import LaneOps
-from simtify.codegen.live_ops import live_ops
+from simtify.ir.live_ops import live_ops
 from simtify.codegen.matrix_ops import MatrixOps
 from simtify.codegen.memory_ops import MemoryOps
 from simtify.codegen.vector_ops import VectorOps

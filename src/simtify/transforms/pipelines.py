@@ -24,11 +24,14 @@ def nested_distribute(module: ModuleOp, opts: Options) -> None:
 
     from simtify.sim.grid import implied_grid
 
+    from simtify.ir.live_ops import erase_dead_ops
     from simtify.transforms.transfer_gather_canonicalize import canonicalize_gathers
 
     for func in functions(module):
         fold_boundary_pairs(func)
         canonicalize_gathers(func)  # as IREE canonicalizes just before vector distribution
+        # no layout needs to reach a value nothing reads; anchors stay, they give layouts
+        erase_dead_ops(func, keep=lambda op: op.name == "iree_vector_ext.to_layout")
         sg, threads = launch_for(func, opts)
         grid = implied_grid(func)  # read off the workgroup-level writes, before they are distributed
         analysis = propagate(func, Launch(sg, threads))

@@ -1,8 +1,11 @@
-"""Which ops a kernel must emit: those with effects, and what they depend on. Ops that at
-most read or allocate memory (their traits say so) and that nothing live reads are left
-out (distribution leaves many behind)."""
+"""Which ops matter: those with effects, and what they depend on. Ops that at most read
+or allocate memory (their traits say so) and that nothing live reads are dead: a kernel
+leaves them out (distribution leaves many behind), and distribution drops them first, as
+MLIR's greedy rewriter erases trivially dead ops."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from xdsl.ir import BlockArgument, Operation, OpResult
 
@@ -45,3 +48,19 @@ def live_ops(func: Operation) -> set[Operation]:
                     if b.ops.last is not None:
                         mark(b.ops.last)
     return live
+
+
+def erase_dead_ops(func: Operation, keep: Callable[[Operation], bool] = lambda op: False) -> int:
+    """Erase the ops of `func` that are not live and whose results nothing uses any more
+    (innermost and last first, so that uses go before their definitions), except those
+    `keep` names; returns how many. (An op read only where the value is ignored, as an
+    inclusive scan's initial value, is not live but still used: it stays.)"""
+    live = live_ops(func)
+    erased = 0
+    for op in reversed([op for op in func.walk() if op is not func and op not in live]):
+        if keep(op) or any(r.uses for r in op.results):
+            continue
+        op.detach()
+        op.erase()
+        erased += 1
+    return erased
