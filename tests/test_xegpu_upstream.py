@@ -38,3 +38,33 @@ def test_lane_level_ir_is_written_as_upstream_writes_it():
     assert "<{packed}> : !xegpu.tensor_desc<16x16xf16> -> vector<16xf16>" in out, out
     assert ": vector<8xf16>, vector<16xf16> -> vector<8xf32>" in out and "layout" not in out, out
     assert ": vector<8xf32>, !xegpu.tensor_desc<8x16xf32>" in out and "shape_cast" not in out, out
+
+
+def test_a_returned_value_split_among_lanes_is_refused_with_its_reason():
+    """Blocking puts a returned value back together; lanes cannot (each holds part of it)."""
+    from xegpu_harness import distribute
+
+    with pytest.raises(SimtifyError, match="returning a vector<32x32xf32> value is not distributed by xegpu-sg-to-lane"):
+        distribute((FIXTURES / "blocking_unroll_load_matrix_returned.mlir").read_text())
+
+
+def test_blocked_convert_layout_then_lanes():
+    """Upstream's blocking output of @convert_layout (re-cut A blocks, two dpas) goes on
+    to the lane level and still computes what the input does."""
+    from xegpu_harness import distribute
+
+    text = (FIXTURES / "blocking_convert_layout_dpas.mlir").read_text()
+    blocked = distribute(text, "xegpu-blocking")
+    assert blocked.count("xegpu.dpas") == 2 and "extract_strided_slice" in blocked, blocked
+    lanes = distribute(blocked, "xegpu-sg-to-lane")
+    from simtify.ir import parse
+    from simtify.sim import find_function, random_inputs, run
+    import numpy as np
+
+    ref_module = parse(text, "input.mlir")
+    inputs = random_inputs(find_function(ref_module, "convert_layout"), 1)
+    ref = run(ref_module, "convert_layout", {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup")
+    new = run(parse(lanes, "lanes.mlir"), "convert_layout", {k: v.copy() for k, v in inputs.items()}, target="xe",
+              sanitize=True, block=(16, 1, 1))  # one subgroup: blocking alone records no launch
+    assert not new.findings
+    np.testing.assert_allclose(new.arguments["C"], ref.arguments["C"], rtol=1e-3, atol=1e-3)

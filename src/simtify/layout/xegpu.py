@@ -572,6 +572,25 @@ def field_of(layout: Layout, name: str, dim: int) -> int | None:
     return None if v is None else v[kept_dims(layout)[dim]]
 
 
+def lane_slice(layout: Layout | None, shape: Sequence[int], offsets: Sequence[int],
+               sizes: Sequence[int]) -> tuple[list[int], list[int]] | None:
+    """Where a strided slice (`offsets`, `sizes`) of a value of `shape` in `layout`
+    lies in one lane's registers: (offsets, sizes) per dim, or None where the slice
+    does not fall on whole lane rounds (``lane_layout · lane_data`` elements), so
+    that no lane holds its part of it in one place. Without lanes every lane holds
+    the whole value."""
+    if not has(layout, "lane_layout"):
+        return list(offsets), list(sizes)
+    out_o, out_s = [], []
+    for p, o, s in zip(plan(layout, shape), offsets, sizes):
+        step = p.LL * p.LD
+        if o % step or s % step:
+            return None
+        out_o.append(o // step * p.LD)
+        out_s.append(s // step * p.LD)
+    return out_o, out_s
+
+
 def plan(layout: Layout | None, shape: Sequence[int]):
     """Per kept dim, the `DimPlan` of `layout` on `shape` (a layout of None: one subgroup,
     one block, one lane holding everything)."""
