@@ -85,6 +85,19 @@ class LaneDistribution(XeGPULevel):
     def annotate(self, op, old, i=0):
         return op
 
+    def piece_coordinates(self, layout, shape_, q, em):
+        """A lane's fragment: per dim, rounds of ``lane_data`` elements ``lane_layout ·
+        lane_data`` apart, from ``lane digit · lane_data``."""
+        plans = self._plans(layout, shape_)
+        kept = kept_dims(layout) if layout is not None else list(range(len(shape_)))
+        digits = self.lane_digits(layout) if has(layout, "lane_layout") else [None] * (max(kept, default=-1) + 1)
+        out = []
+        for j, p in enumerate(plans):
+            digit = digits[kept[j]]
+            offset = 0 if digit is None else self.prelude.apply(AffineDimExpr(0) * p.LD, [digit])
+            out.append((offset, [k // p.LD * p.LL * p.LD + k % p.LD for k in range(p.lane_extent)]))
+        return out
+
     def run(self) -> None:
         super().run()
         # the 2-D views of 1-D fragments nothing else reads (upstream canonicalizes them away)

@@ -102,6 +102,14 @@ class PieceRewriter:
         """Where piece `q` starts in the value, per dim."""
         raise NotImplementedError
 
+    def piece_coordinates(self, layout: Layout | None, shape_, q: tuple[int, ...],
+                          em: Emitter) -> list[tuple[Index, list[int]]]:
+        """Per dim, where the elements of piece `q` lie in the value: an offset (the same
+        for every element) plus, per position along the dim, a fixed step. A piece is a
+        contiguous box by default; a level whose pieces are not (a lane's fragment) says so."""
+        offsets = self.piece_offsets(layout, shape_, q, em)
+        return [(o, list(range(n))) for o, n in zip(offsets, self.piece_shape(layout, shape_))]
+
     def piece_block(self, layout: Layout | None, shape_) -> tuple[int, ...]:
         """The block a load or store of one piece reads or writes."""
         return self.piece_shape(layout, shape_)

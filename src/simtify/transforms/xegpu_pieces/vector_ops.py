@@ -6,6 +6,7 @@ from __future__ import annotations
 from itertools import product
 from math import prod
 
+import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Operation, SSAValue
@@ -27,8 +28,12 @@ class VectorOps(PieceRewriter):
             return
         attr = op.properties.get("value") or op.attributes.get("value")
         vals = attr.get_values() if isinstance(attr, DenseIntOrFPElementsAttr) else None
-        if vals is None or len(set(vals)) != 1:
-            raise SimtifyError("only splat vector constants are distributed")
+        if vals is None:
+            raise SimtifyError(f"a vector constant that is not a dense elements attribute is not distributed by "
+                               f"{self.level}")
+        if len(set(vals)) != 1:
+            self.constant_pieces(op, np.array(vals).reshape(shape(r)), em)
+            return
         pt = self.piece_type(r)
         new = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(pt, [vals[0]] * prod(pt.get_shape())), pt)
         self.annotate(new, r)
