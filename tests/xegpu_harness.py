@@ -217,8 +217,25 @@ def check_propagated_layouts(module, given=None) -> int:
 
 
 def fixture_header(text: str) -> dict:
-    """``// pipelines: ...``, ``// expect-error: ...`` and the function name of a fixture."""
+    """``// pipelines: ...``, ``// expect-error: ...``, ``// shapes: NAME=AxB ...`` (the
+    shapes of dynamic memref arguments) and the function name of a fixture."""
     pipelines = re.search(r"// pipelines: (.*)", text).group(1).split()
     err = re.search(r"// expect-error: (.*)", text)
     func = re.search(r"func(?:\.func)? @(\w+)", text).group(1)
-    return {"pipelines": pipelines, "error": err.group(1).strip() if err else None, "func": func}
+    shapes = re.search(r"// shapes: (.*)", text)
+    dims = {k: tuple(int(x) for x in v.split("x")) for k, v in
+            (item.split("=") for item in shapes.group(1).split())} if shapes else {}
+    return {"pipelines": pipelines, "error": err.group(1).strip() if err else None, "func": func, "shapes": dims}
+
+
+def inputs_for(text: str, header: dict, seed: int = 0) -> dict | None:
+    """Random inputs (never zeros) for a fixture, its dynamic memrefs in their `shapes`;
+    None where no shape is given (`check_xegpu` draws them)."""
+    from simtify.sim.launch import function_args, random_array
+
+    if not header["shapes"]:
+        return None
+    rng = np.random.default_rng(seed)
+    func = find_function(parse(text, "input.mlir"), header["func"])
+    return {name: random_array(t, header["shapes"].get(name) or tuple(t.get_shape()), rng)
+            for name, t in function_args(func)}

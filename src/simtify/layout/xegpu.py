@@ -679,14 +679,53 @@ def shape_cast_layout(layout: Layout | None, from_shape, to_shape) -> Layout | N
 # --- what ops do to layouts (the rules of XeGPU propagation) ------------------------
 
 
+def bitcast_layout(layout: Layout | None, from_bits: int, to_bits: int) -> Layout | None:
+    """The layout of a ``vector.bitcast`` from `from_bits` to `to_bits` elements: the same
+    owners of the same bytes, so the last dim's ``sg_data``, ``inst_data`` and
+    ``lane_data`` scale by ``from_bits / to_bits``. None where a field would not hold
+    whole elements (or the last dim is sliced away)."""
+    if layout is None or from_bits == to_bits:
+        return layout
+    base, removed = flatten(layout)
+    if base.rank is None or base.rank - 1 in removed:
+        return None
+    f = fields(base)
+    last = base.rank - 1
+    if f["lane_layout"] is not None and f["lane_data"] is None:
+        return None  # the default lane data follows the shape: state it to scale it
+    for name in ("sg_data", "inst_data", "lane_data"):
+        if f[name] is not None:
+            bits = f[name][last] * from_bits
+            if bits % to_bits:
+                return None
+            f[name] = list(f[name])
+            f[name][last] = bits // to_bits
+    return build(f, removed)
+
+
 def reduction_source(result: Layout | None, src_shape, dims) -> Layout | None:
     """The source layout a multi_reduction over `dims` needs for `result`."""
     if result is None:
         return None
     if isinstance(result, XeGPUSlice) and sorted(result.dims) == sorted(dims) and (
             result.parent.rank is None or result.parent.rank == len(src_shape)):
-        return result.parent
+        return clamp_inst_data(result.parent, src_shape)
     return insert_dims(result, sorted(dims), [src_shape[d] for d in sorted(dims)])
+
+
+def clamp_inst_data(layout: Layout, shape: Sequence[int]) -> Layout:
+    """`layout` with each ``inst_data`` larger than its dim of `shape` cut to the dim (a
+    reduced dim narrower than the instruction the result's layout was written for, as
+    upstream clamps it: a 1x16x1 source of a slice of ``inst_data = [1, 1, 16]`` is
+    blocked ``[1, 1, 1]``)."""
+    if not isinstance(layout, XeGPULayout) or layout.inst_data is None or layout.rank != len(shape):
+        return layout
+    inst = [min(i, n) if i > n and i % n == 0 else i for i, n in zip(layout.inst_data, shape)]
+    if inst == list(layout.inst_data):
+        return layout
+    f = fields(layout)
+    f["inst_data"] = inst
+    return build(f)
 
 
 def broadcast_source(result: Layout | None, src_shape, res_shape) -> Layout | None:

@@ -53,6 +53,7 @@ from simtify.ir import location_of
 from simtify.layout.xegpu import (
     Layout,
     XeGPUSlice,
+    bitcast_layout,
     broadcast_result,
     broadcast_source,
     flatten,
@@ -297,6 +298,23 @@ def _holding(layout: Layout | None, op: Operation) -> bool:
         return False
 
 
+def _bits(v: SSAValue) -> int:
+    from simtify.target.xe import element_bits
+
+    return element_bits(v.type.element_type)
+
+
+class Bitcast(XeGPURule):
+    """``vector.bitcast``: the result holds the source's bytes where the source holds
+    them, its last dim's data fields scaled by the width ratio (`bitcast_layout`)."""
+
+    def gives(self, p, op):
+        return [(op.results[0], bitcast_layout(p.L(op.source), _bits(op.source), _bits(op.results[0])))]
+
+    def needs(self, p, op):
+        return [(op.source, bitcast_layout(p.L(op.results[0]), _bits(op.results[0]), _bits(op.source)))]
+
+
 class StridedSlice(XeGPURule):
     """``extract_strided_slice`` / ``insert_strided_slice`` (what blocking re-cuts tiles
     with, below the subgroup level): the slice is held as the whole value is, and an
@@ -378,6 +396,7 @@ RULES: dict[str, OpRule] = {
     "vector.broadcast": Broadcast(),
     "vector.transpose": Transpose(),
     "vector.shape_cast": ShapeCast(),
+    "vector.bitcast": Bitcast(),
     "vector.extract_strided_slice": StridedSlice(),
     "vector.insert_strided_slice": StridedSlice(),
     "scf.for": CarriedFor(),

@@ -40,6 +40,28 @@ class VectorOps(PieceRewriter):
         v = em.value(new)
         self.value_pieces[r] = [v] * prod(self.grid_of(r))
 
+    def op_vector_bitcast(self, op: Operation, em: Emitter) -> None:
+        """Each piece reinterpreted; a width change needs the result laid out as the
+        source with its last dim's data scaled (`bitcast_layout`), so that every piece
+        holds whole elements of both types."""
+        from simtify.ir import vector as vector_ir
+        from simtify.layout.xegpu import bitcast_layout
+        from simtify.target.xe import element_bits
+
+        src, r = op.source, op.results[0]
+        if shape(src) == shape(r):
+            self.elementwise(op, em)
+            return
+        have, want = self.layout_of(src), self.layout_of(r)
+        scaled = bitcast_layout(have, element_bits(src.type.element_type), element_bits(r.type.element_type))
+        if (have is None) != (want is None) or (have is not None and (
+                scaled is None or not self.analysis.same(scaled, want, shape(r)))):
+            raise SimtifyError(f"a bitcast from {src.type} to {r.type} is distributed where the result's layout is the "
+                               f"source's with the last dim's data scaled by the width ratio; {have} gives "
+                               f"{scaled}, not {want}")
+        self.value_pieces[r] = [em.value(self.annotate(vector_ir.BitCastOp(p, self.piece_type(r)), r))
+                                for p in self.pieces(src)]
+
     def op_vector_transpose(self, op: Operation, em: Emitter) -> None:
         from simtify.ir import vector as vector_ir
 
