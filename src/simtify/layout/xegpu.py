@@ -19,7 +19,10 @@ Even distributability follows the seed dim by dim (``n / sg_layout`` divides or
 ``sg_layout / n`` does; then ``sg_data`` divides that or is a multiple of it; instruction
 and lane levels divide exactly). Upstream's ``isEvenlyDistributable`` compares whole
 arrays and rejects the seed's own 128x128 ``sg_data = [32, 128]`` example. We also
-refuse ``sg_data`` larger than the dim, which would have a subgroup hold an element twice.
+refuse ``sg_data`` larger than the dim, which would have a subgroup hold an element twice
+— except on a dim no subgroups share out (``sg_layout`` 1) that the data is a multiple
+of: there the tile is the whole dim (upstream clamps it so, e.g. a slice's parent written
+for a broadcast result, read on the unit dims of its source).
 
 The second half of the module is the algebra the passes reshape layouts with (the layout
 of a transposed, reduced, broadcast or reshaped value, the parts each distribution level
@@ -287,6 +290,8 @@ def plan_dims(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ...
             D = per
         if per % D and D % per:
             raise SimtifyError(f"dim {j}: sg_data {D} neither divides nor is a multiple of {per} (size {n} / sg_layout {L})")
+        if D > n and L == 1 and D % n == 0:
+            D = per = n  # the whole dim (see the module docstring)
         if D > n:
             raise SimtifyError(f"dim {j}: sg_data {D} exceeds the size {n}: a subgroup would hold elements twice")
         U = min(n, L * D)
