@@ -37,6 +37,7 @@ from simtify.transforms.xegpu_pieces.rewriter import linear_index
 
 class Blocking(XeGPULevel):
     level = "xegpu-blocking"
+    holder = "instruction block"
 
     def __init__(self, func: Operation, analysis: XeGPULayouts, target: str = "xe"):
         super().__init__(func, analysis)

@@ -76,6 +76,7 @@ class PieceRewriter:
     the op rewrites of the other modules) and implements the hooks below."""
 
     level = "distribution"
+    holder = "lane"  # who holds one piece of a value (in messages)
 
     def __init__(self, func: Operation, analysis: XeGPULayouts):
         self.func = func
@@ -229,7 +230,7 @@ class PieceRewriter:
     def assemble(self, v: SSAValue, em: Emitter) -> SSAValue:
         """`v` whole from its pieces (a level whose pieces make up the value says how)."""
         raise SimtifyError(f"a function returning a {v.type} value is not distributed by {self.level}: each "
-                           f"{'subgroup' if self.level == 'xegpu-wg-to-sg' else 'lane'} holds only part of it; "
+                           f"{self.holder} holds only part of it; "
                            "store it to memory instead")
 
     def origin_of(self, tdesc: SSAValue) -> list[Index]:
