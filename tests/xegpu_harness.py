@@ -20,7 +20,8 @@ def distribute(text: str, pipeline: str = "xegpu-distribute") -> str:
 
 def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, seed: int = 0, rtol=1e-4,
                 atol=1e-4, inputs: dict | None = None, grid=None) -> str:
-    """Every memref argument must agree and no sanitizer may fire; returns the output.
+    """Every memref argument and returned value must agree and no sanitizer may fire;
+    returns the output.
     `inputs` (default: random) where the program needs particular values (in-range offsets);
     `grid` (default: one workgroup) for programs that index by ``gpu.block_id``."""
     ref_module = parse(text, "input.mlir")
@@ -38,8 +39,10 @@ def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, see
     else:
         assert new.launch.level == "simt" or "gpu.subgroup_id" not in out
     assert not new.findings, "\n".join(map(str, new.findings)) + "\n" + out
-    for name, want in ref.arguments.items():
-        got = new.arguments[name]
+    assert len(new.returns) == len(ref.returns), out
+    returned = {f"returned value {k}": np.broadcast_arrays(g, w) for k, (g, w) in
+                enumerate(zip(new.returns, ref.returns))}  # a value every thread holds alike may be kept once
+    for name, (got, want) in [(n, (new.arguments[n], w)) for n, w in ref.arguments.items()] + list(returned.items()):
         if want.dtype.kind == "f":
             np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"{name}\n{out}")
         else:
@@ -214,8 +217,25 @@ def check_propagated_layouts(module, given=None) -> int:
 
 
 def fixture_header(text: str) -> dict:
-    """``// pipelines: ...``, ``// expect-error: ...`` and the function name of a fixture."""
+    """``// pipelines: ...``, ``// expect-error: ...``, ``// shapes: NAME=AxB ...`` (the
+    shapes of dynamic memref arguments) and the function name of a fixture."""
     pipelines = re.search(r"// pipelines: (.*)", text).group(1).split()
     err = re.search(r"// expect-error: (.*)", text)
     func = re.search(r"func(?:\.func)? @(\w+)", text).group(1)
-    return {"pipelines": pipelines, "error": err.group(1).strip() if err else None, "func": func}
+    shapes = re.search(r"// shapes: (.*)", text)
+    dims = {k: tuple(int(x) for x in v.split("x")) for k, v in
+            (item.split("=") for item in shapes.group(1).split())} if shapes else {}
+    return {"pipelines": pipelines, "error": err.group(1).strip() if err else None, "func": func, "shapes": dims}
+
+
+def inputs_for(text: str, header: dict, seed: int = 0) -> dict | None:
+    """Random inputs (never zeros) for a fixture, its dynamic memrefs in their `shapes`;
+    None where no shape is given (`check_xegpu` draws them)."""
+    from simtify.sim.launch import function_args, random_array
+
+    if not header["shapes"]:
+        return None
+    rng = np.random.default_rng(seed)
+    func = find_function(parse(text, "input.mlir"), header["func"])
+    return {name: random_array(t, header["shapes"].get(name) or tuple(t.get_shape()), rng)
+            for name, t in function_args(func)}

@@ -19,7 +19,10 @@ Even distributability follows the seed dim by dim (``n / sg_layout`` divides or
 ``sg_layout / n`` does; then ``sg_data`` divides that or is a multiple of it; instruction
 and lane levels divide exactly). Upstream's ``isEvenlyDistributable`` compares whole
 arrays and rejects the seed's own 128x128 ``sg_data = [32, 128]`` example. We also
-refuse ``sg_data`` larger than the dim, which would have a subgroup hold an element twice.
+refuse ``sg_data`` larger than the dim, which would have a subgroup hold an element twice
+— except on a dim no subgroups share out (``sg_layout`` 1) that the data is a multiple
+of: there the tile is the whole dim (upstream clamps it so, e.g. a slice's parent written
+for a broadcast result, read on the unit dims of its source).
 
 The second half of the module is the algebra the passes reshape layouts with (the layout
 of a transposed, reduced, broadcast or reshaped value, the parts each distribution level
@@ -287,6 +290,8 @@ def plan_dims(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ...
             D = per
         if per % D and D % per:
             raise SimtifyError(f"dim {j}: sg_data {D} neither divides nor is a multiple of {per} (size {n} / sg_layout {L})")
+        if D > n and L == 1 and D % n == 0:
+            D = per = n  # the whole dim (see the module docstring)
         if D > n:
             raise SimtifyError(f"dim {j}: sg_data {D} exceeds the size {n}: a subgroup would hold elements twice")
         U = min(n, L * D)
@@ -572,6 +577,25 @@ def field_of(layout: Layout, name: str, dim: int) -> int | None:
     return None if v is None else v[kept_dims(layout)[dim]]
 
 
+def lane_slice(layout: Layout | None, shape: Sequence[int], offsets: Sequence[int],
+               sizes: Sequence[int]) -> tuple[list[int], list[int]] | None:
+    """Where a strided slice (`offsets`, `sizes`) of a value of `shape` in `layout`
+    lies in one lane's registers: (offsets, sizes) per dim, or None where the slice
+    does not fall on whole lane rounds (``lane_layout · lane_data`` elements), so
+    that no lane holds its part of it in one place. Without lanes every lane holds
+    the whole value."""
+    if not has(layout, "lane_layout"):
+        return list(offsets), list(sizes)
+    out_o, out_s = [], []
+    for p, o, s in zip(plan(layout, shape), offsets, sizes):
+        step = p.LL * p.LD
+        if o % step or s % step:
+            return None
+        out_o.append(o // step * p.LD)
+        out_s.append(s // step * p.LD)
+    return out_o, out_s
+
+
 def plan(layout: Layout | None, shape: Sequence[int]):
     """Per kept dim, the `DimPlan` of `layout` on `shape` (a layout of None: one subgroup,
     one block, one lane holding everything)."""
@@ -660,14 +684,53 @@ def shape_cast_layout(layout: Layout | None, from_shape, to_shape) -> Layout | N
 # --- what ops do to layouts (the rules of XeGPU propagation) ------------------------
 
 
+def bitcast_layout(layout: Layout | None, from_bits: int, to_bits: int) -> Layout | None:
+    """The layout of a ``vector.bitcast`` from `from_bits` to `to_bits` elements: the same
+    owners of the same bytes, so the last dim's ``sg_data``, ``inst_data`` and
+    ``lane_data`` scale by ``from_bits / to_bits``. None where a field would not hold
+    whole elements (or the last dim is sliced away)."""
+    if layout is None or from_bits == to_bits:
+        return layout
+    base, removed = flatten(layout)
+    if base.rank is None or base.rank - 1 in removed:
+        return None
+    f = fields(base)
+    last = base.rank - 1
+    if f["lane_layout"] is not None and f["lane_data"] is None:
+        return None  # the default lane data follows the shape: state it to scale it
+    for name in ("sg_data", "inst_data", "lane_data"):
+        if f[name] is not None:
+            bits = f[name][last] * from_bits
+            if bits % to_bits:
+                return None
+            f[name] = list(f[name])
+            f[name][last] = bits // to_bits
+    return build(f, removed)
+
+
 def reduction_source(result: Layout | None, src_shape, dims) -> Layout | None:
     """The source layout a multi_reduction over `dims` needs for `result`."""
     if result is None:
         return None
     if isinstance(result, XeGPUSlice) and sorted(result.dims) == sorted(dims) and (
             result.parent.rank is None or result.parent.rank == len(src_shape)):
-        return result.parent
+        return clamp_inst_data(result.parent, src_shape)
     return insert_dims(result, sorted(dims), [src_shape[d] for d in sorted(dims)])
+
+
+def clamp_inst_data(layout: Layout, shape: Sequence[int]) -> Layout:
+    """`layout` with each ``inst_data`` larger than its dim of `shape` cut to the dim (a
+    reduced dim narrower than the instruction the result's layout was written for, as
+    upstream clamps it: a 1x16x1 source of a slice of ``inst_data = [1, 1, 16]`` is
+    blocked ``[1, 1, 1]``)."""
+    if not isinstance(layout, XeGPULayout) or layout.inst_data is None or layout.rank != len(shape):
+        return layout
+    inst = [min(i, n) if i > n and i % n == 0 else i for i, n in zip(layout.inst_data, shape)]
+    if inst == list(layout.inst_data):
+        return layout
+    f = fields(layout)
+    f["inst_data"] = inst
+    return build(f)
 
 
 def broadcast_source(result: Layout | None, src_shape, res_shape) -> Layout | None:

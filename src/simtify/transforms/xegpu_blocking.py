@@ -37,6 +37,7 @@ from simtify.transforms.xegpu_pieces.rewriter import linear_index
 
 class Blocking(XeGPULevel):
     level = "xegpu-blocking"
+    holder = "instruction block"
 
     def __init__(self, func: Operation, analysis: XeGPULayouts, target: str = "xe"):
         super().__init__(func, analysis)
@@ -59,6 +60,19 @@ class Blocking(XeGPULevel):
 
     def piece_offsets(self, layout, shape_, q, em):
         return [b * p.I for b, p in zip(q, self._plans(layout, shape_))]
+
+    def split_argument(self, old: SSAValue, new: SSAValue, em: Emitter) -> list[SSAValue]:
+        """A vector argument cut into its blocks (as upstream does)."""
+        lay, vshape = self.layout_of(old), shape(old)
+        size = self.piece_shape(lay, vshape)
+        return [self._recut([new], [1] * len(vshape), vshape, self.piece_layout(lay), [x * s for x, s in zip(q, size)],
+                            size, old.type.element_type, em) for q in product(*[range(n) for n in self.grid(lay, vshape)])]
+
+    def assemble(self, v: SSAValue, em: Emitter) -> SSAValue:
+        """A returned value's blocks inserted back into the whole tile (as upstream does)."""
+        lay, vshape = self.layout_of(v), shape(v)
+        return self._recut(self.pieces(v), self.grid(lay, vshape), self.piece_shape(lay, vshape),
+                           self.piece_layout(lay), [0] * len(vshape), vshape, v.type.element_type, em)
 
     # --- dpas -------------------------------------------------------------------------
 

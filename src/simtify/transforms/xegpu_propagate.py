@@ -53,12 +53,14 @@ from simtify.ir import location_of
 from simtify.layout.xegpu import (
     Layout,
     XeGPUSlice,
+    bitcast_layout,
     broadcast_result,
     broadcast_source,
     flatten,
     gather_offsets_layout,
     gather_value_layout,
     has,
+    lane_slice,
     reduce_dims,
     reduction_source,
     refines,
@@ -277,6 +279,64 @@ class ShapeCast(XeGPURule):
         return [(op.source, shape_cast_layout(p.L(op.results[0]), shape(op.results[0]), shape(op.source)))]
 
 
+def _ints(attr) -> list[int]:
+    return [int(x.value.data) for x in attr.data]
+
+
+def _holding(layout: Layout | None, op: Operation) -> bool:
+    """Can lanes holding the whole value in `layout` slice or fill the slot of `op`?
+    (A layout without lanes is a block each lane holds whole: its ``inst_data`` is that
+    block's shape and says nothing of the other value.)"""
+    if not has(layout, "lane_layout") or has(layout, "inst_data"):
+        return False
+    whole = op.source if op.name == "vector.extract_strided_slice" else op.dest
+    part = op.results[0] if op.name == "vector.extract_strided_slice" else op.value_to_store
+    try:
+        layout.check_shape(shape(part))
+        return lane_slice(layout, shape(whole), _ints(op.offsets), shape(part)) is not None
+    except SimtifyError:
+        return False
+
+
+def _bits(v: SSAValue) -> int:
+    from simtify.target.xe import element_bits
+
+    return element_bits(v.type.element_type)
+
+
+class Bitcast(XeGPURule):
+    """``vector.bitcast``: the result holds the source's bytes where the source holds
+    them, its last dim's data fields scaled by the width ratio (`bitcast_layout`)."""
+
+    def gives(self, p, op):
+        return [(op.results[0], bitcast_layout(p.L(op.source), _bits(op.source), _bits(op.results[0])))]
+
+    def needs(self, p, op):
+        return [(op.source, bitcast_layout(p.L(op.results[0]), _bits(op.results[0]), _bits(op.source)))]
+
+
+class StridedSlice(XeGPURule):
+    """``extract_strided_slice`` / ``insert_strided_slice`` (what blocking re-cuts tiles
+    with, below the subgroup level): the slice is held as the whole value is, and an
+    insert's result as its destination — one layout, where its lanes hold the slice in
+    whole lane rounds; elsewhere the layouts meet at the users, converted there."""
+
+    def gives(self, p, op):
+        if op.name == "vector.extract_strided_slice":
+            held = [p.L(op.source)]
+        else:  # the destination's layout, else (a splat to fill) the inserted slice's
+            held = [p.L(op.dest), p.L(op.value_to_store)]
+        return [(op.results[0], lay) for lay in held if _holding(lay, op)][:1]
+
+    def needs(self, p, op):
+        r = p.L(op.results[0])
+        if not _holding(r, op):
+            return []
+        if op.name == "vector.extract_strided_slice":
+            return [(op.source, r)]
+        return [(op.dest, r), (op.value_to_store, r)]
+
+
 class CarriedFor(FromNeeds, ScfFor):
     """An init, its block argument and the result meet; the argument and result are one
     value (`carried_ties`)."""
@@ -336,6 +396,9 @@ RULES: dict[str, OpRule] = {
     "vector.broadcast": Broadcast(),
     "vector.transpose": Transpose(),
     "vector.shape_cast": ShapeCast(),
+    "vector.bitcast": Bitcast(),
+    "vector.extract_strided_slice": StridedSlice(),
+    "vector.insert_strided_slice": StridedSlice(),
     "scf.for": CarriedFor(),
     "scf.while": CarriedWhile(),
     "scf.if": CarriedIf(),

@@ -36,7 +36,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import Layout, XeGPULayout, XeGPUSlice, flatten, has, kept_dims, linear_strides, plan
+from simtify.layout.xegpu import Layout, XeGPULayout, XeGPUSlice, flatten, has, kept_dims, lane_slice, linear_strides, plan
 from simtify.target.xe import block_load_layout, check_dpas_shape, dpas_lane_layouts, element_bits, vnni_factor
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
 from simtify.transforms.launch import recorded_threads
@@ -84,6 +84,19 @@ class LaneDistribution(XeGPULevel):
 
     def annotate(self, op, old, i=0):
         return op
+
+    def piece_coordinates(self, layout, shape_, q, em):
+        """A lane's fragment: per dim, rounds of ``lane_data`` elements ``lane_layout ·
+        lane_data`` apart, from ``lane digit · lane_data``."""
+        plans = self._plans(layout, shape_)
+        kept = kept_dims(layout) if layout is not None else list(range(len(shape_)))
+        digits = self.lane_digits(layout) if has(layout, "lane_layout") else [None] * (max(kept, default=-1) + 1)
+        out = []
+        for j, p in enumerate(plans):
+            digit = digits[kept[j]]
+            offset = 0 if digit is None else self.prelude.apply(AffineDimExpr(0) * p.LD, [digit])
+            out.append((offset, [k // p.LD * p.LL * p.LD + k % p.LD for k in range(p.lane_extent)]))
+        return out
 
     def run(self) -> None:
         super().run()
@@ -311,16 +324,11 @@ class LaneDistribution(XeGPULevel):
     # --- re-cut blocks from blocking --------------------------------------------------------
 
     def _lane_slice(self, layout, vshape, offsets, sizes) -> tuple[list[int], list[int]]:
-        if not has(layout, "lane_layout"):
-            return list(offsets), list(sizes)  # every lane holds the whole block
-        out_o, out_s = [], []
-        for p, o, s in zip(self._plans(layout, vshape), offsets, sizes):
-            step = p.LL * p.LD
-            if o % step or s % step:
-                raise SimtifyError(f"a slice at {o} of {s} elements does not fall on whole lane rounds of {step}")
-            out_o.append(o // step * p.LD)
-            out_s.append(s // step * p.LD)
-        return out_o, out_s
+        got = lane_slice(layout, vshape, offsets, sizes)
+        if got is None:
+            raise SimtifyError(f"a slice at {list(offsets)} of {list(sizes)} elements does not fall on whole lane "
+                               f"rounds of {layout}")
+        return got
 
     def op_vector_extract_strided_slice(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.results[0]

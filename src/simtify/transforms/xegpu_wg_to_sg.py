@@ -45,6 +45,7 @@ from simtify.transforms.xegpu_pieces.level import XeGPULevel
 
 class SubgroupDistribution(XeGPULevel):
     level = "xegpu-wg-to-sg"
+    holder = "subgroup"
 
     def __init__(self, func: Operation, analysis: XeGPULayouts):
         super().__init__(func, analysis)

@@ -14,7 +14,7 @@ one on pieces:
     %w1 = arith.addf %v1, %v1 : vector<32x128xf16>
 
 Ops that map pieces to pieces the same way at every level live in this package (elementwise,
-splat constants, transpose, broadcast, unit-dim shape_cast, reductions within the
+constants, steps and masks, bitcasts, transpose, broadcast, unit-dim shape_cast, reductions within the
 pieces, block loads and stores, gathers and scatters (a piece of the rows takes its
 piece of the offsets and mask, plus its start in the chunk), matrix loads and stores,
 ``scf.for`` / ``scf.while`` / ``scf.if``); a level (a subclass of `XeGPULevel`) says
@@ -37,7 +37,8 @@ The modules:
     rewriter         `PieceRewriter`: what a level decides (its hooks), values and
                      their pieces, the driver (budget, op by op), elementwise ops
     descriptors      `Descriptor`: a block descriptor's memory and origin
-    vector_ops       constants, transpose, broadcast, shape_cast, reductions in pieces
+    vector_ops       constants, bitcasts, transpose, broadcast, shape_cast, reductions in pieces
+    positional       vector.step, non-splat constants, masks: a fixed piece plus its offset
     control_flow     scf.for / scf.while / scf.if carrying pieces and origins
     block_access     create_nd_tdesc, update_nd_offset, load_nd / store_nd / prefetch_nd
     scattered_access gathers, scatters, prefetches by offsets; shared local memory matrices

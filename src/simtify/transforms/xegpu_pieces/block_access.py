@@ -40,12 +40,12 @@ class BlockAccess(PieceRewriter):
     def op_xegpu_create_nd_tdesc(self, op: Operation, em: Emitter) -> None:
         t = op.tensor_desc.type
         origin = mixed_offsets(op.const_offsets, [self.one(o) for o in op.offsets])
-        if op.const_shape is not None:
-            raise SimtifyError(f"descriptors with shape and strides operands are not distributed by {self.level}")
+        extent = ([self.one(v) for v in op.shape], [self.one(v) for v in op.strides],
+                  {k: op.properties[k] for k in ("const_shape", "const_strides") if k in op.properties})
         marker = em.add(arith.ConstantOp(IntegerAttr(0, IndexType())))
         self.markers.append(marker)
         self.descs[op.tensor_desc] = Descriptor(self.one(op.source), origin, t,
-                                                  self.emitter(em.block, before=marker))
+                                                  self.emitter(em.block, before=marker), extent)
         self.value_pieces[op.tensor_desc] = []
 
     def descriptor(self, tdesc: SSAValue, block: Sequence[int], layout: Layout | None, em: Emitter) -> SSAValue:
@@ -58,10 +58,14 @@ class BlockAccess(PieceRewriter):
         if key not in d.made:
             t = xegpu_ir.TensorDescType(list(block), d.type.element_type, d.type.encoding if d.type.block_attr
                                         else None, notes.to_attr(layout) if layout is not None else None)
-            new = xegpu_ir.CreateNdDescOp.build(operands=[d.source, [], [], []], result_types=[t])
+            sizes, strides, static = d.extent
+            new = xegpu_ir.CreateNdDescOp.build(operands=[d.source, [], sizes, strides], result_types=[t],
+                                                properties=dict(static))
             src = d.source
-            # over a function argument: at the entry, so that loops reuse it
-            at = self.prelude if isinstance(src.owner, Block) and src.owner is self.prelude.block else d.at
+            # over a function argument (and sizes that are arguments or constants): at the
+            # entry, so that loops reuse it
+            at = self.prelude if all(isinstance(v.owner, Block) and v.owner is self.prelude.block
+                                     for v in [src, *sizes, *strides]) else d.at
             d.made[key] = at.value(new)
         return d.made[key]
 

@@ -16,16 +16,20 @@ class Descriptor:
     the same memory: the (new) source, the origin older IR put on the descriptor (or
     `update_nd_offset` moved it to, or a loop carries)."""
 
-    def __init__(self, source: SSAValue, origin: list[Index], tdesc_type: xegpu_ir.TensorDescType, at: Emitter):
+    def __init__(self, source: SSAValue, origin: list[Index], tdesc_type: xegpu_ir.TensorDescType, at: Emitter,
+                 extent: tuple[list[SSAValue], list[SSAValue], dict] = ([], [], {})):
         self.source = source
         self.origin = origin
         self.type = tdesc_type
         self.at = at  # where the original descriptor was made: new ones go there
+        # the memory's shape and strides where the source does not say them (a raw
+        # address or a dynamic memref): dynamic operands, and the static ones as properties
+        self.extent = extent
         self.made: dict = {}
 
     def moved(self, origin: list[Index]) -> Descriptor:
         """The same memory from another origin: the block descriptors (which carry no
         offsets) are shared."""
-        new = Descriptor(self.source, list(origin), self.type, self.at)
+        new = Descriptor(self.source, list(origin), self.type, self.at, self.extent)
         new.made = self.made
         return new

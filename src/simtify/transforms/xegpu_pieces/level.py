@@ -10,11 +10,12 @@ from xdsl.ir import SSAValue
 from simtify.layout.xegpu import Layout, flatten
 from simtify.transforms.xegpu_pieces.block_access import BlockAccess
 from simtify.transforms.xegpu_pieces.control_flow import ControlFlow
+from simtify.transforms.xegpu_pieces.positional import PositionalOps
 from simtify.transforms.xegpu_pieces.scattered_access import ScatteredAccess
 from simtify.transforms.xegpu_pieces.vector_ops import VectorOps
 
 
-class XeGPULevel(BlockAccess, ScatteredAccess, ControlFlow, VectorOps):
+class XeGPULevel(BlockAccess, ScatteredAccess, ControlFlow, VectorOps, PositionalOps):
     """One level's rewrite of a function; `run` does it."""
 
     def id_digits(self, layout: Layout, grid_field: str, id_value, cache: dict) -> list[SSAValue | None]:

@@ -76,6 +76,7 @@ class PieceRewriter:
     the op rewrites of the other modules) and implements the hooks below."""
 
     level = "distribution"
+    holder = "lane"  # who holds one piece of a value (in messages)
 
     def __init__(self, func: Operation, analysis: XeGPULayouts):
         self.func = func
@@ -101,6 +102,14 @@ class PieceRewriter:
     def piece_offsets(self, layout: Layout | None, shape_, q: tuple[int, ...], em: Emitter) -> list[Index]:
         """Where piece `q` starts in the value, per dim."""
         raise NotImplementedError
+
+    def piece_coordinates(self, layout: Layout | None, shape_, q: tuple[int, ...],
+                          em: Emitter) -> list[tuple[Index, list[int]]]:
+        """Per dim, where the elements of piece `q` lie in the value: an offset (the same
+        for every element) plus, per position along the dim, a fixed step. A piece is a
+        contiguous box by default; a level whose pieces are not (a lane's fragment) says so."""
+        offsets = self.piece_offsets(layout, shape_, q, em)
+        return [(o, list(range(n))) for o, n in zip(offsets, self.piece_shape(layout, shape_))]
 
     def piece_block(self, layout: Layout | None, shape_) -> tuple[int, ...]:
         """The block a load or store of one piece reads or writes."""
@@ -199,6 +208,31 @@ class PieceRewriter:
             return self.pieces(v)
         return [self.index(self.prelude, x) for x in self.origin_of(v)]
 
+    def returned(self, v: SSAValue, em: Emitter) -> list[SSAValue]:
+        """What the function returns for `v`: the value as the function's type states it,
+        so a value cut into pieces is put back together (`assemble`)."""
+        if not is_vector(v):
+            return self.carried(v)
+        got = self.pieces(v)
+        if len(got) == 1 and got[0].type == v.type:
+            return got
+        return [self.assemble(v, em)]
+
+    def split_argument(self, old: SSAValue, new: SSAValue, em: Emitter) -> list[SSAValue]:
+        """The pieces of a vector argument `new` (a level whose pieces are parts of the
+        value it holds whole says how)."""
+        if prod(self.grid_of(old)) == 1 and self.piece_type(old) == old.type:
+            return [new]
+        raise SimtifyError(f"a vector function argument that {self.level} cuts into pieces is not distributed; "
+                           "pass memrefs",
+                           location_of(self.func))
+
+    def assemble(self, v: SSAValue, em: Emitter) -> SSAValue:
+        """`v` whole from its pieces (a level whose pieces make up the value says how)."""
+        raise SimtifyError(f"a function returning a {v.type} value is not distributed by {self.level}: each "
+                           f"{self.holder} holds only part of it; "
+                           "store it to memory instead")
+
     def origin_of(self, tdesc: SSAValue) -> list[Index]:
         """Where descriptor `tdesc` starts, one entry per descriptor dim."""
         d = self.descs.get(tdesc)
@@ -254,15 +288,12 @@ class PieceRewriter:
         self.check_budget()
         old_entry = self.func.body.blocks.first
         new_entry = Block(arg_types=[a.type for a in old_entry.args])
-        for old, new in zip(old_entry.args, new_entry.args):
-            new.name_hint = old.name_hint
-            if is_vector(old):
-                raise SimtifyError(f"vector function arguments are not distributed by {self.level}; pass memrefs",
-                                   location_of(self.func))
-            self.value_pieces[old] = [new]
         marker = arith.ConstantOp(IntegerAttr(0, IndexType()))
         new_entry.add_op(marker)
         self.prelude = self.emitter(new_entry, before=marker)
+        for old, new in zip(old_entry.args, new_entry.args):
+            new.name_hint = old.name_hint
+            self.value_pieces[old] = self.split_argument(old, new, self.prelude) if is_vector(old) else [new]
         self.start(self.prelude)
         body = self.emitter(new_entry)
         results = self.rewrite_block(old_entry, body)
@@ -286,7 +317,13 @@ class PieceRewriter:
                     isinstance(v.type, xegpu_ir.TensorDescType) for v in op.operands):
                 raise SimtifyError(f"a function returning a descriptor is not distributed by {self.level}",
                                    location_of(op))
-            if op.name in ("scf.yield", "func.return", "gpu.return"):
+            if op.name in ("func.return", "gpu.return"):
+                self.site.at(op)
+                try:
+                    return [p for v in op.operands for p in self.returned(v, em)]
+                except SimtifyError as e:
+                    raise e if e.where else e.at(location_of(op))
+            if op.name == "scf.yield":
                 return [p for v in op.operands for p in self.carried(v)]
             if op.name == "scf.condition":
                 return [self.one(op.operands[0])] + [p for v in op.operands[1:] for p in self.carried(v)]

@@ -86,9 +86,10 @@ class ScatteredAccess(PieceRewriter):
         v = op.value
         if not is_vector(v):
             raise SimtifyError(f"a scatter of a scalar is not distributed by {self.level}")
+        parts = self.gather_parts(op, v, em)  # their offsets are computed before the guard, for every lane
         target = self.single_writer(self.layout_of(v), shape(v), em)
         gt = self.gather_type(self.piece_type(v), len(shape(v)) > len(shape(op.offsets)))
-        for piece, (off, mask, props) in zip(self.pieces(v), self.gather_parts(op, v, em)):
+        for piece, (off, mask, props) in zip(self.pieces(v), parts):
             if piece.type != gt:
                 piece = em.shape_cast(piece, gt)
             target.add(xegpu_ir.StoreScatterOp.build(operands=[piece, self.one(op.dest), off, mask],

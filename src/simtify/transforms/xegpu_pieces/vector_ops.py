@@ -6,6 +6,7 @@ from __future__ import annotations
 from itertools import product
 from math import prod
 
+import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Operation, SSAValue
@@ -27,13 +28,39 @@ class VectorOps(PieceRewriter):
             return
         attr = op.properties.get("value") or op.attributes.get("value")
         vals = attr.get_values() if isinstance(attr, DenseIntOrFPElementsAttr) else None
-        if vals is None or len(set(vals)) != 1:
-            raise SimtifyError("only splat vector constants are distributed")
+        if vals is None:
+            raise SimtifyError(f"a vector constant that is not a dense elements attribute is not distributed by "
+                               f"{self.level}")
+        if len(set(vals)) != 1:
+            self.constant_pieces(op, np.array(vals).reshape(shape(r)), em)
+            return
         pt = self.piece_type(r)
         new = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(pt, [vals[0]] * prod(pt.get_shape())), pt)
         self.annotate(new, r)
         v = em.value(new)
         self.value_pieces[r] = [v] * prod(self.grid_of(r))
+
+    def op_vector_bitcast(self, op: Operation, em: Emitter) -> None:
+        """Each piece reinterpreted; a width change needs the result laid out as the
+        source with its last dim's data scaled (`bitcast_layout`), so that every piece
+        holds whole elements of both types."""
+        from simtify.ir import vector as vector_ir
+        from simtify.layout.xegpu import bitcast_layout
+        from simtify.target.xe import element_bits
+
+        src, r = op.source, op.results[0]
+        if shape(src) == shape(r):
+            self.elementwise(op, em)
+            return
+        have, want = self.layout_of(src), self.layout_of(r)
+        scaled = bitcast_layout(have, element_bits(src.type.element_type), element_bits(r.type.element_type))
+        if (have is None) != (want is None) or (have is not None and (
+                scaled is None or not self.analysis.same(scaled, want, shape(r)))):
+            raise SimtifyError(f"a bitcast from {src.type} to {r.type} is distributed where the result's layout is the "
+                               f"source's with the last dim's data scaled by the width ratio; {have} gives "
+                               f"{scaled}, not {want}")
+        self.value_pieces[r] = [em.value(self.annotate(vector_ir.BitCastOp(p, self.piece_type(r)), r))
+                                for p in self.pieces(src)]
 
     def op_vector_transpose(self, op: Operation, em: Emitter) -> None:
         from simtify.ir import vector as vector_ir
