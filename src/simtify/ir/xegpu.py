@@ -41,6 +41,8 @@ from math import prod
 from typing import ClassVar, Sequence
 
 from xdsl.dialects.builtin import (
+    I64,
+    AnyFloat,
     ArrayAttr,
     DenseArrayBase,
     IndexType,
@@ -64,6 +66,7 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     opt_prop_def,
+    prop_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -82,7 +85,16 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import IndexList, KeyedLayoutAttr, KeywordAttr, OptionalIndexList, mlir_op
+from simtify.ir.assembly import (
+    EnumKeyword,
+    IndexList,
+    KeyedLayoutAttr,
+    KeywordAttr,
+    OptionalIndexList,
+    enum_attr,
+    keyword_enum,
+    mlir_op,
+)
 from simtify.ir.attribute_syntax import (
     DYNAMIC,
     check_layout,
@@ -95,7 +107,8 @@ from simtify.ir.attribute_syntax import (
     print_mixed_indices,
     shape_text,
 )
-from simtify.layout.xegpu import SLICE_NAME, XeGPULayout, XeGPUSlice
+from simtify.layout.syntax import AttributeText
+from simtify.layout.xegpu import LAYOUT_NAME, SLICE_NAME, XeGPULayout, XeGPUSlice
 
 # --- attributes ----------------------------------------------------------------------
 
@@ -143,6 +156,60 @@ class SliceAttr(Data[XeGPUSlice]):
 
 
 DistributeLayout = LayoutAttr | SliceAttr
+
+
+class _LegacyLayoutAttr(Data[XeGPULayout]):
+    """An older spelling of ``#xegpu.layout`` (the workgroup-layout proposal's
+    ``#xegpu.sg_map`` / ``#xegpu.wg_map``: ``wi_layout``, ``wi_data``, ``sg_order``): read
+    into today's `LayoutAttr`, so it prints as ``#xegpu.layout<...>``."""
+
+    RENAMED: ClassVar[dict[str, str]] = {"wi_layout": "lane_layout", "wi_data": "lane_data", "sg_order": "order"}
+
+    def __new__(cls, data: XeGPULayout) -> LayoutAttr:  # type: ignore[misc]
+        return LayoutAttr(data)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> XeGPULayout:
+        pairs, start, end = parse_keyed_int_lists(parser)
+        renamed = tuple((cls.RENAMED.get(key, key), value) for key, value in pairs)
+        try:
+            return XeGPULayout.from_attribute(AttributeText(LAYOUT_NAME, renamed), "")
+        except SimtifyError as e:
+            layout_parse_error(parser, e, start, end, cls.name)
+
+    def print_parameter(self, printer: Printer) -> None:  # never reached: parsing gives a LayoutAttr
+        raise NotImplementedError
+
+
+@irdl_attr_definition
+class SgMapAttr(_LegacyLayoutAttr):
+    name = "xegpu.sg_map"
+
+
+@irdl_attr_definition
+class WgMapAttr(_LegacyLayoutAttr):
+    name = "xegpu.wg_map"
+
+
+@irdl_attr_definition
+class RangeAttr(Data[tuple[int, int]]):
+    """``#xegpu.range<[0, 32]>``: the subgroup ids ``[start, end)`` a region runs on
+    (``sg_id_range`` on an ``scf.if``, for workgroup-level IR that gives subgroups
+    different work)."""
+
+    name = "xegpu.range"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[int, int]:
+        start = parser.pos
+        with parser.in_angle_brackets():
+            bounds = parse_int_list(parser)
+        if len(bounds) != 2 or not 0 <= bounds[0] < bounds[1]:
+            parser.raise_error(f"#xegpu.range takes [start, end) with 0 <= start < end, not {bounds}", start)
+        return (bounds[0], bounds[1])
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<[{self.data[0]}, {self.data[1]}]>")
 
 CACHE_HINTS = ("cached", "uncached", "streaming", "read_invalidate", "write_back", "write_through")
 
@@ -351,7 +418,7 @@ def _check_hints(op: IRDLOperation, allowed: Sequence[str]) -> None:
 
 
 READ_HINTS = ("cached", "uncached", "streaming", "read_invalidate")
-WRITE_HINTS = ("cached", "uncached", "streaming", "write_back", "write_through")
+WRITE_HINTS = ("cached", "uncached", "write_back", "write_through")
 
 
 @irdl_custom_directive
@@ -1020,17 +1087,146 @@ class StoreMatrixOp(_MatrixOp):
     def verify_(self) -> None:
         _check_matrix(self, self.data.type, self.mem_desc.type)
 
+
+# --- named barriers and fences -----------------------------------------------------------
+
+
+@irdl_attr_definition
+class NbarrierType(ParametrizedAttribute, TypeAttribute):
+    """``!xegpu.nbarrier``: a named barrier, as `init_nbarrier` makes it."""
+
+    name = "xegpu.nbarrier"
+
+
+@mlir_op
+class AllocNbarrierOp(_XeGPUOp):
+    """``xegpu.alloc_nbarrier 8``: reserves the kernel's named barriers."""
+
+    name = "xegpu.alloc_nbarrier"
+
+    nbarrier_num = prop_def(IntegerAttr[I64])
+    assembly_format = "$nbarrier_num attr-dict"
+
+
+@mlir_op
+class InitNbarrierOp(_XeGPUOp):
+    """``%nb = xegpu.init_nbarrier %id, %threads : i8, i8 -> !xegpu.nbarrier``: named
+    barrier `id` for `threads` participating threads."""
+
+    name = "xegpu.init_nbarrier"
+
+    nbarrier_id = operand_def(IntegerType)
+    participant_thread_num = operand_def(IntegerType)
+    result = result_def(NbarrierType)
+    assembly_format = (
+        "$nbarrier_id `,` $participant_thread_num attr-dict `:` type($nbarrier_id) `,` "
+        "type($participant_thread_num) `->` type($result)"
+    )
+
+
+@mlir_op
+class NbarrierArriveOp(_XeGPUOp):
+    """``xegpu.nbarrier_arrive %nb : !xegpu.nbarrier``: this thread reached the barrier."""
+
+    name = "xegpu.nbarrier_arrive"
+
+    nbarrier = operand_def(NbarrierType)
+    assembly_format = "$nbarrier attr-dict `:` type($nbarrier)"
+
+
+@mlir_op
+class NbarrierWaitOp(_XeGPUOp):
+    """``xegpu.nbarrier_wait %nb : !xegpu.nbarrier``: waits until every participant arrived."""
+
+    name = "xegpu.nbarrier_wait"
+
+    nbarrier = operand_def(NbarrierType)
+    assembly_format = "$nbarrier attr-dict `:` type($nbarrier)"
+
+
+FenceMemoryKind = keyword_enum("FenceMemoryKind", "global slm", __name__)
+FenceMemoryKindAttr = enum_attr("xegpu.memory_space", FenceMemoryKind,
+                                "``#xegpu.memory_space<slm>``: global memory or shared local memory.",
+                                keyword_of="memory kind")
+FenceScope = keyword_enum("FenceScope", "workgroup gpu", __name__)
+FenceScopeAttr = enum_attr("xegpu.fence_scope", FenceScope, "``#xegpu.fence_scope<gpu>``: who sees a fence.",
+                           keyword_of="fence scope")
+
+
+@mlir_op
+class FenceOp(_XeGPUOp):
+    """``xegpu.fence memory_kind = global, fence_scope = workgroup``: memory accesses before
+    it are seen by the scope before those after it."""
+
+    name = "xegpu.fence"
+
+    memory_kind = prop_def(FenceMemoryKindAttr)
+    fence_scope = prop_def(FenceScopeAttr)
+    custom_directives = (EnumKeyword,)
+    assembly_format = (
+        "attr-dict `memory_kind` `=` custom<EnumKeyword>($memory_kind) `,` `fence_scope` `=` "
+        "custom<EnumKeyword>($fence_scope)"
+    )
+
+
+# --- microscaled DPAS ----------------------------------------------------------------------
+
+
+@mlir_op
+class DpasMxOp(_XeGPUOp):
+    """``%d = xegpu.dpas_mx %a, %b, %c scale_a = %sa scale_b = %sb {layout_a = ..} :
+    (vector<..>, vector<..>, vector<..>, vector<..xf8E8M0FNU>, vector<..xf8E8M0FNU>) ->
+    vector<..>``: DPAS of microscaled (MX) operands, each block of 32 elements along K
+    multiplied by its scale. Read and printed; the simulator does not run it."""
+
+    name = "xegpu.dpas_mx"
+
+    lhs = operand_def(VectorType)
+    rhs = operand_def(VectorType)
+    acc = opt_operand_def(VectorType)
+    scale_a = opt_operand_def(VectorType | AnyFloat)
+    scale_b = opt_operand_def(VectorType | AnyFloat)
+    result = result_def(VectorType)
+    layout_a = opt_prop_def(Attribute)
+    layout_b = opt_prop_def(Attribute)
+    layout_cd = opt_prop_def(Attribute)
+    layout_a_scale = opt_prop_def(Attribute)
+    layout_b_scale = opt_prop_def(Attribute)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$lhs `,` $rhs (`,` $acc^)? (`scale_a` `=` $scale_a^)? (`scale_b` `=` $scale_b^)? attr-dict `:` `(` "
+        "type($lhs) `,` type($rhs) (`,` type($acc)^)? (`,` type($scale_a)^)? (`,` type($scale_b)^)? `)` `->` "
+        "type($result)"
+    )
+
+    def verify_(self) -> None:
+        if self.acc is not None and self.acc.type != self.result.type:
+            raise VerifyException(f"the accumulator {self.acc.type} and the result {self.result.type} differ")
+
+
 XeGPU = Dialect(
     "xegpu",
     [CreateNdDescOp, LoadNdOp, StoreNdOp, PrefetchNdOp, UpdateNdOffsetOp, DpasOp, ConvertLayoutOp, LoadGatherOp, StoreScatterOp,
-     PrefetchOp, CreateMemDescOp, LoadMatrixOp, StoreMatrixOp],
-    [LayoutAttr, SliceAttr, CacheHintAttr, BlockTensorDescAttr, TensorDescType, MemLayoutAttr, MemDescType],
+     PrefetchOp, CreateMemDescOp, LoadMatrixOp, StoreMatrixOp, AllocNbarrierOp, InitNbarrierOp, NbarrierArriveOp,
+     NbarrierWaitOp, FenceOp, DpasMxOp],
+    [LayoutAttr, SliceAttr, SgMapAttr, WgMapAttr, RangeAttr, CacheHintAttr, BlockTensorDescAttr, TensorDescType,
+     MemLayoutAttr, MemDescType, NbarrierType, FenceMemoryKindAttr, FenceScopeAttr],
 )
 
 DIALECTS: list[Dialect] = [XeGPU]
 
 __all__ = [
+    "AllocNbarrierOp",
     "BlockTensorDescAttr",
+    "DpasMxOp",
+    "FenceOp",
+    "InitNbarrierOp",
+    "NbarrierArriveOp",
+    "NbarrierType",
+    "NbarrierWaitOp",
+    "RangeAttr",
     "CacheHintAttr",
     "ConvertLayoutOp",
     "CreateMemDescOp",
