@@ -365,6 +365,8 @@ class TensorDescType(ParametrizedAttribute, TypeAttribute):
         printer.print_string(">")
 
     def verify(self) -> None:
+        if not self.get_shape():
+            raise VerifyException("expected 1D or 2D tensor: a tensor_desc has at least one dim")
         if any(d <= 0 for d in self.get_shape()):
             raise VerifyException(f"a tensor_desc has a static positive shape, not {shape_text(self.get_shape())}")
 
@@ -485,6 +487,9 @@ class _NdAccessOp(_MemoryAccessOp):
 
     def verify_(self) -> None:
         tdesc = _tdesc(self.tensor_desc)  # type: ignore[attr-defined]
+        if tdesc.rank > 2 and tdesc.distribute_layout is None and self.layout is None:
+            raise VerifyException(f"Expects a 1D or 2D TensorDesc: a block access moves 1-D or 2-D blocks, not "
+                                  f"{shape_text(tdesc.get_shape())} (give a layout to distribute it)")
         _check_offsets(self, self.offsets, tdesc)  # type: ignore[attr-defined]
         _check_hints(self, self.HINTS)
         vector = getattr(self, "value", None)
@@ -556,7 +561,24 @@ class CreateNdDescOp(_XeGPUOp):
             raise VerifyException(f"{n_offsets} offsets for a source of rank {rank}")
         if tdesc.rank > rank:
             raise VerifyException(f"a rank-{tdesc.rank} descriptor cannot view a rank-{rank} source")
+        _check_memory_space(source, tdesc)
         _check_fits(tdesc.distribute_layout, "the descriptor's layout", tdesc.get_shape(), "the block")
+
+
+def _check_memory_space(source: Attribute, tdesc: TensorDescType) -> None:
+    """A descriptor's memory space is its memref's (shared local memory is memory space
+    3); block descriptors into shared local memory are 1-D (upstream's rules)."""
+    from simtify.ir.attribute_syntax import memory_space_name
+
+    space = tdesc.block_attr.data[0] if tdesc.block_attr else "global"
+    if isinstance(source, MemRefType):
+        in_slm = memory_space_name(source.memory_space) == "workgroup"
+        if in_slm != (space == "slm"):
+            raise VerifyException(f"Memory space mismatch: the memref is in "
+                                  f"{'shared local memory (memory space 3)' if in_slm else 'global memory'} but the "
+                                  f"descriptor's memory_space is {space}")
+    if space == "slm" and tdesc.rank != 1:
+        raise VerifyException(f"SLM is only supported for 1D block tensor, not {shape_text(tdesc.get_shape())}")
 
 def _expected_load_shapes(tdesc: TensorDescType, transpose: Sequence[int] | None) -> tuple[int, ...]:
     shape = tdesc.get_shape()
@@ -600,16 +622,18 @@ class LoadNdOp(_NdAccessOp):
         want = _expected_load_shapes(tdesc, transpose)
         have = tuple(self.value.type.get_shape())  # type: ignore[union-attr]
         _check_block_value(self, have, want, packed=self.packed is not None, role="the loaded vector",
-                           mismatch=f"load_nd of a {shape_text(tdesc.get_shape())} block gives "
-                                    f"vector<{shape_text(want)}>, not vector<{shape_text(have)}>")
+                           mismatch=f"Result shape {list(have)} is not consistent with tensor descriptor: load_nd of "
+                                    f"a {shape_text(tdesc.get_shape())} block gives vector<{shape_text(want)}> (or a "
+                                    f"lane's 1-D share), not vector<{shape_text(have)}>")
 
 
 def _is_fragment_of(have: Sequence[int], want: Sequence[int], *, packed: bool) -> bool:
-    """A vector that is the whole block repacked (VNNI) or one lane's share of it."""
+    """A vector that is the whole block repacked (VNNI) or one lane's share of it (1-D, as
+    upstream's lane-level IR holds it)."""
     total, part = prod(want), prod(have)
     if packed and part == total:
         return True
-    return part > 0 and total % part == 0 and part < total
+    return len(have) == 1 and part > 0 and total % part == 0 and part < total
 
 
 @mlir_op
@@ -634,7 +658,8 @@ class StoreNdOp(_NdAccessOp):
     def verify_block(self, tdesc: TensorDescType) -> None:
         have, want = tuple(self.value.type.get_shape()), tdesc.get_shape()  # type: ignore[union-attr]
         _check_block_value(self, have, want, packed=False, role="the stored vector",
-                           mismatch=f"store_nd of vector<{shape_text(have)}> into a {shape_text(want)} block")
+                           mismatch=f"Value shape {list(have)} is not consistent with tensor descriptor: store_nd "
+                                    f"of vector<{shape_text(have)}> into a {shape_text(want)} block")
 
 
 @mlir_op
@@ -710,7 +735,11 @@ class DpasOp(_XeGPUOp):
         if self.acc is not None and self.acc.type != self.result.type:
             raise VerifyException(f"the accumulator {self.acc.type} and the result {self.result.type} differ")
         if len(a) == 1 and len(d) == 1:
-            return  # lane-level fragments: their sizes depend on the lane layout
+            # lane-level fragments: their sizes depend on the lane layout; B's packs 32-bit words
+            bits = prod(b) * _bits(self.rhs.type.element_type)  # type: ignore[union-attr]
+            if bits % 32:
+                raise VerifyException(f"Expecting B operand to be a multiple of 32 bits: {self.rhs.type} holds {bits}")
+            return
         if len(a) != 2 or len(d) != 2 or len(b) not in (2, 3):
             raise VerifyException(
                 f"dpas takes A MxK, B KxN (or packed K/v x N x v) and gives MxN; got ranks {len(a)}, {len(b)}, {len(d)}"
@@ -778,6 +807,8 @@ def _check_scatter(op: IRDLOperation, what: str, memory: Attribute, value_type: 
     shapes, the chunk, the value shape and the layout."""
     if isinstance(memory, MemRefType):
         elt = memory.element_type
+        if memory.get_num_dims() != 1 and prod(_shape_of(op.offsets.type)) == 1:
+            raise VerifyException(f"{what} of one lane reads a 1D memref (or an address), not {memory}")
     elif isinstance(memory, IntegerType):
         elt = None
     else:
@@ -1013,9 +1044,12 @@ class CreateMemDescOp(_XeGPUOp):
         if have < need:
             raise VerifyException(f"{src} holds {have} bytes, but {md} needs {need}")
 
+def _bits(t: Attribute) -> int:
+    return int(getattr(t, "bitwidth", None) or getattr(getattr(t, "width", None), "data", None) or 32)
+
+
 def _bytes(t: Attribute) -> int:
-    width = getattr(t, "bitwidth", None) or getattr(getattr(t, "width", None), "data", None) or 32
-    return max(1, int(width) // 8)
+    return max(1, _bits(t) // 8)
 
 def _check_matrix(op: IRDLOperation, data: Attribute, md: MemDescType) -> None:
     n = check_mixed_indices("offsets", op.offsets, op.const_offsets)
