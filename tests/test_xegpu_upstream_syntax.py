@@ -234,3 +234,52 @@ def test_removed_ops_say_so_where_they_are():
   %1 = xegpu.create_tdesc %src, %0 : ui64, vector<4xindex> -> !xegpu.tensor_desc<4xf32, #xegpu.scatter_tdesc_attr<>>
   return
 }""")
+
+
+# The workgroup-layout proposal's examples (the seed document), in its older spellings.
+LEGACY_MAPS = [
+    ("#xegpu.wg_map<sg_layout = [2, 2], sg_data = [32, 128], sg_order = [1, 0]>",
+     "#xegpu.layout<sg_layout = [2, 2], sg_data = [32, 128], order = [1, 0]>", (128, 128)),
+    ("#xegpu.sg_map<sg_layout = [8, 4], sg_data = [32, 64], wi_layout=[1,16], wi_data = [1, 1], order=[1, 0]>",
+     "#xegpu.layout<sg_layout = [8, 4], sg_data = [32, 64], lane_layout = [1, 16], lane_data = [1, 1], order = [1, 0]>",
+     (256, 256)),
+    ("#xegpu.sg_map<sg_layout = [2, 2], sg_data = [32, 128], wi_layout=[1,16], wi_data = [1, 1], order = [1, 0]>",
+     "#xegpu.layout<sg_layout = [2, 2], sg_data = [32, 128], lane_layout = [1, 16], lane_data = [1, 1], "
+     "order = [1, 0]>", (128, 128)),
+    ("#xegpu.sg_map<sg_layout = [2, 2], sg_data = [32, 64], wi_layout=[1, 16], wi_data = [1, 1], order = [1, 0]>",
+     "#xegpu.layout<sg_layout = [2, 2], sg_data = [32, 64], lane_layout = [1, 16], lane_data = [1, 1], "
+     "order = [1, 0]>", (64, 128)),
+    ("#xegpu.sg_map<wi_layout = [1, 16], wi_data = [1, 1]>",
+     "#xegpu.layout<lane_layout = [1, 16], lane_data = [1, 1]>", (8, 16)),
+]
+
+
+@pytest.mark.parametrize("old, new, shape", LEGACY_MAPS)
+def test_older_map_spellings_read_as_layouts(old, new, shape):
+    """``#xegpu.sg_map`` / ``#xegpu.wg_map`` (``wi_layout``, ``wi_data``, ``sg_order``) are
+    read as today's ``#xegpu.layout``: printed so, owning the same elements."""
+    from simtify.layout.xegpu import XeGPULayout
+
+    def module(attr: str) -> str:
+        dims = "x".join(map(str, shape))
+        return (f"#m = {attr}\ngpu.module @m {{\ngpu.func @f(%src: memref<{dims}xf16>) {{\n"
+                f"  %0 = xegpu.create_nd_tdesc %src : memref<{dims}xf16> -> !xegpu.tensor_desc<{dims}xf16, #m>\n"
+                f"  gpu.return\n}}\n}}")
+
+    printed = print_module(parse(module(old)))
+    assert new in printed and "_map" not in printed, printed
+    assert printed == print_module(parse(module(new)))
+    layout = XeGPULayout.parse(new)
+    (desc,) = [op for op in parse(module(old)).walk() if op.name == "xegpu.create_nd_tdesc"]
+    got = desc.results[0].type.layout.data
+    assert got == layout
+    sg = 16
+    threads = max(1, layout.num_subgroups) * sg
+    assert (got.ownership(shape, sg, threads).flat == layout.ownership(shape, sg, threads).flat).all()
+
+
+def test_older_map_of_mismatched_ranks_is_refused():
+    """The seed's 1-D example gives a 2-D ``order``: refused, as a layout of mixed ranks is."""
+    with pytest.raises(SimtifyError, match="xegpu.sg_map"):
+        parse("#m = #xegpu.sg_map<sg_layout = [2], sg_data = [32], wi_layout=[16], wi_data = [1], order = [1, 0]>\n"
+              "func.func @f() {\n  return\n}")
