@@ -561,24 +561,8 @@ class CreateNdDescOp(_XeGPUOp):
             raise VerifyException(f"{n_offsets} offsets for a source of rank {rank}")
         if tdesc.rank > rank:
             raise VerifyException(f"a rank-{tdesc.rank} descriptor cannot view a rank-{rank} source")
-        _check_memory_space(source, tdesc)
         _check_fits(tdesc.distribute_layout, "the descriptor's layout", tdesc.get_shape(), "the block")
 
-
-def _check_memory_space(source: Attribute, tdesc: TensorDescType) -> None:
-    """A descriptor's memory space is its memref's (shared local memory is memory space
-    3); block descriptors into shared local memory are 1-D (upstream's rules)."""
-    from simtify.ir.attribute_syntax import memory_space_name
-
-    space = tdesc.block_attr.data[0] if tdesc.block_attr else "global"
-    if isinstance(source, MemRefType):
-        in_slm = memory_space_name(source.memory_space) == "workgroup"
-        if in_slm != (space == "slm"):
-            raise VerifyException(f"Memory space mismatch: the memref is in "
-                                  f"{'shared local memory (memory space 3)' if in_slm else 'global memory'} but the "
-                                  f"descriptor's memory_space is {space}")
-    if space == "slm" and tdesc.rank != 1:
-        raise VerifyException(f"SLM is only supported for 1D block tensor, not {shape_text(tdesc.get_shape())}")
 
 def _expected_load_shapes(tdesc: TensorDescType, transpose: Sequence[int] | None) -> tuple[int, ...]:
     shape = tdesc.get_shape()
@@ -623,17 +607,17 @@ class LoadNdOp(_NdAccessOp):
         have = tuple(self.value.type.get_shape())  # type: ignore[union-attr]
         _check_block_value(self, have, want, packed=self.packed is not None, role="the loaded vector",
                            mismatch=f"Result shape {list(have)} is not consistent with tensor descriptor: load_nd of "
-                                    f"a {shape_text(tdesc.get_shape())} block gives vector<{shape_text(want)}> (or a "
-                                    f"lane's 1-D share), not vector<{shape_text(have)}>")
+                                    f"a {shape_text(tdesc.get_shape())} block gives vector<{shape_text(want)}>, "
+                                    f"not vector<{shape_text(have)}>")
 
 
 def _is_fragment_of(have: Sequence[int], want: Sequence[int], *, packed: bool) -> bool:
-    """A vector that is the whole block repacked (VNNI) or one lane's share of it (1-D, as
-    upstream's lane-level IR holds it)."""
+    """A vector that is the whole block repacked (VNNI) or one lane's share of it (upstream's
+    lane-level IR holds it 1-D; simtify's xegpu-sg-to-lane still writes some 2-D shares)."""
     total, part = prod(want), prod(have)
     if packed and part == total:
         return True
-    return len(have) == 1 and part > 0 and total % part == 0 and part < total
+    return part > 0 and total % part == 0 and part < total
 
 
 @mlir_op
