@@ -79,10 +79,18 @@ CASES = _cases()
 
 
 def test_every_recorded_file_names_its_source_commit():
-    for path in FIXTURES.glob("*.mlir"):
-        first = path.read_text().split("\n", 1)[0]
-        assert re.fullmatch(r"// source: llvm/llvm-project mlir/test/Dialect/XeGPU/\S+\.mlir at [0-9a-f]{40}",
-                            first), (path.name, first)
+    """Each file's first line names its commit, the one the fetch script fetches it at."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fetch", FIXTURES / "fetch.py")
+    fetch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fetch)
+    recorded = sorted(path.name for path in FIXTURES.glob("*.mlir"))
+    assert recorded == sorted(fetch.FILES)
+    for name, commit in fetch.FILES.items():
+        first = (FIXTURES / name).read_text().split("\n", 1)[0] + "\n"
+        assert first == fetch.header(name, commit)
+        assert re.fullmatch(r"[0-9a-f]{40}", commit)
     assert len(CASES) > 80
 
 
