@@ -689,13 +689,9 @@ class UpdateNdOffsetOp(_XeGPUOp):
             raise VerifyException(f"{n} offsets for a tensor_desc of rank {tdesc.rank}: one per dim")
 
 
-@mlir_op
-class DpasOp(_XeGPUOp):
-    """``%d = xegpu.dpas %a, %b, %c {layout_a = #a, layout_b = #b, layout_cd = #c} :
-    vector<MxK>, vector<KxN>, vector<MxN> -> vector<MxN>`` (the accumulator is
-    optional; B may be VNNI-packed ``K/v x N x v``; lane-level IR uses 1-D fragments)."""
-
-    name = "xegpu.dpas"
+class _MatrixMultiplyOp(_XeGPUOp):
+    """What dpas and dpas_mx share: A, B, the optional accumulator (of the result's type),
+    the result and the layouts of A, B and C/D."""
 
     lhs = operand_def(VectorType)
     rhs = operand_def(VectorType)
@@ -707,6 +703,19 @@ class DpasOp(_XeGPUOp):
 
     traits = traits_def(Pure())
 
+    def verify_accumulator(self) -> None:
+        if self.acc is not None and self.acc.type != self.result.type:
+            raise VerifyException(f"the accumulator {self.acc.type} and the result {self.result.type} differ")
+
+
+@mlir_op
+class DpasOp(_MatrixMultiplyOp):
+    """``%d = xegpu.dpas %a, %b, %c {layout_a = #a, layout_b = #b, layout_cd = #c} :
+    vector<MxK>, vector<KxN>, vector<MxN> -> vector<MxN>`` (the accumulator is
+    optional; B may be VNNI-packed ``K/v x N x v``; lane-level IR uses 1-D fragments)."""
+
+    name = "xegpu.dpas"
+
     PROPERTIES_IN_ATTR_DICT: ClassVar[bool] = True
     assembly_format = (
         "$lhs `,` $rhs (`,` $acc^)? attr-dict `:` type($lhs) `,` type($rhs) (`,` type($acc)^)? `->` type($result)"
@@ -716,8 +725,7 @@ class DpasOp(_XeGPUOp):
         a = tuple(self.lhs.type.get_shape())  # type: ignore[union-attr]
         b = tuple(self.rhs.type.get_shape())  # type: ignore[union-attr]
         d = tuple(self.result.type.get_shape())  # type: ignore[union-attr]
-        if self.acc is not None and self.acc.type != self.result.type:
-            raise VerifyException(f"the accumulator {self.acc.type} and the result {self.result.type} differ")
+        self.verify_accumulator()
         if len(a) == 1 and len(d) == 1:
             # lane-level fragments: their sizes depend on the lane layout; B's packs 32-bit words
             bits = prod(b) * _bits(self.rhs.type.element_type)  # type: ignore[union-attr]
@@ -1142,24 +1150,25 @@ class InitNbarrierOp(_XeGPUOp):
     )
 
 
+class _NbarrierUseOp(_XeGPUOp):
+    """An op on one named barrier: ``xegpu.<op> %nb : !xegpu.nbarrier``."""
+
+    nbarrier = operand_def(NbarrierType)
+    assembly_format = "$nbarrier attr-dict `:` type($nbarrier)"
+
+
 @mlir_op
-class NbarrierArriveOp(_XeGPUOp):
+class NbarrierArriveOp(_NbarrierUseOp):
     """``xegpu.nbarrier_arrive %nb : !xegpu.nbarrier``: this thread reached the barrier."""
 
     name = "xegpu.nbarrier_arrive"
 
-    nbarrier = operand_def(NbarrierType)
-    assembly_format = "$nbarrier attr-dict `:` type($nbarrier)"
-
 
 @mlir_op
-class NbarrierWaitOp(_XeGPUOp):
+class NbarrierWaitOp(_NbarrierUseOp):
     """``xegpu.nbarrier_wait %nb : !xegpu.nbarrier``: waits until every participant arrived."""
 
     name = "xegpu.nbarrier_wait"
-
-    nbarrier = operand_def(NbarrierType)
-    assembly_format = "$nbarrier attr-dict `:` type($nbarrier)"
 
 
 FenceMemoryKind = keyword_enum("FenceMemoryKind", "global slm", __name__)
@@ -1191,7 +1200,7 @@ class FenceOp(_XeGPUOp):
 
 
 @mlir_op
-class DpasMxOp(_XeGPUOp):
+class DpasMxOp(_MatrixMultiplyOp):
     """``%d = xegpu.dpas_mx %a, %b, %c scale_a = %sa scale_b = %sb {layout_a = ..} :
     (vector<..>, vector<..>, vector<..>, vector<..xf8E8M0FNU>, vector<..xf8E8M0FNU>) ->
     vector<..>``: DPAS of microscaled (MX) operands, each block of 32 elements along K
@@ -1199,20 +1208,12 @@ class DpasMxOp(_XeGPUOp):
 
     name = "xegpu.dpas_mx"
 
-    lhs = operand_def(VectorType)
-    rhs = operand_def(VectorType)
-    acc = opt_operand_def(VectorType)
     scale_a = opt_operand_def(VectorType | AnyFloat)
     scale_b = opt_operand_def(VectorType | AnyFloat)
-    result = result_def(VectorType)
-    layout_a = opt_prop_def(Attribute)
-    layout_b = opt_prop_def(Attribute)
-    layout_cd = opt_prop_def(Attribute)
     layout_a_scale = opt_prop_def(Attribute)
     layout_b_scale = opt_prop_def(Attribute)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
-    traits = traits_def(Pure())
     assembly_format = (
         "$lhs `,` $rhs (`,` $acc^)? (`scale_a` `=` $scale_a^)? (`scale_b` `=` $scale_b^)? attr-dict `:` `(` "
         "type($lhs) `,` type($rhs) (`,` type($acc)^)? (`,` type($scale_a)^)? (`,` type($scale_b)^)? `)` `->` "
@@ -1220,8 +1221,7 @@ class DpasMxOp(_XeGPUOp):
     )
 
     def verify_(self) -> None:
-        if self.acc is not None and self.acc.type != self.result.type:
-            raise VerifyException(f"the accumulator {self.acc.type} and the result {self.result.type} differ")
+        self.verify_accumulator()
 
 
 XeGPU = Dialect(
