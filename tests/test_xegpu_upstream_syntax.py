@@ -299,3 +299,23 @@ def test_older_map_of_mismatched_ranks_is_refused():
     with pytest.raises(SimtifyError, match="xegpu.sg_map"):
         parse("#m = #xegpu.sg_map<sg_layout = [2], sg_data = [32], wi_layout=[16], wi_data = [1], order = [1, 0]>\n"
               "func.func @f() {\n  return\n}")
+
+
+@pytest.mark.iree
+def test_printed_non_xegpu_ops_are_accepted_by_iree_opt():
+    """The newly read non-XeGPU syntax prints as iree-opt reads it (iree-opt has no XeGPU
+    dialect): strided slices (either input form), the aligned pointer, poison, and the
+    function attributes of an unmodelled dialect."""
+    from iree_oracle import iree_opt_accepts
+
+    text = """func.func @p(%a: vector<2x4xf16>, %b: vector<8x16xf16>, %src: memref<24x32xf16>) -> (vector<2x4xf16>, index, f32) attributes {VectorComputeFunctionINTEL, spirv.entry_point_abi = #spirv.entry_point_abi<>} {
+  %0 = vector.insert_strided_slice %a, %b {offsets = [0, 0], strides = [1, 1]} : vector<2x4xf16> into vector<8x16xf16>
+  %1 = vector.extract_strided_slice %0 {offsets = [0, 0], sizes = [2, 4], strides = [1, 1]} : vector<8x16xf16> to vector<2x4xf16>
+  %p = memref.extract_aligned_pointer_as_index %src : memref<24x32xf16> -> index
+  %u = llvm.mlir.poison : f32
+  return %1, %p, %u : vector<2x4xf16>, index, f32
+}"""
+    printed = print_module(parse(text))
+    assert "insert_strided_slice %a, %b offsets = [0, 0], strides = [1, 1] :" in printed
+    ok, err = iree_opt_accepts(printed)
+    assert ok, err
