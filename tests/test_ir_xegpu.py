@@ -29,7 +29,7 @@ SNIPPETS = {
     "create_nd_tdesc_raw_address": "  %0 = xegpu.create_nd_tdesc %p, shape : [%h, %w], strides : [%w, 1] : ui64 -> !xegpu.tensor_desc<8x16xf32>",
     "create_nd_tdesc_dynamic_memref": "  %0 = xegpu.create_nd_tdesc %dyn, shape : [%h, %w], strides : [%w, 1] : memref<?x?xf16> -> !xegpu.tensor_desc<8x16xf16>",
     "create_nd_tdesc_legacy_offsets": "  %0 = xegpu.create_nd_tdesc %a[0, %i] : memref<128x64xf16> -> "
-    "!xegpu.tensor_desc<8x16xf16, #xegpu.block_tdesc_attr<memory_space = slm, array_length = 2 : i64>>",
+    "!xegpu.tensor_desc<8x16xf16, #xegpu.block_tdesc_attr<array_length = 2 : i64, boundary_check = false>>",
     "load_nd": f"  %0 = xegpu.create_nd_tdesc %a : memref<128x64xf16> -> {TDESC_A}\n"
     f"  %1 = xegpu.load_nd %0[%i, 0] <{{layout = {A}}}> : {TDESC_A} -> vector<64x32xf16>",
     "load_nd_hints_packed": "  %0 = xegpu.create_nd_tdesc %a : memref<128x64xf16> -> !xegpu.tensor_desc<16x16xf16>\n"

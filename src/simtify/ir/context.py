@@ -3,7 +3,7 @@
 Where xDSL's own dialect parses and prints today's upstream syntax it is used as is
 (builtin, func, linalg, ub, cf). Where it lacks ops, rejects vectors, or prints an
 outdated syntax, the dialect is declared (vector, gpu) or completed (arith, affine, math,
-memref, scf, tensor, bufferization) in this package instead. The IREE, XeGPU and AMDGPU dialects live in their own modules
+memref, scf, tensor, bufferization) in this package instead. The IREE, XeGPU, AMDGPU and (a few) LLVM dialect ops live in their own modules
 (`EXTRA_DIALECT_MODULES`), each exposing ``DIALECTS: list[Dialect]``.
 
 Dialects are registered, not loaded: xDSL imports and loads a dialect the first time the
@@ -32,6 +32,7 @@ EXTRA_DIALECT_MODULES = {
     "hal": "simtify.ir.hal",
     "iree_tensor_ext": "simtify.ir.iree_tensor_ext",
     "nvgpu": "simtify.ir.nvgpu",
+    "llvm": "simtify.ir.llvm",
 }
 
 

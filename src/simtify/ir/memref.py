@@ -11,7 +11,7 @@ memref<?x?xf32>``.
 from __future__ import annotations
 
 from xdsl.dialects import memref as xdsl_memref
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, UnrankedMemRefType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, UnrankedMemRefType
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, base, irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, NoMemoryEffect
@@ -88,10 +88,24 @@ class CopyOp(IRDLOperation):
             raise VerifyException(f"cannot copy {source} to {target}: element types or shapes differ")
 
 
-_REPLACED = {CastOp.name, MemorySpaceCastOp.name, CopyOp.name}
+@irdl_op_definition
+class ExtractAlignedPointerAsIndexOp(IRDLOperation):
+    """``%p = memref.extract_aligned_pointer_as_index %m : memref<..> -> index``: the address
+    of the memref's buffer (xDSL's op has no textual syntax)."""
+
+    name = "memref.extract_aligned_pointer_as_index"
+
+    source = operand_def(_AnyMemRef)
+    aligned_pointer = result_def(IndexType)
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$source attr-dict `:` type($source) `->` type(results)"
+
+
+_REPLACED = {CastOp.name, MemorySpaceCastOp.name, CopyOp.name, ExtractAlignedPointerAsIndexOp.name}
 
 MemRef = Dialect(
     "memref",
-    [*(op for op in xdsl_memref.MemRef.operations if op.name not in _REPLACED), CastOp, MemorySpaceCastOp, CopyOp],
+    [*(op for op in xdsl_memref.MemRef.operations if op.name not in _REPLACED), CastOp, MemorySpaceCastOp, CopyOp,
+     ExtractAlignedPointerAsIndexOp],
     list(xdsl_memref.MemRef.attributes),
 )

@@ -16,7 +16,14 @@ Two things are added to `xdsl.parser.Parser`:
   function names the same few thousands of times. The text of a shaped type or of a
   dialect attribute (up to its closing ``>``) is read once per parse and its object
   reused: attributes are immutable values.
-  ``true`` / ``false`` are shared the same way.
+  ``true`` / ``false`` are shared the same way, and the common tokens are read by one
+  regular expression (`simtify.ir.lexer`).
+- **Attributes of dialects simtify does not model** (``#spirv.entry_point_abi<>``,
+  ``#xevm.target<chip = "pvc">``) are kept as opaque text and printed back: a
+  discardable attribute never stops a parse. An unknown attribute of a dialect simtify
+  does model is still an error, and so is an unknown operation.
+- **Removed upstream.** Ops and attributes upstream has deleted (XeGPU's scattered
+  descriptors) are refused with what replaced them, not as unknown.
 - **Operation positions.** xDSL operations carry no source location, yet a verifier
   error must say ``FILE:LINE:COL``. The parser records the offset at which each
   operation starts (its first result name, as MLIR reports it), and the offset of the
@@ -42,7 +49,10 @@ from xdsl.dialects.builtin import (
     TensorType,
     VectorType,
 )
+from xdsl.dialects.builtin import UnregisteredAttr
 from xdsl.ir import Operation
+from xdsl.irdl import irdl_attr_definition
+from xdsl.printer import Printer
 from xdsl.parser import AttrParser, Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -74,6 +84,32 @@ def _closing_angle(text: str, start: int) -> int:
 
 
 _BOOLEANS = {False: IntegerAttr(0, IntegerType(1)), True: IntegerAttr(1, IntegerType(1))}
+
+
+@irdl_attr_definition(init=False)
+class ForeignAttr(UnregisteredAttr):
+    """An attribute of a dialect simtify does not model, kept as its text: the name and
+    what follows it (``<>`` included, as written), printed back unchanged."""
+
+    name = "builtin.foreign"
+
+    def print_builtin(self, printer: Printer) -> None:
+        printer.print_string(f"#{self.attr_name.data}{self.value.data}")
+
+
+# Ops and attributes upstream MLIR removed: what to write instead.
+REMOVED_UPSTREAM = {
+    "xegpu.create_tdesc": "gathers and scatters take the memref and the offsets directly "
+                          "(xegpu.load %src[%offsets], %mask)",
+    "xegpu.update_offset": "gathers and scatters take their offsets directly (xegpu.load %src[%offsets], %mask)",
+    "xegpu.scatter_tdesc_attr": "gathers and scatters take the memref and the offsets directly, with chunk_size "
+                                "on the op",
+}
+
+
+def removed_upstream(name: str, kind: str) -> str:
+    return f"{kind} '{name}' was removed upstream: {REMOVED_UPSTREAM[name]}"
+
 
 # The largest dense literal read (elements, splats included).
 MAX_DENSE_ELEMENTS = 1 << 26
@@ -144,6 +180,18 @@ class MLIRParser(Parser):
         value = self.parse_optional_boolean()
         return None if value is None else _BOOLEANS[value]
 
+    def _parse_dialect_type_or_attribute_body(self, attr_name, is_type, is_opaque, starting_opaque_pos):
+        """As xDSL, but an attribute of a dialect simtify does not register is kept as
+        text (`UnregisteredAttr`), and a removed one says so."""
+        if attr_name in REMOVED_UPSTREAM:
+            self.raise_error(removed_upstream(attr_name, "#" if not is_type else "!"))
+        dialect = attr_name.split(".", 1)[0]
+        if not is_type and "." in attr_name and dialect not in set(self.ctx.registered_dialect_names):
+            if self._current_token.kind != MLIRTokenKind.LESS:
+                return ForeignAttr(attr_name, False, is_opaque, "")
+            return ForeignAttr(attr_name, False, is_opaque, f"<{self._parse_dialect_symbol_body()}>")
+        return super()._parse_dialect_type_or_attribute_body(attr_name, is_type, is_opaque, starting_opaque_pos)
+
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """As xDSL, but input with no operation (empty, or only comments) is an empty
         module, as MLIR reads it."""
@@ -162,6 +210,9 @@ class MLIRParser(Parser):
     def _get_op_by_name(self, name: str) -> type[Operation]:
         """As xDSL, but an unknown op is reported at its name, as MLIR does."""
         op_type = self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
+        if op_type is None and name in REMOVED_UPSTREAM:
+            found = self.lexer.input.content.rfind(name, 0, self.pos)
+            self.raise_error(removed_upstream(name, "operation"), at_position=found if found >= 0 else None)
         if op_type is None:
             found = self.lexer.input.content.rfind(name, 0, self.pos)
             self.raise_error(f"unknown operation '{name}'", at_position=found if found >= 0 else None)

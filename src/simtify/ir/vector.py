@@ -40,7 +40,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from simtify.ir import gpu
-from simtify.ir.assembly import AngleBracketEnum, DerivingType, IntList, YieldTerminator, i64_array, i64_dense
+from simtify.ir.assembly import AngleBracketEnum, DerivingType, IntList, OptionalIntList, YieldTerminator, i64_array, i64_dense
 from simtify.ir.assembly import int_values, mlir_op, parse_operands, split_properties
 from simtify.ir.verify_once import once_per_signature
 
@@ -558,13 +558,15 @@ def _check_position(static: DenseArrayBase, dynamic: Sequence[SSAValue], vector:
 
 
 class _StridedSlice(IRDLOperation):
-    """What the strided-slice ops share: bare integer lists (no braces: today's syntax)."""
+    """What the strided-slice ops share: bare integer lists (no braces: today's syntax,
+    printed); older IR's ``{offsets = [..], strides = [..]}`` is read too."""
 
     offsets = prop_def(ArrayAttr[IntegerAttr])
     strides = prop_def(ArrayAttr[IntegerAttr])
     traits = traits_def(Pure())
     SORTED_ATTR_DICT: ClassVar[bool] = False
-    custom_directives = (IntList,)
+    irdl_options = (ParsePropInAttrDict(),)
+    custom_directives = (IntList, OptionalIntList)
 
 
 @mlir_op
@@ -577,8 +579,8 @@ class ExtractStridedSliceOp(_StridedSlice):
     sizes = prop_def(ArrayAttr[IntegerAttr])
     result = result_def(VectorType)
     assembly_format = (
-        "$source `offsets` `=` custom<IntList>($offsets) `,` `sizes` `=` custom<IntList>($sizes) `,` `strides` `=` "
-        "custom<IntList>($strides) attr-dict `:` type($source) `to` type($result)"
+        "$source (`offsets` `=` custom<OptionalIntList>($offsets)^ `,` `sizes` `=` custom<IntList>($sizes) `,` "
+        "`strides` `=` custom<IntList>($strides))? attr-dict `:` type($source) `to` type($result)"
     )
 
     def __init__(self, source: SSAValue | Operation, offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int], result_type: VectorType):
@@ -614,8 +616,8 @@ class InsertStridedSliceOp(_StridedSlice):
     dest = operand_def(T)
     result = result_def(T)
     assembly_format = (
-        "$value_to_store `,` $dest `offsets` `=` custom<IntList>($offsets) `,` `strides` `=` custom<IntList>($strides) "
-        "attr-dict `:` type($value_to_store) `into` type($dest)"
+        "$value_to_store `,` $dest (`offsets` `=` custom<OptionalIntList>($offsets)^ `,` `strides` `=` "
+        "custom<IntList>($strides))? attr-dict `:` type($value_to_store) `into` type($dest)"
     )
 
     def __init__(self, value: SSAValue | Operation, dest: SSAValue | Operation, offsets: Sequence[int], strides: Sequence[int]):

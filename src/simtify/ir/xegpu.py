@@ -41,6 +41,8 @@ from math import prod
 from typing import ClassVar, Sequence
 
 from xdsl.dialects.builtin import (
+    I64,
+    AnyFloat,
     ArrayAttr,
     DenseArrayBase,
     IndexType,
@@ -64,6 +66,7 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     opt_prop_def,
+    prop_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -82,7 +85,16 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import IndexList, KeyedLayoutAttr, KeywordAttr, OptionalIndexList, mlir_op
+from simtify.ir.assembly import (
+    EnumKeyword,
+    IndexList,
+    KeyedLayoutAttr,
+    KeywordAttr,
+    OptionalIndexList,
+    enum_attr,
+    keyword_enum,
+    mlir_op,
+)
 from simtify.ir.attribute_syntax import (
     DYNAMIC,
     check_layout,
@@ -95,7 +107,8 @@ from simtify.ir.attribute_syntax import (
     print_mixed_indices,
     shape_text,
 )
-from simtify.layout.xegpu import SLICE_NAME, XeGPULayout, XeGPUSlice
+from simtify.layout.syntax import AttributeText
+from simtify.layout.xegpu import LAYOUT_NAME, SLICE_NAME, XeGPULayout, XeGPUSlice
 
 # --- attributes ----------------------------------------------------------------------
 
@@ -143,6 +156,60 @@ class SliceAttr(Data[XeGPUSlice]):
 
 
 DistributeLayout = LayoutAttr | SliceAttr
+
+
+class _LegacyLayoutAttr(Data[XeGPULayout]):
+    """An older spelling of ``#xegpu.layout`` (the workgroup-layout proposal's
+    ``#xegpu.sg_map`` / ``#xegpu.wg_map``: ``wi_layout``, ``wi_data``, ``sg_order``): read
+    into today's `LayoutAttr`, so it prints as ``#xegpu.layout<...>``."""
+
+    RENAMED: ClassVar[dict[str, str]] = {"wi_layout": "lane_layout", "wi_data": "lane_data", "sg_order": "order"}
+
+    def __new__(cls, data: XeGPULayout) -> LayoutAttr:  # type: ignore[misc]
+        return LayoutAttr(data)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> XeGPULayout:
+        pairs, start, end = parse_keyed_int_lists(parser)
+        renamed = tuple((cls.RENAMED.get(key, key), value) for key, value in pairs)
+        try:
+            return XeGPULayout.from_attribute(AttributeText(LAYOUT_NAME, renamed), "")
+        except SimtifyError as e:
+            layout_parse_error(parser, e, start, end, cls.name)
+
+    def print_parameter(self, printer: Printer) -> None:  # never reached: parsing gives a LayoutAttr
+        raise NotImplementedError
+
+
+@irdl_attr_definition
+class SgMapAttr(_LegacyLayoutAttr):
+    name = "xegpu.sg_map"
+
+
+@irdl_attr_definition
+class WgMapAttr(_LegacyLayoutAttr):
+    name = "xegpu.wg_map"
+
+
+@irdl_attr_definition
+class RangeAttr(Data[tuple[int, int]]):
+    """``#xegpu.range<[0, 32]>``: the subgroup ids ``[start, end)`` a region runs on
+    (``sg_id_range`` on an ``scf.if``, for workgroup-level IR that gives subgroups
+    different work)."""
+
+    name = "xegpu.range"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> tuple[int, int]:
+        start = parser.pos
+        with parser.in_angle_brackets():
+            bounds = parse_int_list(parser)
+        if len(bounds) != 2 or not 0 <= bounds[0] < bounds[1]:
+            parser.raise_error(f"#xegpu.range takes [start, end) with 0 <= start < end, not {bounds}", start)
+        return (bounds[0], bounds[1])
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<[{self.data[0]}, {self.data[1]}]>")
 
 CACHE_HINTS = ("cached", "uncached", "streaming", "read_invalidate", "write_back", "write_through")
 
@@ -298,6 +365,8 @@ class TensorDescType(ParametrizedAttribute, TypeAttribute):
         printer.print_string(">")
 
     def verify(self) -> None:
+        if not self.get_shape():
+            raise VerifyException("expected 1D or 2D tensor: a tensor_desc has at least one dim")
         if any(d <= 0 for d in self.get_shape()):
             raise VerifyException(f"a tensor_desc has a static positive shape, not {shape_text(self.get_shape())}")
 
@@ -351,7 +420,7 @@ def _check_hints(op: IRDLOperation, allowed: Sequence[str]) -> None:
 
 
 READ_HINTS = ("cached", "uncached", "streaming", "read_invalidate")
-WRITE_HINTS = ("cached", "uncached", "streaming", "write_back", "write_through")
+WRITE_HINTS = ("cached", "uncached", "write_back", "write_through")
 
 
 @irdl_custom_directive
@@ -418,6 +487,9 @@ class _NdAccessOp(_MemoryAccessOp):
 
     def verify_(self) -> None:
         tdesc = _tdesc(self.tensor_desc)  # type: ignore[attr-defined]
+        if tdesc.rank > 2 and tdesc.distribute_layout is None and self.layout is None:
+            raise VerifyException(f"Expects a 1D or 2D TensorDesc: a block access moves 1-D or 2-D blocks, not "
+                                  f"{shape_text(tdesc.get_shape())} (give a layout to distribute it)")
         _check_offsets(self, self.offsets, tdesc)  # type: ignore[attr-defined]
         _check_hints(self, self.HINTS)
         vector = getattr(self, "value", None)
@@ -491,6 +563,7 @@ class CreateNdDescOp(_XeGPUOp):
             raise VerifyException(f"a rank-{tdesc.rank} descriptor cannot view a rank-{rank} source")
         _check_fits(tdesc.distribute_layout, "the descriptor's layout", tdesc.get_shape(), "the block")
 
+
 def _expected_load_shapes(tdesc: TensorDescType, transpose: Sequence[int] | None) -> tuple[int, ...]:
     shape = tdesc.get_shape()
     if transpose is not None:
@@ -533,12 +606,14 @@ class LoadNdOp(_NdAccessOp):
         want = _expected_load_shapes(tdesc, transpose)
         have = tuple(self.value.type.get_shape())  # type: ignore[union-attr]
         _check_block_value(self, have, want, packed=self.packed is not None, role="the loaded vector",
-                           mismatch=f"load_nd of a {shape_text(tdesc.get_shape())} block gives "
-                                    f"vector<{shape_text(want)}>, not vector<{shape_text(have)}>")
+                           mismatch=f"Result shape {list(have)} is not consistent with tensor descriptor: load_nd of "
+                                    f"a {shape_text(tdesc.get_shape())} block gives vector<{shape_text(want)}>, "
+                                    f"not vector<{shape_text(have)}>")
 
 
 def _is_fragment_of(have: Sequence[int], want: Sequence[int], *, packed: bool) -> bool:
-    """A vector that is the whole block repacked (VNNI) or one lane's share of it."""
+    """A vector that is the whole block repacked (VNNI) or one lane's share of it (upstream's
+    lane-level IR holds it 1-D; simtify's xegpu-sg-to-lane still writes some 2-D shares)."""
     total, part = prod(want), prod(have)
     if packed and part == total:
         return True
@@ -567,7 +642,8 @@ class StoreNdOp(_NdAccessOp):
     def verify_block(self, tdesc: TensorDescType) -> None:
         have, want = tuple(self.value.type.get_shape()), tdesc.get_shape()  # type: ignore[union-attr]
         _check_block_value(self, have, want, packed=False, role="the stored vector",
-                           mismatch=f"store_nd of vector<{shape_text(have)}> into a {shape_text(want)} block")
+                           mismatch=f"Value shape {list(have)} is not consistent with tensor descriptor: store_nd "
+                                    f"of vector<{shape_text(have)}> into a {shape_text(want)} block")
 
 
 @mlir_op
@@ -613,13 +689,9 @@ class UpdateNdOffsetOp(_XeGPUOp):
             raise VerifyException(f"{n} offsets for a tensor_desc of rank {tdesc.rank}: one per dim")
 
 
-@mlir_op
-class DpasOp(_XeGPUOp):
-    """``%d = xegpu.dpas %a, %b, %c {layout_a = #a, layout_b = #b, layout_cd = #c} :
-    vector<MxK>, vector<KxN>, vector<MxN> -> vector<MxN>`` (the accumulator is
-    optional; B may be VNNI-packed ``K/v x N x v``; lane-level IR uses 1-D fragments)."""
-
-    name = "xegpu.dpas"
+class _MatrixMultiplyOp(_XeGPUOp):
+    """What dpas and dpas_mx share: A, B, the optional accumulator (of the result's type),
+    the result and the layouts of A, B and C/D."""
 
     lhs = operand_def(VectorType)
     rhs = operand_def(VectorType)
@@ -631,6 +703,19 @@ class DpasOp(_XeGPUOp):
 
     traits = traits_def(Pure())
 
+    def verify_accumulator(self) -> None:
+        if self.acc is not None and self.acc.type != self.result.type:
+            raise VerifyException(f"the accumulator {self.acc.type} and the result {self.result.type} differ")
+
+
+@mlir_op
+class DpasOp(_MatrixMultiplyOp):
+    """``%d = xegpu.dpas %a, %b, %c {layout_a = #a, layout_b = #b, layout_cd = #c} :
+    vector<MxK>, vector<KxN>, vector<MxN> -> vector<MxN>`` (the accumulator is
+    optional; B may be VNNI-packed ``K/v x N x v``; lane-level IR uses 1-D fragments)."""
+
+    name = "xegpu.dpas"
+
     PROPERTIES_IN_ATTR_DICT: ClassVar[bool] = True
     assembly_format = (
         "$lhs `,` $rhs (`,` $acc^)? attr-dict `:` type($lhs) `,` type($rhs) (`,` type($acc)^)? `->` type($result)"
@@ -640,10 +725,13 @@ class DpasOp(_XeGPUOp):
         a = tuple(self.lhs.type.get_shape())  # type: ignore[union-attr]
         b = tuple(self.rhs.type.get_shape())  # type: ignore[union-attr]
         d = tuple(self.result.type.get_shape())  # type: ignore[union-attr]
-        if self.acc is not None and self.acc.type != self.result.type:
-            raise VerifyException(f"the accumulator {self.acc.type} and the result {self.result.type} differ")
+        self.verify_accumulator()
         if len(a) == 1 and len(d) == 1:
-            return  # lane-level fragments: their sizes depend on the lane layout
+            # lane-level fragments: their sizes depend on the lane layout; B's packs 32-bit words
+            bits = prod(b) * _bits(self.rhs.type.element_type)  # type: ignore[union-attr]
+            if bits % 32:
+                raise VerifyException(f"Expecting B operand to be a multiple of 32 bits: {self.rhs.type} holds {bits}")
+            return
         if len(a) != 2 or len(d) != 2 or len(b) not in (2, 3):
             raise VerifyException(
                 f"dpas takes A MxK, B KxN (or packed K/v x N x v) and gives MxN; got ranks {len(a)}, {len(b)}, {len(d)}"
@@ -711,6 +799,8 @@ def _check_scatter(op: IRDLOperation, what: str, memory: Attribute, value_type: 
     shapes, the chunk, the value shape and the layout."""
     if isinstance(memory, MemRefType):
         elt = memory.element_type
+        if memory.get_num_dims() != 1 and prod(_shape_of(op.offsets.type)) == 1:
+            raise VerifyException(f"{what} of one lane reads a 1D memref (or an address), not {memory}")
     elif isinstance(memory, IntegerType):
         elt = None
     else:
@@ -946,9 +1036,12 @@ class CreateMemDescOp(_XeGPUOp):
         if have < need:
             raise VerifyException(f"{src} holds {have} bytes, but {md} needs {need}")
 
+def _bits(t: Attribute) -> int:
+    return int(getattr(t, "bitwidth", None) or getattr(getattr(t, "width", None), "data", None) or 32)
+
+
 def _bytes(t: Attribute) -> int:
-    width = getattr(t, "bitwidth", None) or getattr(getattr(t, "width", None), "data", None) or 32
-    return max(1, int(width) // 8)
+    return max(1, _bits(t) // 8)
 
 def _check_matrix(op: IRDLOperation, data: Attribute, md: MemDescType) -> None:
     n = check_mixed_indices("offsets", op.offsets, op.const_offsets)
@@ -1020,17 +1113,138 @@ class StoreMatrixOp(_MatrixOp):
     def verify_(self) -> None:
         _check_matrix(self, self.data.type, self.mem_desc.type)
 
+
+# --- named barriers and fences -----------------------------------------------------------
+
+
+@irdl_attr_definition
+class NbarrierType(ParametrizedAttribute, TypeAttribute):
+    """``!xegpu.nbarrier``: a named barrier, as `init_nbarrier` makes it."""
+
+    name = "xegpu.nbarrier"
+
+
+@mlir_op
+class AllocNbarrierOp(_XeGPUOp):
+    """``xegpu.alloc_nbarrier 8``: reserves the kernel's named barriers."""
+
+    name = "xegpu.alloc_nbarrier"
+
+    nbarrier_num = prop_def(IntegerAttr[I64])
+    assembly_format = "$nbarrier_num attr-dict"
+
+
+@mlir_op
+class InitNbarrierOp(_XeGPUOp):
+    """``%nb = xegpu.init_nbarrier %id, %threads : i8, i8 -> !xegpu.nbarrier``: named
+    barrier `id` for `threads` participating threads."""
+
+    name = "xegpu.init_nbarrier"
+
+    nbarrier_id = operand_def(IntegerType)
+    participant_thread_num = operand_def(IntegerType)
+    result = result_def(NbarrierType)
+    assembly_format = (
+        "$nbarrier_id `,` $participant_thread_num attr-dict `:` type($nbarrier_id) `,` "
+        "type($participant_thread_num) `->` type($result)"
+    )
+
+
+class _NbarrierUseOp(_XeGPUOp):
+    """An op on one named barrier: ``xegpu.<op> %nb : !xegpu.nbarrier``."""
+
+    nbarrier = operand_def(NbarrierType)
+    assembly_format = "$nbarrier attr-dict `:` type($nbarrier)"
+
+
+@mlir_op
+class NbarrierArriveOp(_NbarrierUseOp):
+    """``xegpu.nbarrier_arrive %nb : !xegpu.nbarrier``: this thread reached the barrier."""
+
+    name = "xegpu.nbarrier_arrive"
+
+
+@mlir_op
+class NbarrierWaitOp(_NbarrierUseOp):
+    """``xegpu.nbarrier_wait %nb : !xegpu.nbarrier``: waits until every participant arrived."""
+
+    name = "xegpu.nbarrier_wait"
+
+
+FenceMemoryKind = keyword_enum("FenceMemoryKind", "global slm", __name__)
+FenceMemoryKindAttr = enum_attr("xegpu.memory_space", FenceMemoryKind,
+                                "``#xegpu.memory_space<slm>``: global memory or shared local memory.",
+                                keyword_of="memory kind")
+FenceScope = keyword_enum("FenceScope", "workgroup gpu", __name__)
+FenceScopeAttr = enum_attr("xegpu.fence_scope", FenceScope, "``#xegpu.fence_scope<gpu>``: who sees a fence.",
+                           keyword_of="fence scope")
+
+
+@mlir_op
+class FenceOp(_XeGPUOp):
+    """``xegpu.fence memory_kind = global, fence_scope = workgroup``: memory accesses before
+    it are seen by the scope before those after it."""
+
+    name = "xegpu.fence"
+
+    memory_kind = prop_def(FenceMemoryKindAttr)
+    fence_scope = prop_def(FenceScopeAttr)
+    custom_directives = (EnumKeyword,)
+    assembly_format = (
+        "attr-dict `memory_kind` `=` custom<EnumKeyword>($memory_kind) `,` `fence_scope` `=` "
+        "custom<EnumKeyword>($fence_scope)"
+    )
+
+
+# --- microscaled DPAS ----------------------------------------------------------------------
+
+
+@mlir_op
+class DpasMxOp(_MatrixMultiplyOp):
+    """``%d = xegpu.dpas_mx %a, %b, %c scale_a = %sa scale_b = %sb {layout_a = ..} :
+    (vector<..>, vector<..>, vector<..>, vector<..xf8E8M0FNU>, vector<..xf8E8M0FNU>) ->
+    vector<..>``: DPAS of microscaled (MX) operands, each block of 32 elements along K
+    multiplied by its scale. Read and printed; the simulator does not run it."""
+
+    name = "xegpu.dpas_mx"
+
+    scale_a = opt_operand_def(VectorType | AnyFloat)
+    scale_b = opt_operand_def(VectorType | AnyFloat)
+    layout_a_scale = opt_prop_def(Attribute)
+    layout_b_scale = opt_prop_def(Attribute)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    assembly_format = (
+        "$lhs `,` $rhs (`,` $acc^)? (`scale_a` `=` $scale_a^)? (`scale_b` `=` $scale_b^)? attr-dict `:` `(` "
+        "type($lhs) `,` type($rhs) (`,` type($acc)^)? (`,` type($scale_a)^)? (`,` type($scale_b)^)? `)` `->` "
+        "type($result)"
+    )
+
+    def verify_(self) -> None:
+        self.verify_accumulator()
+
+
 XeGPU = Dialect(
     "xegpu",
     [CreateNdDescOp, LoadNdOp, StoreNdOp, PrefetchNdOp, UpdateNdOffsetOp, DpasOp, ConvertLayoutOp, LoadGatherOp, StoreScatterOp,
-     PrefetchOp, CreateMemDescOp, LoadMatrixOp, StoreMatrixOp],
-    [LayoutAttr, SliceAttr, CacheHintAttr, BlockTensorDescAttr, TensorDescType, MemLayoutAttr, MemDescType],
+     PrefetchOp, CreateMemDescOp, LoadMatrixOp, StoreMatrixOp, AllocNbarrierOp, InitNbarrierOp, NbarrierArriveOp,
+     NbarrierWaitOp, FenceOp, DpasMxOp],
+    [LayoutAttr, SliceAttr, SgMapAttr, WgMapAttr, RangeAttr, CacheHintAttr, BlockTensorDescAttr, TensorDescType,
+     MemLayoutAttr, MemDescType, NbarrierType, FenceMemoryKindAttr, FenceScopeAttr],
 )
 
 DIALECTS: list[Dialect] = [XeGPU]
 
 __all__ = [
+    "AllocNbarrierOp",
     "BlockTensorDescAttr",
+    "DpasMxOp",
+    "FenceOp",
+    "InitNbarrierOp",
+    "NbarrierArriveOp",
+    "NbarrierType",
+    "NbarrierWaitOp",
+    "RangeAttr",
     "CacheHintAttr",
     "ConvertLayoutOp",
     "CreateMemDescOp",

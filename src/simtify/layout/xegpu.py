@@ -169,7 +169,8 @@ class XeGPULayout(_XeGPUQuestions):
 @dataclass(frozen=True)
 class XeGPUSlice(_XeGPUQuestions):
     """The parent layout with `dims` removed; ids still come from the whole parent, so
-    subgroups and lanes that differ only in sliced dims share data."""
+    subgroups and lanes that differ only in sliced dims share data. Removing every dim
+    gives the layout of a scalar (a full reduction's result): every thread holds it."""
 
     parent: Union[XeGPULayout, "XeGPUSlice"]
     dims: tuple[int, ...]
@@ -182,8 +183,6 @@ class XeGPUSlice(_XeGPUQuestions):
         prank = self.parent.rank
         if prank is not None and any(not 0 <= d < prank for d in dims):
             raise SimtifyError(f"slice dims {list(dims)} out of range for a parent of rank {prank}")
-        if prank is not None and len(dims) >= prank:
-            raise SimtifyError("a slice must keep at least one dim")
 
     @classmethod
     def parse(cls, text: str, where: str = "layout") -> "XeGPUSlice":

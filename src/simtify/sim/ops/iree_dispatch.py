@@ -11,7 +11,7 @@
   range check on the whole buffer) and the sanitizer reports it as out-of-bounds;
 - ``memref.assume_alignment``: the same memref (handled with ``memref.dealloc``'s no-op);
   an alignment the bound buffer does not have is not checked;
-- ``ub.poison``: an undefined value (`simtify.sim.types.undefined`: NaN for floats, the
+- ``ub.poison`` (and ``llvm.mlir.poison``): an undefined value (`simtify.sim.types.undefined`: NaN for floats, the
   most negative integer for integers), so that a result that depends on it shows;
 - ``scf.forall`` mapped to ``#iree_codegen.workgroup_mapping``: one iteration per
   workgroup, the induction variables from the workgroup's coordinates (x, y, z as the
@@ -66,7 +66,7 @@ def _fat_raw_buffer_cast(sim, op):
     return [source]  # with or without resetOffset, the view's indexing is unchanged
 
 
-@handles("ub.poison")
+@handles("ub.poison", "llvm.mlir.poison")
 def _poison(sim, op):
     t = op.results[0].type
     shape = shape_of(t)

@@ -88,6 +88,13 @@ def _cast(sim, op):
     return [sim.get(op.operands[0])]
 
 
+@handles("memref.extract_aligned_pointer_as_index")
+def _aligned_pointer(sim, op):
+    """The byte address of the buffer's first element (workgroup and private buffers,
+    which have no global address, start at 0)."""
+    return [np.full((1, 1), sim.get(op.source).buffer.base, dtype=np.int64)]
+
+
 @handles("memref.dim")
 def _dim(sim, op):
     mem = sim.get(op.operands[0])

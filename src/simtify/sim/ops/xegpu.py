@@ -14,6 +14,10 @@ and its layout. Load, store and DPAS read their level off the vector shapes:
   ``layout`` property, else the descriptor's, else the hardware's default (lanes
   along the last dim, VNNI ``lane_data`` for packed loads).
 
+Named barriers: ``nbarrier_wait`` is a workgroup barrier, allocating, initialising and
+arriving change nothing; ``fence`` changes nothing (memory here is sequentially
+consistent). ``dpas_mx`` is read and printed but not run.
+
 ``update_nd_offset`` (older IR) gives a descriptor whose origin moved by its offsets
 along the descriptor's (innermost) dims; descriptors ride loops and branches as values.
 Blocks with ``boundary_check`` (the default) read zeros outside the memref and drop
@@ -259,6 +263,34 @@ def _update_nd_offset(sim, op):
 def _prefetch_nd(sim, op):
     """A cache hint: no value, no effect on memory."""
     sim.get(op.tensor_desc)
+    return []
+
+
+@handles("xegpu.alloc_nbarrier", "xegpu.nbarrier_arrive")
+def _nbarrier_bookkeeping(sim, op):
+    """Reserving named barriers and arriving at one change nothing the simulator keeps:
+    the wait is where threads meet."""
+    return []
+
+
+@handles("xegpu.init_nbarrier")
+def _init_nbarrier(sim, op):
+    """The barrier's id stands for it."""
+    return [sim.get(op.nbarrier_id)]
+
+
+@handles("xegpu.nbarrier_wait")
+def _nbarrier_wait(sim, op):
+    """A named barrier's wait, run as a workgroup barrier (the simulator does not keep
+    which threads take part)."""
+    sim.barrier(op)
+    return []
+
+
+@handles("xegpu.fence")
+def _fence(sim, op):
+    """Orders memory accesses; the simulator's memory is already sequentially consistent,
+    so a fence changes nothing."""
     return []
 
 
