@@ -39,8 +39,9 @@ def _subgroup_size(opts) -> int:
     return sg
 
 
-def _analyze(func: Operation, opts, *, inst: bool, lanes: bool) -> XeGPULayouts:
-    analysis = propagate(func, subgroup_size=_subgroup_size(opts), target=TARGET, inst=inst, lanes=lanes)
+def _analyze(func: Operation, opts, *, inst: bool, lanes: bool, workgroup_input: bool = False) -> XeGPULayouts:
+    analysis = propagate(func, subgroup_size=_subgroup_size(opts), target=TARGET, inst=inst, lanes=lanes,
+                         workgroup_input=workgroup_input)
     annotate(analysis)
     verified("xegpu-propagate", func)  # the conversions it put on edges
     return analysis
@@ -75,7 +76,7 @@ def verified(stage: str, func: Operation) -> None:
 
 def xegpu_propagate(module: ModuleOp, opts) -> None:
     for func in functions(module, XEGPU_FUNCTIONS):
-        _analyze(func, opts, inst=True, lanes=True)
+        _analyze(func, opts, inst=True, lanes=True, workgroup_input=True)
 
 
 def xegpu_wg_to_sg(module: ModuleOp, opts) -> None:
@@ -86,7 +87,7 @@ def xegpu_wg_to_sg(module: ModuleOp, opts) -> None:
 def _wg_to_sg(func: Operation, opts, *, inst: bool = False, lanes: bool = False) -> None:
     from simtify.transforms.xegpu_wg_to_sg import distribute
 
-    analysis = _analyze(func, opts, inst=inst, lanes=lanes)
+    analysis = _analyze(func, opts, inst=inst, lanes=lanes, workgroup_input=True)
     distribute(func, analysis)
     if analysis.workgroup_level:
         record_xegpu_launch(func, analysis.threads)

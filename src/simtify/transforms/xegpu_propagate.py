@@ -71,6 +71,7 @@ from simtify.layout.xegpu import (
 )
 from simtify.target import Target, get_target
 from simtify.transforms import xegpu_annotations as notes
+from simtify.transforms.launch import recorded_threads
 from simtify.transforms.propagate_layouts import is_elementwise
 from simtify.transforms.propagation_engine import (
     Elementwise,
@@ -87,6 +88,7 @@ from simtify.transforms.propagation_engine import (
 )
 from simtify.transforms.xegpu_completion import complete, complete_gather, is_complete
 from simtify.transforms.xegpu_dpas_layouts import dpas_layouts, runnable_c
+from simtify.transforms.xegpu_subgroup_layouts import store_layout
 
 
 def shape(v: SSAValue) -> tuple[int, ...]:
@@ -420,8 +422,9 @@ class Propagation(Engine):
     conflict_edges = ("operands",)
 
     def __init__(self, func: Operation, *, subgroup_size: int = 16, target: str = "xe", inst: bool = False,
-                 lanes: bool = False):
+                 lanes: bool = False, workgroup_input: bool = False):
         self.sg = subgroup_size
+        self.workgroup_input = workgroup_input
         self.target = get_target(target)
         self.inst = inst
         self.lanes = lanes
@@ -569,8 +572,28 @@ class Propagation(Engine):
                                                             shape(op.results[0])))
         return self.changed
 
+    def subgroup_defaults(self) -> bool:
+        """Upstream's subgroup layout kind: in a kernel launched with several subgroups,
+        a 2-D block store that no layout reaches shares its value among them
+        (`simtify.transforms.xegpu_subgroup_layouts`); the rest follows from the stores.
+        Only for a stage that reads workgroup-level IR: a later stage's kernel records
+        the same launch, but each of its subgroups runs its own tiles."""
+        threads = recorded_threads(self.func) if self.func.name == "gpu.func" and self.workgroup_input else None
+        count = threads // self.sg if threads else 1
+        stores = [op for op in self.program if op.name == "xegpu.store_nd" and is_vector(op.value)
+                  and self.L(op.value) is None]
+        if count <= 1 or not stores or self.result.num_subgroups not in (1, count):
+            return False
+        self.result.num_subgroups = count
+        for op in stores:
+            self.assign(op.value, store_layout(shape(op.value), count))
+        return self.changed
+
     def run(self) -> XeGPULayouts:
         self.flow()
+        self.changed = False
+        if self.subgroup_defaults():
+            self.flow()
         self.defaults_for_unanchored()
         self.flow()
         while self.broadcast_defaults():
@@ -626,9 +649,11 @@ def _is_splat(op: Operation) -> bool:
 
 
 def propagate(func: Operation, *, subgroup_size: int = 16, target: str = "xe", inst: bool = False,
-              lanes: bool = False) -> XeGPULayouts:
-    """Layouts for every vector value of `func`, conflicts resolved in the IR."""
-    p = Propagation(func, subgroup_size=subgroup_size, target=target, inst=inst, lanes=lanes)
+              lanes: bool = False, workgroup_input: bool = False) -> XeGPULayouts:
+    """Layouts for every vector value of `func`, conflicts resolved in the IR;
+    `workgroup_input`: `func` is workgroup-level IR, whose launch stores share out."""
+    p = Propagation(func, subgroup_size=subgroup_size, target=target, inst=inst, lanes=lanes,
+                    workgroup_input=workgroup_input)
     p.run()
     p.resolve(p.program)
     return p.result

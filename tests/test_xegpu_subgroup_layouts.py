@@ -1,0 +1,104 @@
+"""Upstream's subgroup layout kind: a kernel launched with several subgroups shares a
+store's tile among them (llvm-project mlir/test/Dialect/XeGPU/propagate-layout-subgroup.mlir,
+commit 02d27fd8f5a4b047f574a62055e095486a3f6696: its gpu.func inputs, and the sg_layout /
+sg_data its CHECK lines expect), and what distribution makes of it computes what the
+workgroup's program does."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from xegpu_harness import check_xegpu, distribute
+
+from simtify.layout.xegpu import XeGPULayout
+from simtify.transforms.xegpu_subgroup_layouts import store_layout, subgroup_arrangements
+
+TRANSPOSE = """
+gpu.module @test {
+  gpu.func @vector_transpose(%src: memref<256x128xf32>, %src1: memref<128x256xf32>) kernel attributes
+      {known_block_size = array<i32: 1, 32, 16>} {
+    %tdesc = xegpu.create_nd_tdesc %src : memref<256x128xf32> -> !xegpu.tensor_desc<256x128xf32>
+    %tdesc1 = xegpu.create_nd_tdesc %src1 : memref<128x256xf32> -> !xegpu.tensor_desc<128x256xf32>
+    %load = xegpu.load_nd %tdesc[0, 0] : !xegpu.tensor_desc<256x128xf32> -> vector<256x128xf32>
+    %trans = vector.transpose %load, [1, 0] : vector<256x128xf32> to vector<128x256xf32>
+    xegpu.store_nd %trans, %tdesc1[0, 0] : vector<128x256xf32>, !xegpu.tensor_desc<128x256xf32>
+    gpu.return
+  }
+}
+"""
+
+DPAS = """
+gpu.module @test {
+  gpu.func @dpas(%a: memref<128x128xf16>, %b: memref<128x128xf16>, %d: memref<128x128xf32>) kernel attributes
+      {known_block_size = array<i32: 1, 64, 16>} {
+    %tdesc_a = xegpu.create_nd_tdesc %a : memref<128x128xf16> -> !xegpu.tensor_desc<128x128xf16>
+    %load_a =  xegpu.load_nd %tdesc_a[0, 0] : !xegpu.tensor_desc<128x128xf16> -> vector<128x128xf16>
+    %tdesc_b = xegpu.create_nd_tdesc %b : memref<128x128xf16> -> !xegpu.tensor_desc<128x128xf16>
+    %load_b =  xegpu.load_nd %tdesc_b[0, 0] : !xegpu.tensor_desc<128x128xf16> -> vector<128x128xf16>
+    %dpas = xegpu.dpas %load_a, %load_b : vector<128x128xf16>, vector<128x128xf16> -> vector<128x128xf32>
+    %tdesc_cd = xegpu.create_nd_tdesc %d : memref<128x128xf32> -> !xegpu.tensor_desc<128x128xf32>
+    xegpu.store_nd %dpas, %tdesc_cd[0, 0] : vector<128x128xf32>, !xegpu.tensor_desc<128x128xf32>
+    gpu.return
+  }
+}
+"""
+
+
+def sg_fields(text: str, key: str) -> list[str]:
+    """`key`'s layouts in the printed IR, cut to their sg_layout / sg_data (/ order)."""
+    out = []
+    for body in re.findall(rf"\b{key} = #xegpu\.layout<([^>]*)>", text):
+        fields = dict(re.findall(r"(\w+) = (\[[^\]]*\])", body))
+        out.append(" ".join(f"{k} = {fields[k]}" for k in ("sg_layout", "sg_data", "order") if k in fields
+                            and (k != "order" or fields[k] != "[1, 0]")))
+    return out
+
+
+def test_arrangements_as_upstream_orders_them():
+    """Upstream's own example: 128x64 in 8x16 blocks on 32 subgroups."""
+    assert subgroup_arrangements((128, 64), (8, 16), 32) == [(8, 4), (16, 2)]
+    assert store_layout((128, 256), 32) == XeGPULayout(sg_layout=(4, 8), sg_data=(32, 32))
+    assert store_layout((128, 128), 64) == XeGPULayout(sg_layout=(8, 8), sg_data=(16, 16))
+    assert store_layout((4, 100), 32) is None  # no whole 16-column blocks: left as it is, as upstream does
+
+
+def test_transpose_takes_upstreams_subgroup_layouts():
+    out = distribute(TRANSPOSE, "xegpu-propagate")
+    assert sg_fields(out, "layout") == ["sg_layout = [8, 4] sg_data = [32, 32] order = [0, 1]",
+                                        "sg_layout = [4, 8] sg_data = [32, 32]"]
+
+
+def test_dpas_takes_upstreams_subgroup_layouts():
+    out = distribute(DPAS, "xegpu-propagate")
+    assert sg_fields(out, "layout_a") == ["sg_layout = [8, 8] sg_data = [16, 128]"]
+    assert sg_fields(out, "layout_b") == ["sg_layout = [8, 8] sg_data = [128, 16]"]
+    assert sg_fields(out, "layout_cd") == ["sg_layout = [8, 8] sg_data = [16, 16]"]
+
+
+@pytest.mark.parametrize("text, func", [(TRANSPOSE, "vector_transpose"), (DPAS, "dpas")])
+def test_shared_out_kernels_distribute_correctly(text, func):
+    out = check_xegpu(text, func)
+    # each lane holds its subgroup's tile, not the workgroup's: 32x32 f32 over 16 lanes
+    widest = max(int(n) for n in re.findall(r"vector<(\d+)xf32>", out))
+    assert widest <= 64, widest
+
+
+def test_stages_after_the_first_keep_the_subgroups_tiles():
+    """Run stage by stage: blocking and sg-to-lane read subgroup-level IR whose launch is
+    the workgroup's, and must not share it out again."""
+    from simtify.ir import parse, print_module
+    from simtify.sim import find_function, random_inputs, run
+    from simtify.transforms.pipelines import Options, run_pipeline
+    import numpy as np
+
+    module = parse(DPAS, "dpas.mlir")
+    for stage in ("xegpu-wg-to-sg", "xegpu-blocking", "xegpu-sg-to-lane"):
+        run_pipeline(module, stage, Options(target="xe"))
+        module = parse(print_module(module), f"{stage}.mlir")
+    ref_module = parse(DPAS, "dpas.mlir")
+    inputs = random_inputs(find_function(ref_module, "dpas"), 1)
+    want = run(ref_module, "dpas", {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup")
+    got = run(module, "dpas", {k: v.copy() for k, v in inputs.items()}, target="xe", sanitize=True)
+    assert not got.findings
+    np.testing.assert_allclose(got.arguments["d"], want.arguments["d"], rtol=1e-4, atol=1e-4)
