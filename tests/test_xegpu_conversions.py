@@ -368,3 +368,25 @@ func.func @f(%in0: memref<8x16xf32>, %in1: memref<8x16xf32>, %in2: memref<8x16xf
                    "the value (sg_data 16 on a dim of 8)")
 def test_row_and_column_reductions_of_two_loads():
     check_xegpu(REDUCTIONS_OF_TWO_LOADS, "f", rtol=1e-4, atol=1e-4, grid=(1,))
+
+
+def test_a_nan_splat_is_a_splat():
+    """``dense<0xFFC00000>`` (a NaN in every element) is one value repeated, though NaN
+    != NaN: it distributes as any splat does (it was refused as a non-linear constant)."""
+    layout = "#xegpu.layout<sg_layout = [2, 4], sg_data = [16, 64]>"
+    desc = f"!xegpu.tensor_desc<32x256xf32, {layout}>"
+    text = f"""
+gpu.module @test {{
+  gpu.func @nan_max(%src: memref<32x256xf32>, %dst: memref<32x256xf32>) kernel {{
+    %nan = arith.constant dense<0xFFC00000> : vector<32x256xf32>
+    %t = xegpu.create_nd_tdesc %src : memref<32x256xf32> -> {desc}
+    %v = xegpu.load_nd %t[0, 0] : {desc} -> vector<32x256xf32>
+    %m = arith.maximumf %v, %nan {{layout_result_0 = {layout}}} : vector<32x256xf32>
+    %o = xegpu.create_nd_tdesc %dst : memref<32x256xf32> -> {desc}
+    xegpu.store_nd %m, %o[0, 0] : vector<32x256xf32>, {desc}
+    gpu.return
+  }}
+}}
+"""
+    out = check_xegpu(text, "nan_max")
+    assert "dense<0xFFC00000>" in out

@@ -42,6 +42,7 @@ inst/lane layout kinds), missing ``inst_data`` and lane fields come from the xe 
 
 from __future__ import annotations
 
+import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -626,7 +627,7 @@ class Propagation(Engine):
         v = op.operands[index]
         have = self.L(v)
         producer = v.owner
-        if isinstance(producer, Operation) and producer.name == "arith.constant" and _is_splat(producer):
+        if isinstance(producer, Operation) and producer.name == "arith.constant" and is_splat_constant(producer):
             new = producer.clone()
             producer.parent_block().insert_op_after(new, producer)
             replacement = new.results[0]
@@ -640,12 +641,14 @@ class Propagation(Engine):
         op.operands[index] = replacement
 
 
-def _is_splat(op: Operation) -> bool:
+def is_splat_constant(op: Operation) -> bool:
+    """A dense constant whose elements are all one value, bit for bit (a NaN splat such
+    as ``dense<0xFFC00000>`` too: NaN != NaN)."""
     attr = op.properties.get("value") or op.attributes.get("value")
     if not isinstance(attr, DenseIntOrFPElementsAttr):
         return False
     vals = attr.get_values()
-    return len(vals) == 1 or len(set(vals)) == 1
+    return len(vals) == 1 or len({struct.pack("<d", v) if isinstance(v, float) else v for v in vals}) == 1
 
 
 def propagate(func: Operation, *, subgroup_size: int = 16, target: str = "xe", inst: bool = False,

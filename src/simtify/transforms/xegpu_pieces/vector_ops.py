@@ -15,7 +15,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import location_of
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter, linear_index
-from simtify.transforms.xegpu_propagate import is_vector, shape
+from simtify.transforms.xegpu_propagate import is_splat_constant, is_vector, shape
 
 
 class VectorOps(PieceRewriter):
@@ -31,7 +31,7 @@ class VectorOps(PieceRewriter):
         if vals is None:
             raise SimtifyError(f"a vector constant that is not a dense elements attribute is not distributed by "
                                f"{self.level}")
-        if len(set(vals)) != 1:
+        if not is_splat_constant(op):
             self.constant_pieces(op, np.array(vals).reshape(shape(r)), em)
             return
         pt = self.piece_type(r)
