@@ -131,9 +131,21 @@ def config_for(func: Operation, opts) -> WarpConfig:
     return WarpConfig(n, sg, threads // n, whole)
 
 
+def drop_layout_anchors(func: Operation) -> None:
+    """``iree_vector_ext.to_layout`` is an identity that anchors nested distribution;
+    warp distribution goes by its own patterns (upstream's knows no layouts), so its
+    anchors go: kept, they would stay on lane 0 and pin what they touch there, and a
+    layout wider than the warp would not fit its launch."""
+    for op in [op for op in func.walk() if op.name == "iree_vector_ext.to_layout"]:
+        op.results[0].replace_all_uses_with(op.operands[0])
+        op.detach()
+        op.erase()
+
+
 def wrap(func: Operation, cfg: WarpConfig, on_step: OnStep | None = None) -> None:
     from simtify.sim.grid import implied_grid
 
+    drop_layout_anchors(func)
     record_launch(func, cfg.subgroup_size, cfg.warp_size * cfg.warps_per_workgroup, implied_grid(func),
                   pipeline="#iree_codegen.no_pipeline", keep_recorded=True)
     if wrap_function(func, cfg.warp_size, cfg.subgroup_size) and on_step is not None:
