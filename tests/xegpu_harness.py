@@ -19,11 +19,12 @@ def distribute(text: str, pipeline: str = "xegpu-distribute") -> str:
 
 
 def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, seed: int = 0, rtol=1e-4,
-                atol=1e-4, inputs: dict | None = None, grid=None) -> str:
+                atol=1e-4, inputs: dict | None = None, grid=None, block=None) -> str:
     """Every memref argument and returned value must agree and no sanitizer may fire;
     returns the output.
     `inputs` (default: random) where the program needs particular values (in-range offsets);
-    `grid` (default: one workgroup) for programs that index by ``gpu.block_id``."""
+    `grid` (default: one workgroup) for programs that index by ``gpu.block_id``; `block`
+    for output that records no workgroup size (one subgroup's program distributed to lanes)."""
     ref_module = parse(text, "input.mlir")
     if inputs is None:
         inputs = random_inputs(find_function(ref_module, func), seed)
@@ -31,7 +32,7 @@ def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, see
     out = distribute(text, pipeline)
     # propagation only annotates: its output is still the workgroup's program (even with a barrier in it)
     new = run(parse(out, "distributed.mlir"), func, {k: v.copy() for k, v in inputs.items()}, target="xe",
-              sanitize=True, level="workgroup" if pipeline == "xegpu-propagate" else None, grid=grid)
+              sanitize=True, level="workgroup" if pipeline == "xegpu-propagate" else None, grid=grid, block=block)
     if pipeline == "xegpu-propagate":
         # the simulator ignores layouts: the run above only shows the ops are intact; the
         # layouts themselves are checked against their ownership maps
@@ -239,3 +240,51 @@ def inputs_for(text: str, header: dict, seed: int = 0) -> dict | None:
     func = find_function(parse(text, "input.mlir"), header["func"])
     return {name: random_array(t, header["shapes"].get(name) or tuple(t.get_shape()), rng)
             for name, t in function_args(func)}
+
+
+STORED = "upstream_last_value"
+
+
+def store_last_value(text: str, func: str) -> str | None:
+    """`text` with `func`'s last 1-D or 2-D vector value (of its body, not nested) stored
+    through a block descriptor, with the value's layout, to a new memref argument: for
+    upstream tests whose function writes nothing, so that a check compares something.
+    None when the function has no such value."""
+    from xdsl.dialects.builtin import VectorType
+
+    from simtify.transforms import xegpu_annotations as notes
+
+    module = parse(text, "input.mlir")
+    block = find_function(module, func).body.blocks.first
+    last = None
+    for op in block.ops:
+        for index, r in enumerate(op.results):
+            if isinstance(r.type, VectorType) and 1 <= r.type.get_num_dims() <= 2:
+                last = (op, index, r)
+    if last is None:
+        return None
+    op, index, value = last
+    value.name_hint = STORED
+    layout = notes.own_layout(op) if op.name == "xegpu.load_nd" else None
+    if layout is None:
+        layout = notes.result_layout(op, index)
+    shape = "x".join(map(str, value.type.get_shape()))
+    memref = f"memref<{shape}x{value.type.element_type}>"
+    desc = f"!xegpu.tensor_desc<{shape}x{value.type.element_type}{', ' + str(notes.to_attr(layout)) if layout else ''}>"
+    lines = print_module(module).split("\n")
+    head = next(i for i, line in enumerate(lines) if re.search(rf"func(\.func)? @{re.escape(func)}\(", line))
+    signature = lines[head]
+    start = signature.index(f"@{func}(") + len(func) + 2
+    depth, end = 1, start
+    while depth:
+        depth += {"(": 1, ")": -1}.get(signature[end], 0)
+        end += 1
+    comma = ", " if signature[start:end - 1].strip() else ""
+    lines[head] = f"{signature[:end - 1]}{comma}%{STORED}_out: {memref}{signature[end - 1:]}"
+    body = " " * (len(signature) - len(signature.lstrip()) + 2)
+    ret = next(i for i in range(head + 1, len(lines))
+               if lines[i] in (f"{body}gpu.return", f"{body}func.return"))
+    zeros = ", ".join("0" for _ in value.type.get_shape())
+    lines[ret:ret] = [f"{body}%{STORED}_desc = xegpu.create_nd_tdesc %{STORED}_out[{zeros}] : {memref} -> {desc}",
+                      f"{body}xegpu.store_nd %{STORED}, %{STORED}_desc : {value.type}, {desc}"]
+    return "\n".join(lines)
