@@ -83,3 +83,25 @@ def test_softmax_examples_propagate_and_say_why_they_do_not_distribute(capsys, n
     line = one_error(err)
     assert line.startswith(f"example:{name}:") and "'vector.transfer_read' is not distributed" in line
     assert "nested-distribute" in line
+
+
+def test_vector_reduction_of_a_sliced_vector_at_workgroup_level():
+    """vector.reduction (a 1-D vector to a scalar) distributes as a multi_reduction over
+    dim 0 at every level: here the column sums of four subgroups, then their maximum."""
+    text = """
+gpu.module @test {
+  gpu.func @row_total(%src: memref<32x64xf32>, %dst: memref<32xf32>) {
+    %l = xegpu.create_nd_tdesc %src : memref<32x64xf32> -> !xegpu.tensor_desc<32x64xf32, #xegpu.layout<sg_layout = [4, 1], sg_data = [8, 64]>>
+    %v = xegpu.load_nd %l[0, 0] : !xegpu.tensor_desc<32x64xf32, #xegpu.layout<sg_layout = [4, 1], sg_data = [8, 64]>> -> vector<32x64xf32>
+    %z = arith.constant dense<0.0> : vector<64xf32>
+    %cols = vector.multi_reduction <add>, %v, %z {layout_result_0 = #xegpu.slice<#xegpu.layout<sg_layout = [4, 1], sg_data = [8, 64]>, dims = [0]>} [0] : vector<32x64xf32> to vector<64xf32>
+    %t = vector.reduction <maximumf>, %cols : vector<64xf32> into f32
+    %b = vector.broadcast %t : f32 to vector<32xf32>
+    %d = xegpu.create_nd_tdesc %dst : memref<32xf32> -> !xegpu.tensor_desc<32xf32, #xegpu.layout<sg_layout = [4], sg_data = [8]>>
+    xegpu.store_nd %b, %d[0] : vector<32xf32>, !xegpu.tensor_desc<32xf32, #xegpu.layout<sg_layout = [4], sg_data = [8]>>
+    gpu.return
+  }
+}
+"""
+    out = check_xegpu(text, "row_total")
+    assert "vector.reduction" not in out and "gpu.subgroup_reduce" in out

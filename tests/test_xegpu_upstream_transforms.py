@@ -60,7 +60,6 @@ NOT_RUNNABLE = {
 }
 # distributes to something the check refuses today, or is refused: what simtify lacks
 GAPS = {
-    ("sg-to-lane-distribute.mlir", "vector_reduce_2d"): "vector.reduction is not distributed to lanes",
     ("xegpu-blocking.mlir", "elementwise_1D"): "a rank-1 descriptor over a rank-2 memref with offsets is not "
                                                "blocked",
     ("xegpu-wg-to-sg.mlir", "test_dpas_with_no_create_nd_desc"): "vector function arguments that wg-to-sg cuts "

@@ -39,7 +39,32 @@ def _subgroup_size(opts) -> int:
     return sg
 
 
+def reductions_as_multi_reductions(func: Operation) -> None:
+    """``vector.reduction`` of a 1-D vector is a ``vector.multi_reduction`` over dim 0 to
+    a scalar (from the kind's neutral value when it has no accumulator), which every
+    XeGPU level distributes: rewritten so before propagation."""
+    from xdsl.dialects import arith
+
+    from simtify.ir.vector import MultiReductionOp
+    from simtify.transforms.emit import kind_of, neutral_value, scalar_attr
+
+    for op in [o for o in func.walk() if o.name == "vector.reduction" and o.vector.type.get_num_dims() == 1]:
+        block, kind, acc = op.parent_block(), kind_of(op), op.acc
+        if acc is None:
+            t = op.dest.type
+            start = arith.ConstantOp(scalar_attr(neutral_value(kind, t), t), t)
+            block.insert_op_before(start, op)
+            acc = start.result
+        new = MultiReductionOp(kind, op.vector, acc, [0])
+        new.attributes.update(op.attributes)
+        block.insert_op_before(new, op)
+        op.dest.replace_all_uses_with(new.results[0])
+        op.detach()
+        op.erase()
+
+
 def _analyze(func: Operation, opts, *, inst: bool, lanes: bool, workgroup_input: bool = False) -> XeGPULayouts:
+    reductions_as_multi_reductions(func)
     analysis = propagate(func, subgroup_size=_subgroup_size(opts), target=TARGET, inst=inst, lanes=lanes,
                          workgroup_input=workgroup_input)
     annotate(analysis)

@@ -298,6 +298,9 @@ class LaneDistribution(XeGPULevel):
 
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.result
+        if not is_vector(src):  # a scalar (a fully sliced layout): every lane holds it already
+            self.value_pieces[r] = [self.one(src)]
+            return
         have, want = self.layout_of(src), self.layout_of(r)
         vshape = shape(src)
         if self.analysis.same(have, want, vshape):
