@@ -42,7 +42,7 @@ def _subgroup_size(opts) -> int:
 def reductions_as_multi_reductions(func: Operation) -> None:
     """``vector.reduction`` of a 1-D vector is a ``vector.multi_reduction`` over dim 0 to
     a scalar (from the kind's neutral value when it has no accumulator), which every
-    XeGPU level distributes: rewritten so before propagation."""
+    XeGPU level distributes: rewritten so before a distributing stage propagates."""
     from xdsl.dialects import arith
 
     from simtify.ir.vector import MultiReductionOp
@@ -63,8 +63,10 @@ def reductions_as_multi_reductions(func: Operation) -> None:
         op.erase()
 
 
-def _analyze(func: Operation, opts, *, inst: bool, lanes: bool, workgroup_input: bool = False) -> XeGPULayouts:
-    reductions_as_multi_reductions(func)
+def _analyze(func: Operation, opts, *, inst: bool, lanes: bool, workgroup_input: bool = False,
+             distributing: bool = True) -> XeGPULayouts:
+    if distributing:  # `xegpu-propagate` alone only annotates
+        reductions_as_multi_reductions(func)
     analysis = propagate(func, subgroup_size=_subgroup_size(opts), target=TARGET, inst=inst, lanes=lanes,
                          workgroup_input=workgroup_input)
     annotate(analysis)
@@ -101,7 +103,7 @@ def verified(stage: str, func: Operation) -> None:
 
 def xegpu_propagate(module: ModuleOp, opts) -> None:
     for func in functions(module, XEGPU_FUNCTIONS):
-        _analyze(func, opts, inst=True, lanes=True, workgroup_input=True)
+        _analyze(func, opts, inst=True, lanes=True, workgroup_input=True, distributing=False)
 
 
 def xegpu_wg_to_sg(module: ModuleOp, opts) -> None:
