@@ -15,8 +15,10 @@ from typing import Callable, Iterable, Mapping, Sequence, Union
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    AnyFloat,
     ArrayAttr,
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     IntegerAttr,
     IntegerType,
     NoneAttr,
@@ -297,3 +299,13 @@ __all__ = [
     "shape_text",
     "split_properties",
 ]
+
+
+def is_bitwise_splat(attribute: DenseIntOrFPElementsAttr) -> bool:
+    """All elements are one value, bit for bit: a NaN splat too (``dense<0xFFC00000>``),
+    which a comparison of values misses (NaN != NaN)."""
+    element_type = attribute.get_element_type()
+    if not isinstance(element_type, AnyFloat):
+        return len(set(attribute.get_values())) <= 1
+    data, size = attribute.data.data, element_type.compile_time_size
+    return data[:size] * (len(data) // size) == data

@@ -23,6 +23,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 from xdsl.printer import Printer
 
+from simtify.ir.attribute_syntax import is_bitwise_splat
+
 __all__ = ["MLIRPrinter"]
 
 
@@ -88,12 +90,7 @@ class MLIRPrinter(Printer):
 
 
 def _is_bitwise_float_splat(attribute: DenseIntOrFPElementsAttr) -> bool:
-    """A float splat whose value compares unequal to itself (NaN): equal bit patterns
-    everywhere, which xDSL's value comparison misses."""
-    element_type = attribute.get_element_type()
-    if not isinstance(element_type, AnyFloat) or len(attribute) < 2:
-        return False
-    data = attribute.data.data
-    size = element_type.compile_time_size
-    first = data[:size]
-    return first * (len(data) // size) == data and not attribute.is_splat()
+    """A float splat whose value compares unequal to itself (NaN), which xDSL does not
+    print as a splat."""
+    return isinstance(attribute.get_element_type(), AnyFloat) and len(attribute) >= 2 and \
+        is_bitwise_splat(attribute) and not attribute.is_splat()

@@ -45,6 +45,8 @@ class _Signatures:
             return None
         value = (id(owner),) + parts[1:]
         if value in self.by_value:
+            if len(self.by_identity) >= MEMO_LIMIT:
+                self.by_identity.clear()
             self.by_identity[identities] = parts
             return None
         return value

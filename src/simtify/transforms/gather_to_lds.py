@@ -58,6 +58,7 @@ from simtify.transforms.lower_dma import (
     probe_indices,
     transfer_type,
 )
+from simtify.transforms.transfer_gather_canonicalize import contiguous_offsets
 
 GATHERS = ("vector.gather", "iree_vector_ext.transfer_gather")
 WRITES = ("vector.transfer_write", "vector.store")
@@ -118,15 +119,10 @@ def _all_true(mask: SSAValue) -> bool:
 
 
 def _is_step_plus_uniform(idx: SSAValue) -> bool:
-    """`idx` is ``vector.step`` (+ a broadcast scalar): entries k = first + k."""
-    op = idx.owner
-    if not isinstance(op, Operation):
-        return False
-    if op.name == "vector.step":
+    """`idx` is ``vector.step`` plus uniform values, or consecutive constants: entries
+    k = first + k."""
+    if contiguous_offsets(idx) is not None:
         return True
-    if op.name in ("arith.addi",):
-        kinds = sorted(o.owner.name if isinstance(o.owner, Operation) else "" for o in op.operands)
-        return kinds == ["vector.broadcast", "vector.step"]
     vals = _constant_ints(idx)
     return vals is not None and all(b - a == 1 for a, b in zip(vals, vals[1:]))
 

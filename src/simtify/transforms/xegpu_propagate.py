@@ -42,7 +42,6 @@ inst/lane layout kinds), missing ``inst_data`` and lane fields come from the xe 
 
 from __future__ import annotations
 
-import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -51,6 +50,7 @@ from xdsl.ir import Operation, SSAValue
 
 from simtify.errors import SimtifyError
 from simtify.ir import location_of
+from simtify.ir.attribute_syntax import is_bitwise_splat
 from simtify.layout.xegpu import (
     Layout,
     XeGPUSlice,
@@ -642,13 +642,9 @@ class Propagation(Engine):
 
 
 def is_splat_constant(op: Operation) -> bool:
-    """A dense constant whose elements are all one value, bit for bit (a NaN splat such
-    as ``dense<0xFFC00000>`` too: NaN != NaN)."""
+    """A dense constant whose elements are all one value, bit for bit."""
     attr = op.properties.get("value") or op.attributes.get("value")
-    if not isinstance(attr, DenseIntOrFPElementsAttr):
-        return False
-    vals = attr.get_values()
-    return len(vals) == 1 or len({struct.pack("<d", v) if isinstance(v, float) else v for v in vals}) == 1
+    return isinstance(attr, DenseIntOrFPElementsAttr) and is_bitwise_splat(attr)
 
 
 def propagate(func: Operation, *, subgroup_size: int = 16, target: str = "xe", inst: bool = False,
