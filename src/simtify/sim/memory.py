@@ -77,19 +77,55 @@ class SplitThreads:
     """A register value read as a strided view of memory whose workgroup and thread axes
     stay split into their digits (``digits``, shaped ``w digits + t digits + vector``):
     where the thread digits do not merge into one strided axis, ``[W, T, ...]`` would be
-    a copy, and a consumer that copies anyway (`vector.insert_strided_slice`) writes the
-    view straight into its destination."""
+    a copy. A consumer that copies anyway (`vector.insert_strided_slice`) writes the view
+    straight into its destination; a chain of such inserts whose pieces lie at affine
+    addresses becomes one view (`assemble`), which a reduction reads in place. A digit
+    of step 0 is lanes (or workgroups) that read the same elements: computed once."""
 
     digits: np.ndarray
     shape: tuple  # [W, T, *vector], the value's shape as every other consumer sees it
+    lanes: tuple = (0, 0)  # axes of `digits` that split W, and those that split T
+    source: np.ndarray | None = None  # the flat memory `digits` views
+    start: int = 0  # the element of `source` at digits[0, 0, ...]
+    placed: tuple = ()  # vector dims assembled from pieces: laid out outermost when copied
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def steps(self) -> list[int]:
+        return [s // self.digits.itemsize for s in self.digits.strides]
+
     def __array__(self, dtype=None, copy=None):
         out = self.digits.reshape(self.shape)
         return out if dtype is None else out.astype(dtype)
+
+    @classmethod
+    def over(cls, source: np.ndarray, start: int, shape: list[int], steps: list[int], full: tuple,
+             lanes: tuple, placed: tuple = ()) -> SplitThreads:
+        """The read-only view of flat `source` at `start` with these digit sizes and element
+        steps, adjacent W digits and adjacent T digits merged where their steps allow."""
+        shape, steps = list(shape), list(steps)
+        nw, nt = lanes
+        merged_shape, merged_steps, groups = [], [], []
+        for lo, hi in ((0, nw), (nw, nw + nt)):
+            n = 0
+            for k in range(lo, hi):
+                if n and merged_steps[-1] == steps[k] * shape[k]:
+                    merged_shape[-1] *= shape[k]
+                    merged_steps[-1] = steps[k]
+                else:
+                    merged_shape.append(shape[k])
+                    merged_steps.append(steps[k])
+                    n += 1
+            groups.append(n)
+        merged_shape += shape[nw + nt:]
+        merged_steps += steps[nw + nt:]
+        eb = source.itemsize
+        view = np.lib.stride_tricks.as_strided(source[start:], shape=merged_shape,
+                                               strides=[s * eb for s in merged_steps], writeable=False)
+        return cls(view, tuple(full), tuple(groups), source, start, tuple(placed))
 
 
 @dataclass(eq=False)
@@ -402,7 +438,7 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
         return True, None
     if split_threads and view.size >= VIEW_ELEMENTS:
         buf.lent = True
-        return True, SplitThreads(view, full)
+        return True, SplitThreads.over(flat, c, shape, steps, full, (nw, nt))
     out = view.reshape(full)  # a view where the digits merge back, else a strided copy
     if not np.may_share_memory(out, flat):
         return True, out
