@@ -17,6 +17,7 @@ as a view makes the buffer copy itself before its next write (`Buffer.before_wri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import prod
 
 import numpy as np
@@ -159,6 +160,7 @@ class AccessContext:
     active_threads: tuple | None = None  # (w, t) of the active threads when `active` is given
     grid: tuple = (1, 1, 1)
     block: tuple = (1, 1, 1)  # of a SIMT launch; (1, 1, 1) at workgroup level
+    counted: dict | None = None  # counts of the launch's affine accesses by pattern (`_count_affine`)
 
 
 def _report(ctx: AccessContext, kind: str, buffer: Buffer, where: np.ndarray, w: np.ndarray, t: np.ndarray,
@@ -356,15 +358,13 @@ def _affine_terms(a, w_axes: list[int], t_axes: list[int], vec: tuple):
 def _affine_vector(v: np.ndarray, digits: list[int]) -> list[int] | None:
     """Steps s_j with v = sum_j s_j * d_j over the mixed-radix `digits` of v's index
     (v[0] = 0), or None."""
-    m = v.reshape(digits)
-    steps, pred = [], np.int64(0)
-    for j, n in enumerate(digits):
-        at = [0] * len(digits)
-        at[j] = 1
-        step = int(m[tuple(at)]) if n > 1 else 0
-        steps.append(step)
-        pred = pred + step * np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (len(digits) - 1 - j))
-    return steps if np.array_equal(m, np.broadcast_to(pred, m.shape)) else None
+    flat = v.reshape(-1)
+    steps, unit = [0] * len(digits), 1  # digit j's step: v where digit j is 1 and the others 0
+    for j in reversed(range(len(digits))):
+        if digits[j] > 1:
+            steps[j] = int(flat[unit])
+        unit *= digits[j]
+    return steps if np.array_equal(flat, _offsets(digits, steps)) else None
 
 
 def _corner(terms, shape, pick) -> int:
@@ -415,14 +415,15 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
     nw, nt = len(w_axes), len(t_axes)
     at_w, at_t, at_e = (_offsets(w_axes, steps[:nw]), _offsets(t_axes, steps[nw:nw + nt]),
                         _offsets(list(vec), steps[nw + nt:]))
-    _count_affine(ctx, buf, c, at_w, at_t, at_e, contiguous)
-    if ctx.sanitize and buf.space == WORKGROUP:  # the shadow state needs every entry
-        W, T, n = at_w.size, at_t.size, at_e.size
-        lin = (c + at_w[:, None, None] + at_t[None, :, None] + at_e[None, None, :]).reshape(-1)
-        w = np.repeat(np.arange(W, dtype=np.int64), T * n)
-        t = np.tile(np.repeat(np.arange(T, dtype=np.int64), n), W)
-        _check_workgroup(ctx, buf, w, t, lin, is_write, several=_shared_by_threads(t_axes, steps[nw:nw + nt],
-                                                                                   list(vec), steps[nw + nt:]))
+    _count_affine(ctx, buf, c, at_w, at_t, at_e, contiguous, (tuple(shape), tuple(steps), nw, nt))
+    if ctx.sanitize and buf.space == WORKGROUP:
+        several = _shared_by_threads(t_axes, steps[nw:nw + nt], list(vec), steps[nw + nt:])
+        if is_write or not several or not _clean_shared_read(buf, c, at_w, at_t, at_e):
+            W, T, n = at_w.size, at_t.size, at_e.size  # the shadow state entry by entry
+            lin = (c + at_w[:, None, None] + at_t[None, :, None] + at_e[None, None, :]).reshape(-1)
+            w = np.repeat(np.arange(W, dtype=np.int64), T * n)
+            t = np.tile(np.repeat(np.arange(T, dtype=np.int64), n), W)
+            _check_workgroup(ctx, buf, w, t, lin, is_write, several=several)
     steps = data_steps
     if is_write:
         buf.written = True
@@ -448,6 +449,21 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
     return True, out
 
 
+def _clean_shared_read(buf: Buffer, c: int, at_w, at_t, at_e) -> bool:
+    """For an affine read of workgroup memory in which several threads read every element
+    it reads: when none of those elements is uninitialised or written since the last
+    barrier (so that no entry has a finding), mark them read by several threads, as
+    `_check_workgroup` would, from the distinct elements alone, and say so; else leave
+    the shadow state for `_check_workgroup` to examine entry by entry."""
+    size = buf.data.shape[-1]
+    rel = np.unique(at_t[:, None] + at_e[None, :])
+    key = ((np.arange(at_w.size, dtype=np.int64) * size + c + at_w)[:, None] + rel[None, :]).reshape(-1)
+    if not buf.init.reshape(-1)[key].all() or (buf.writer.reshape(-1)[key] != -1).any():
+        return False
+    buf.reader.reshape(-1)[key] = -2
+    return True
+
+
 def _shared_by_threads(t_axes: list[int], t_steps: list[int], vec: list[int], e_steps: list[int]) -> bool | None:
     """Whether each element a workgroup's affine access touches is touched by several of
     its threads, when the digits' steps decide it for every element at once: a thread
@@ -465,14 +481,51 @@ def _offsets(shape: list[int], steps: list[int]) -> np.ndarray:
     """sum_k steps_k * i_k for every position of `shape`, row-major."""
     if not shape:
         return np.zeros(1, dtype=np.int64)
-    return np.tensordot(np.asarray(steps, dtype=np.int64), np.indices(shape, dtype=np.int64), axes=1).reshape(-1)
+    return np.asarray(steps, dtype=np.int64) @ _positions(tuple(shape))
 
 
-def _count_affine(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, contiguous: bool) -> None:
-    """Counters of an affine access: element offsets c + at_w[w] + at_t[t] + at_e[e]."""
+@lru_cache(maxsize=256)
+def _positions(shape: tuple[int, ...]) -> np.ndarray:
+    """``[len(shape), prod(shape)]``: the coordinates of every position of `shape`,
+    row-major (the same digits recur in every access of a launch)."""
+    out = np.indices(shape, dtype=np.int64).reshape(len(shape), -1)
+    out.flags.writeable = False
+    return out
+
+
+def _count_affine(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, contiguous: bool,
+                  pattern: tuple) -> None:
+    """Counters of an affine access: element offsets c + at_w[w] + at_t[t] + at_e[e]
+    (`pattern`: the digits and their steps that give them)."""
     eb = buf.elem_bytes
     W, T, n = ctx.num_workgroups, ctx.threads, at_e.size
     sg = ctx.subgroup_size if T % ctx.subgroup_size == 0 else T
+    nbytes = W * T * n * eb
+    if buf.space == GLOBAL:
+        period, key = ctx.target.global_sector_bytes, "global_sectors"
+        ctx.counters.add(ctx.op_name, "global_bytes", nbytes)
+    elif buf.space == WORKGROUP:
+        period, key = ctx.target.shared_banks * ctx.target.bank_width_bytes, "shared_bank_conflicts"
+        ctx.counters.add(ctx.op_name, "shared_bytes", nbytes)
+    else:
+        return
+    # every count below depends on the addresses modulo `period` only: an access of the
+    # same pattern as one counted before (the same op in the next batch) counts the same
+    memo = (buf.space, eb, contiguous, sg, (buf.base + c * eb) % period) + pattern
+    total = ctx.counted.get(memo) if ctx.counted is not None else None
+    if total is None:
+        total = _count_subgroups(ctx, buf, c, at_w, at_t, at_e, contiguous, sg, period)
+        if ctx.counted is not None:
+            ctx.counted[memo] = total
+    ctx.counters.add(ctx.op_name, key, total)
+
+
+def _count_subgroups(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, contiguous: bool, sg: int,
+                     period: int) -> int:
+    """Sectors (global) or bank conflicts (workgroup) of an affine access, summed over its
+    subgroups."""
+    eb = buf.elem_bytes
+    T = ctx.threads
     # subgroups with the same pattern of (lane, element) addresses relative to their
     # first, counted together from the byte address where each starts
     patterns: dict[bytes, tuple[np.ndarray, list]] = {}
@@ -481,22 +534,12 @@ def _count_affine(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, con
         rel = (lanes[:, None] - lanes[0] + at_e[None, :]) * eb
         start = buf.base + (c + at_w + lanes[0]) * eb
         patterns.setdefault(rel.tobytes(), (rel, []))[1].append(start)
-    nbytes = W * T * n * eb
     if buf.space == GLOBAL:
-        period = ctx.target.global_sector_bytes
         count = lambda a: count_sectors(*_one_subgroup(a), eb, period)
-        ctx.counters.add(ctx.op_name, "global_bytes", nbytes)
-        key = "global_sectors"
-    elif buf.space == WORKGROUP:
-        period = ctx.target.shared_banks * ctx.target.bank_width_bytes
+    else:
         count = lambda a: count_bank_conflicts(*_one_subgroup(a), eb, ctx.target.shared_banks,
                                                ctx.target.bank_width_bytes, contiguous)
-        ctx.counters.add(ctx.op_name, "shared_bytes", nbytes)
-        key = "shared_bank_conflicts"
-    else:
-        return
-    ctx.counters.add(ctx.op_name, key, sum(_per_alignment(np.concatenate(starts), rel, period, count)
-                                           for rel, starts in patterns.values()))
+    return sum(_per_alignment(np.concatenate(starts), rel, period, count) for rel, starts in patterns.values())
 
 
 def _one_subgroup(addr: np.ndarray):
