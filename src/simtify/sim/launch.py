@@ -359,7 +359,7 @@ def _bind(func: Operation, args: dict, tgt: Target) -> tuple[dict, dict]:
             # the caller's array is read in place and copied before the first write to it
             buf.lent = np.shares_memory(data, a)
             buf.data_shape = a.shape
-            buf.wrote = np.zeros(buf.data.size, dtype=bool)
+            buf.tracks_writes = True
             base += -(-buf.data.nbytes // 256) * 256 + 256
             buffers[name] = buf
         else:

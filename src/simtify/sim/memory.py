@@ -45,6 +45,7 @@ class Buffer:
     lent: bool = False  # `data` backs values handed out as views: copy it before the next write
     claims: np.ndarray | None = None  # workgroup: scratch for finding several threads on one element
     wrote: np.ndarray | None = None  # global: [n] written by the launch (elements an output leaves unwritten)
+    tracks_writes: bool = False  # global: keep `wrote`, made at the first write (inputs never need one)
 
     @property
     def elem_bytes(self) -> int:
@@ -58,6 +59,12 @@ class Buffer:
         shadow = lambda v, t: np.full((num_workgroups, size), v, dtype=t)
         return cls(name, WORKGROUP, elem_type, data, init=shadow(False, bool), writer=shadow(-1, np.int32),
                    reader=shadow(-1, np.int32))
+
+    def written_elements(self) -> np.ndarray | None:
+        """`wrote`, made at the first write of a buffer that tracks its writes."""
+        if self.wrote is None and self.tracks_writes:
+            self.wrote = np.zeros(self.data.shape[-1], dtype=bool)
+        return self.wrote
 
     def before_write(self) -> None:
         """Values read earlier as views of `data` must not see later writes."""
@@ -238,8 +245,8 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
         buf.written = True
         buf.before_write()
         buf.data[where] = stored
-        if buf.wrote is not None:
-            buf.wrote[lin] = True
+        if (wrote := buf.written_elements()) is not None:
+            wrote[lin] = True
     return None
 
 
@@ -367,10 +374,16 @@ def _affine_vector(v: np.ndarray, digits: list[int]) -> list[int] | None:
     return steps if np.array_equal(flat, _offsets(digits, steps)) else None
 
 
-def _corner(terms, shape, pick) -> int:
-    """The smallest (`pick` = min) or largest (max) of c + sum steps_k * i_k over `shape`."""
+def _inside(terms, shape, n: int) -> bool:
+    """Whether every c + sum steps_k * i_k over `shape` lies in [0, n)."""
     c, steps = terms
-    return c + sum(pick(0, s * (n - 1)) for s, n in zip(steps, shape))
+    lo = hi = c
+    for s, k in zip(steps, shape):
+        if s < 0:
+            lo += s * (k - 1)
+        else:
+            hi += s * (k - 1)
+    return 0 <= lo and hi < n
 
 
 def _injective(shape, steps) -> bool:
@@ -395,15 +408,15 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
     terms = [_affine_terms(mem.offset, w_axes, t_axes, vec)]
     for i, n, stride in zip(idx, mem.shape, mem.strides):
         t = _affine_terms(i, w_axes, t_axes, vec)
-        if t is None or not 0 <= _corner(t, shape, min) <= _corner(t, shape, max) < n:
+        if t is None or not _inside(t, shape, n):
             return False, None
         terms.append((t[0] * stride, [s * stride for s in t[1]]))
     if terms[0] is None:
         return False, None
     c = sum(t[0] for t in terms)
-    steps = [sum(t[1][k] for t in terms) for k in range(len(shape))]
+    steps = [sum(column) for column in zip(*(t[1] for t in terms))]
     size = buf.data.shape[-1]
-    if not 0 <= _corner((c, steps), shape, min) <= _corner((c, steps), shape, max) < size:
+    if not _inside((c, steps), shape, size):
         return False, None
     data_steps = list(steps)
     if buf.space == WORKGROUP:  # one row of `data` per workgroup
@@ -434,8 +447,8 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
                                            writeable=is_write)
     if is_write:
         view[...] = np.broadcast_to(_lead_shaped(values, len(full)), full).reshape(shape)
-        if buf.wrote is not None:
-            np.lib.stride_tricks.as_strided(buf.wrote[c:], shape=shape, strides=steps, writeable=True)[...] = True
+        if (wrote := buf.written_elements()) is not None:
+            np.lib.stride_tricks.as_strided(wrote[c:], shape=shape, strides=steps, writeable=True)[...] = True
         return True, None
     if split_threads and view.size >= VIEW_ELEMENTS:
         buf.lent = True

@@ -134,7 +134,7 @@ def _apply(interp, buffers: dict, reply) -> list:
         buf.before_write()
         for start, values in runs:
             buf.data[start:start + values.size] = values
-            buf.wrote[start:start + values.size] = True
+            buf.written_elements()[start:start + values.size] = True
     for name, written in body["written"].items():
         buffers[name].written |= written
     return body["returns"]

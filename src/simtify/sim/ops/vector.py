@@ -75,9 +75,34 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...]) -> np.nda
                           for n, st in zip(digits.shape[:n_lanes], digits.strides[:n_lanes]))]
     copied = _pieces_outermost_strides(value.shape, value.placed)
     outer = tuple(n_lanes + ax - 2 for ax in _outer_axes(value.shape, copied, tuple(d + 2 for d in dims)))
-    out = reduce(kind, digits, tuple(n_lanes + d for d in dims), outer)
+    axes = tuple(n_lanes + d for d in dims)
+    if outer and len(outer) < len(axes) and kind in KINDS and kind not in ("minui", "maxui"):
+        # the pieces one after another, as a reduction over outermost axes adds them
+        digits = _combine_in_order(kind, digits, outer)
+        axes = tuple(ax - sum(o < ax for o in outer) for ax in axes if ax not in outer)
+        outer = ()
+    out = reduce(kind, digits, axes, outer)
     kept = tuple(n for k, n in enumerate(value.shape[2:]) if k not in dims)
     return np.broadcast_to(out, value.digits.shape[:n_lanes] + kept).reshape(value.shape[:2] + kept)
+
+
+def _combine_in_order(kind: str, a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """`kind` over `axes` of `a`, one slice after another in row-major order into one
+    accumulator: what `ufunc.reduce` computes over axes laid out outermost, without its
+    pass over a strided view."""
+    rest = [k for k in range(a.ndim) if k not in axes]
+    out = np.empty([a.shape[k] for k in rest], dtype=a.dtype)
+    ufunc = KINDS[kind]
+    with np.errstate(all="ignore"):
+        for i, pos in enumerate(np.ndindex(*[a.shape[k] for k in axes])):
+            at = [slice(None)] * a.ndim
+            for k, p in zip(axes, pos):
+                at[k] = p
+            if i == 0:
+                out[...] = a[tuple(at)]
+            else:
+                ufunc(out, a[tuple(at)], out=out)
+    return out
 
 
 def _reduce_by_ufunc(kind: str, a: np.ndarray, axes: tuple[int, ...]):
