@@ -397,6 +397,21 @@ def _assembly(op) -> tuple[bool, bool] | None:
     return op is link, bool(uses) and all(VIEW_READERS.get(u.operation.name) == u.index for u in uses)
 
 
+def held_as_view(op) -> bool:
+    """Whether the simulator holds the results of `op` as views that take no memory per
+    thread of their own: a broadcast (of its smaller source), and the reads and inserts
+    of a chain assembled as one view of memory and reduced in place (`_assembly`; its
+    copy is made only where the reads' addresses are not affine)."""
+    if op.name == "vector.broadcast":
+        return True
+    if op.name in ("vector.transfer_read", "iree_vector_ext.transfer_read") and _only_inserted(op):
+        op = next(iter(op.results[0].uses)).operation
+    if op.name != "vector.insert_strided_slice":
+        return False
+    role = _assembly(op)
+    return role is not None and role[1]
+
+
 @dataclass
 class _Pieces:
     """The views of memory an assembling chain of inserts (`_assembly`) has placed so far,
