@@ -567,8 +567,8 @@ def _per_alignment(start: np.ndarray, rel: np.ndarray, period: int, count) -> in
     """Sum over subgroups of count(start + rel): a subgroup's count depends only on its
     start modulo `period` (shifting every address by a whole period shifts every sector
     or bank row alike), so count one subgroup per residue."""
-    residues, times = np.unique(start % period, return_counts=True)
-    return int(sum(int(k) * count(r + rel) for r, k in zip(residues, times)))
+    times = np.bincount(start % period, minlength=period)
+    return int(sum(int(times[r]) * count(r + rel) for r in np.flatnonzero(times)))
 
 
 def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool, values=None,

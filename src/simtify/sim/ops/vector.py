@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 
@@ -64,11 +65,12 @@ def _outer_axes(shape: tuple, strides: tuple, axes: tuple[int, ...]) -> tuple[in
     return tuple(ax for ax in axes if shape[ax] > 1 and all(abs(strides[ax]) > abs(strides[k]) for k in kept))
 
 
-def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...]) -> np.ndarray:
+def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.ndarray | None = None) -> np.ndarray:
     """`reduce` of a value read as a view of memory over its vector `dims` (counted from
     0), as ``[W, T, *kept]``: in the order `reduce` takes on the value copied out (its
     pieces outermost), and once for the lanes or workgroups that read the same elements
-    (a digit of step 0), whose result is broadcast to them."""
+    (a digit of step 0), whose result is broadcast to them; combined with `acc` (``kept``,
+    the same for every thread) before that broadcast."""
     n_lanes = sum(value.lanes)
     digits = value.digits
     digits = digits[tuple(slice(0, 1) if n > 1 and st == 0 else slice(None)
@@ -76,14 +78,28 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...]) -> np.nda
     copied = _pieces_outermost_strides(value.shape, value.placed)
     outer = tuple(n_lanes + ax - 2 for ax in _outer_axes(value.shape, copied, tuple(d + 2 for d in dims)))
     axes = tuple(n_lanes + d for d in dims)
-    if outer and len(outer) < len(axes) and kind in KINDS and kind not in ("minui", "maxui"):
-        # the pieces one after another, as a reduction over outermost axes adds them
-        digits = _combine_in_order(kind, digits, outer)
-        axes = tuple(ax - sum(o < ax for o in outer) for ax in axes if ax not in outer)
-        outer = ()
-    out = reduce(kind, digits, axes, outer)
     kept = tuple(n for k, n in enumerate(value.shape[2:]) if k not in dims)
+    if outer and len(outer) < len(axes) and kind in KINDS and kind not in ("minui", "maxui") and n_lanes:
+        # the pieces one after another, as a reduction over outermost axes adds them, a
+        # block of the outermost lane axis at a time (its accumulator stays in cache)
+        inner = tuple(ax - sum(o < ax for o in outer) for ax in axes if ax not in outer)
+        per_row = prod(n for k, n in enumerate(digits.shape) if k not in outer) // digits.shape[0]
+        rows = max(1, CACHED_ELEMENTS // max(1, per_row))
+        out = None
+        for i in range(0, digits.shape[0], rows):
+            part = reduce(kind, _combine_in_order(kind, digits[i:i + rows], outer), inner, ())
+            if out is None:
+                out = np.empty((digits.shape[0],) + part.shape[1:], dtype=part.dtype)
+            out[i:i + rows] = part
+    else:
+        out = reduce(kind, digits, axes, outer)
+    if acc is not None:
+        out = combine(kind, out, acc)
     return np.broadcast_to(out, value.digits.shape[:n_lanes] + kept).reshape(value.shape[:2] + kept)
+
+
+# Elements of an accumulator that stay in a core's cache while pieces are added into it.
+CACHED_ELEMENTS = 1 << 16
 
 
 def _combine_in_order(kind: str, a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -93,15 +109,19 @@ def _combine_in_order(kind: str, a: np.ndarray, axes: tuple[int, ...]) -> np.nda
     rest = [k for k in range(a.ndim) if k not in axes]
     out = np.empty([a.shape[k] for k in rest], dtype=a.dtype)
     ufunc = KINDS[kind]
+    pieces = []
+    for pos in np.ndindex(*[a.shape[k] for k in axes]):
+        at = [slice(None)] * a.ndim
+        for k, p in zip(axes, pos):
+            at[k] = p
+        pieces.append(a[tuple(at)])
     with np.errstate(all="ignore"):
-        for i, pos in enumerate(np.ndindex(*[a.shape[k] for k in axes])):
-            at = [slice(None)] * a.ndim
-            for k, p in zip(axes, pos):
-                at[k] = p
-            if i == 0:
-                out[...] = a[tuple(at)]
-            else:
-                ufunc(out, a[tuple(at)], out=out)
+        if len(pieces) == 1:
+            out[...] = pieces[0]
+        else:
+            ufunc(pieces[0], pieces[1], out=out)
+        for piece in pieces[2:]:
+            ufunc(out, piece, out=out)
     return out
 
 
@@ -530,6 +550,8 @@ def _multi_reduction(sim, op):
     acc = lead(sim.get(op.acc))
     kind = kind_name(op)
     if isinstance(src, SplitThreads):  # an assembled read, reduced in place (`_assembly`)
+        if acc.shape[:2] == (1, 1):  # one accumulator for every thread: combined before the broadcast
+            return [fit(reduce_view(kind, src, tuple(int_array(op.reduction_dims)), acc[0, 0]), op.results[0].type)]
         r = reduce_view(kind, src, tuple(int_array(op.reduction_dims)))
     else:
         r = reduce(kind, lead(src), tuple(d + 2 for d in int_array(op.reduction_dims)))
