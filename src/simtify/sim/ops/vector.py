@@ -393,42 +393,51 @@ def _pieces_outermost_strides(shape: tuple, placed: tuple[int, ...]) -> tuple[in
 VIEW_READERS = {"vector.multi_reduction": 0}
 
 
-def _assembly(op) -> tuple[bool, bool] | None:
+def _assembly(op, fact) -> tuple[bool, bool] | None:
     """For an insert of a chain (`_placement_dims`) that fills its whole destination with
     whole trailing blocks (each piece fills the trailing dims at one position of the
     leading ones): (whether `op` is the chain's last insert, whether every user of that
-    last result reads a view of memory in place). None for any other insert."""
+    last result reads a view of memory in place). None for any other insert. `fact`:
+    the interpreter's, which keeps each chain's answer for the launch."""
     first = op
     while getattr(first.dest.owner, "name", None) == op.name and len(list(first.dest.uses)) == 1:
         first = first.dest.owner
+    return fact(first, "assembly", _chain_roles).get(op)
+
+
+def _chain_roles(first) -> dict:
+    """`_assembly` of every insert of the chain that `first` starts (empty if none)."""
     if _placement_dims(first) is None:
-        return None
-    link = first
+        return {}
+    chain = [first]
     while True:
+        link = chain[-1]
         dest, val = shape_of(link.dest.type), shape_of(link.value_to_store.type)
         lead_n = len(dest) - len(val)
         if dest[lead_n:] != val or any(_ints(link.offsets)[lead_n:]) or any(st != 1 for st in _ints(link.strides)):
-            return None
+            return {}
         uses = list(link.results[0].uses)
-        if len(uses) != 1 or uses[0].operation.name != op.name or uses[0].index != 1:
+        if len(uses) != 1 or uses[0].operation.name != link.name or uses[0].index != 1:
             break
-        link = uses[0].operation
-    uses = list(link.results[0].uses)
-    return op is link, bool(uses) and all(VIEW_READERS.get(u.operation.name) == u.index for u in uses)
+        chain.append(uses[0].operation)
+    uses = list(chain[-1].results[0].uses)
+    in_place = bool(uses) and all(VIEW_READERS.get(u.operation.name) == u.index for u in uses)
+    return {link: (link is chain[-1], in_place) for link in chain}
 
 
-def held_as_view(op) -> bool:
+def held_as_view(op, fact) -> bool:
     """Whether the simulator holds the results of `op` as views that take no memory per
     thread of their own: a broadcast (of its smaller source), and the reads and inserts
-    of a chain assembled as one view of memory and reduced in place (`_assembly`; its
-    copy is made only where the reads' addresses are not affine)."""
+    of a chain assembled as one view of memory and reduced in place (`_assembly`, with
+    the interpreter's `fact`; its copy is made only where the reads' addresses are not
+    affine)."""
     if op.name == "vector.broadcast":
         return True
     if op.name in ("vector.transfer_read", "iree_vector_ext.transfer_read") and _only_inserted(op):
         op = next(iter(op.results[0].uses)).operation
     if op.name != "vector.insert_strided_slice":
         return False
-    role = _assembly(op)
+    role = _assembly(op, fact)
     return role is not None and role[1]
 
 
@@ -503,7 +512,7 @@ def _insert_strided(sim, op):
     dest = sim.get(op.dest)
     out = None
     if isinstance(val, SplitThreads) or isinstance(dest, _Pieces):
-        role = sim.fact(op, "assembly", _assembly)
+        role = _assembly(op, sim.fact)
         if role is not None:
             placed = _place_piece(op, dest, val, role)
             if placed is not None:
