@@ -87,8 +87,8 @@ class SplitThreads:
     where the thread digits do not merge into one strided axis, ``[W, T, ...]`` would be
     a copy. A consumer that copies anyway (`vector.insert_strided_slice`) writes the view
     straight into its destination; a chain of such inserts whose pieces lie at affine
-    addresses becomes one view (`assemble`), which a reduction reads in place. A digit
-    of step 0 is lanes (or workgroups) that read the same elements: computed once."""
+    addresses becomes one view (`simtify.sim.ops.vector`), which a reduction reads in
+    place. A digit of step 0 is lanes (or workgroups) that read the same elements."""
 
     digits: np.ndarray
     shape: tuple  # [W, T, *vector], the value's shape as every other consumer sees it
@@ -101,17 +101,13 @@ class SplitThreads:
     def ndim(self) -> int:
         return len(self.shape)
 
-    @property
-    def steps(self) -> list[int]:
-        return [s // self.digits.itemsize for s in self.digits.strides]
-
     def __array__(self, dtype=None, copy=None):
         out = self.digits.reshape(self.shape)
         return out if dtype is None else out.astype(dtype)
 
     @classmethod
     def over(cls, source: np.ndarray, start: int, shape: list[int], steps: list[int], full: tuple,
-             lanes: tuple, placed: tuple = ()) -> SplitThreads:
+             lanes: tuple) -> SplitThreads:
         """The read-only view of flat `source` at `start` with these digit sizes and element
         steps, adjacent W digits and adjacent T digits merged where their steps allow."""
         shape, steps = list(shape), list(steps)
@@ -133,7 +129,7 @@ class SplitThreads:
         eb = source.itemsize
         view = np.lib.stride_tricks.as_strided(source[start:], shape=merged_shape,
                                                strides=[s * eb for s in merged_steps], writeable=False)
-        return cls(view, tuple(full), tuple(groups), source, start, tuple(placed))
+        return cls(view, tuple(full), tuple(groups), source, start)
 
 
 @dataclass(eq=False)

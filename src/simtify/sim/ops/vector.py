@@ -421,7 +421,8 @@ def _chain_roles(first) -> dict:
             break
         chain.append(uses[0].operation)
     uses = list(chain[-1].results[0].uses)
-    in_place = bool(uses) and all(VIEW_READERS.get(u.operation.name) == u.index for u in uses)
+    in_place = bool(uses) and all(VIEW_READERS.get(u.operation.name) == u.index
+                                  and getattr(u.operation.parent_op(), "name", None) != "vector.mask" for u in uses)
     return {link: (link is chain[-1], in_place) for link in chain}
 
 
@@ -521,8 +522,8 @@ def _insert_strided(sim, op):
                 out = dest = dest.copied()
     dest = lead(dest)
     W, T = max(val.shape[0], dest.shape[0]), max(val.shape[1], dest.shape[1])
-    if out is not None and dest.shape[:2] == (W, T):
-        pass  # the pieces so far, copied out: fill it
+    if out is not None:  # the pieces so far, copied out: fill it
+        out = out if out.shape[:2] == (W, T) else np.array(np.broadcast_to(out, (W, T) + out.shape[2:]))
     elif dest.shape[:2] == (W, T) and sim.sole_reference(op.dest, dest):
         out = dest  # the last use of a register vector of its own: fill it in place
     elif (placed := sim.fact(op, "placement", _placement_dims)) is not None:
