@@ -286,7 +286,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
 
     told = None if progress is None else (lambda done: progress(min(n_wg, done * batch), n_wg))
     t1 = time.perf_counter()
-    processes = processes_for(func, n_wg * per_wg, len(starts), jobs)
+    processes = min(wanted, len(starts))
     if processes > 1:
         returns = run_split(interp, buffers, len(starts), run_batch, processes, told)
     else:

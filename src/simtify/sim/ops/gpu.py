@@ -199,7 +199,7 @@ def _subgroup_reduce(sim, op):
     rest = value.shape[3:]
     grouped = value.reshape((W, S, sg // (size * stride), size, stride) + rest)
     red = reduce(kind, grouped, (3,))
-    out = np.broadcast_to(np.expand_dims(red, 3), grouped.shape).reshape((W, S * sg) + rest)
+    out = np.repeat(np.expand_dims(red, 3), size, axis=3).reshape((W, S * sg) + rest)  # each lane its cluster's
     if sim.state.mask is None:  # every subgroup of the batch
         act, sub_active = None, sim.W * (sim.T // sg)
     else:

@@ -85,9 +85,10 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
         inner = tuple(ax - sum(o < ax for o in outer) for ax in axes if ax not in outer)
         per_row = prod(n for k, n in enumerate(digits.shape) if k not in outer) // digits.shape[0]
         rows = max(1, CACHED_ELEMENTS // max(1, per_row))
+        at = _slices(digits.ndim, outer, digits.shape)
         out = None
         for i in range(0, digits.shape[0], rows):
-            part = reduce(kind, _combine_in_order(kind, digits[i:i + rows], outer), inner, ())
+            part = reduce(kind, _combine_in_order(kind, digits[i:i + rows], at), inner, ())
             if out is None:
                 out = np.empty((digits.shape[0],) + part.shape[1:], dtype=part.dtype)
             out[i:i + rows] = part
@@ -99,22 +100,28 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
 
 
 # Elements of an accumulator that stay in a core's cache while pieces are added into it.
-CACHED_ELEMENTS = 1 << 16
+CACHED_ELEMENTS = 1 << 17
 
 
-def _combine_in_order(kind: str, a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    """`kind` over `axes` of `a`, one slice after another in row-major order into one
-    accumulator: what `ufunc.reduce` computes over axes laid out outermost, without its
-    pass over a strided view."""
-    rest = [k for k in range(a.ndim) if k not in axes]
-    out = np.empty([a.shape[k] for k in rest], dtype=a.dtype)
-    ufunc = KINDS[kind]
-    pieces = []
-    for pos in np.ndindex(*[a.shape[k] for k in axes]):
-        at = [slice(None)] * a.ndim
+def _slices(rank: int, axes: tuple[int, ...], shape: tuple) -> list[tuple]:
+    """The index of every slice of an array of `shape` at one position of `axes`, in
+    row-major order of those positions."""
+    out = []
+    for pos in np.ndindex(*[shape[k] for k in axes]):
+        at = [slice(None)] * rank
         for k, p in zip(axes, pos):
             at[k] = p
-        pieces.append(a[tuple(at)])
+        out.append(tuple(at))
+    return out
+
+
+def _combine_in_order(kind: str, a: np.ndarray, at: list[tuple]) -> np.ndarray:
+    """`kind` over the slices `at` of `a` (`_slices`), one after another into one
+    accumulator: what `ufunc.reduce` computes over axes laid out outermost, without its
+    pass over a strided view."""
+    pieces = [a[k] for k in at]
+    out = np.empty(pieces[0].shape, dtype=a.dtype)
+    ufunc = KINDS[kind]
     with np.errstate(all="ignore"):
         if len(pieces) == 1:
             out[...] = pieces[0]
