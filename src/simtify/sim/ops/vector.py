@@ -86,12 +86,18 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
         per_row = prod(n for k, n in enumerate(digits.shape) if k not in outer) // digits.shape[0]
         rows = max(1, CACHED_ELEMENTS // max(1, per_row))
         at = _slices(digits.ndim, outer, digits.shape)
-        out = None
+        out, fused = None, False
         for i in range(0, digits.shape[0], rows):
             part = reduce(kind, _combine_in_order(kind, digits[i:i + rows], at), inner, ())
             if out is None:
                 out = np.empty((digits.shape[0],) + part.shape[1:], dtype=part.dtype)
-            out[i:i + rows] = part
+                fused = acc is not None and np.asarray(acc).dtype == part.dtype
+            if fused:  # the accumulator combined on the way out, as `combine` would
+                KINDS[kind](part, acc, out=out[i:i + rows])
+            else:
+                out[i:i + rows] = part
+        if fused:
+            acc = None
     else:
         out = reduce(kind, digits, axes, outer)
     if acc is not None:
