@@ -104,6 +104,7 @@ class Interpreter:
         self.locations: dict[Operation, str] = {}
         self._dead_after: dict[Block, dict] = {}
         self._facts: dict[tuple, object] = {}
+        self.counted: dict = {}  # counter totals of affine accesses by pattern (`simtify.sim.memory`)
 
     def fact(self, op: Operation, what, compute):
         """`compute(op)`, a static fact about `op` (it depends on the IR only), worked out
@@ -266,6 +267,7 @@ class Interpreter:
             active=active, sanitize=self.sanitize, findings=self.findings, counters=self.counters,
             target=self.target, seen=self.seen, active_threads=None if active is None else self.active_threads(),
             grid=self.launch.grid, block=self.launch.block if self.launch.level == "simt" else (1, 1, 1),
+            counted=self.counted,
         )
 
     def active_threads(self) -> tuple:

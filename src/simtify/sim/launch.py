@@ -17,6 +17,7 @@ from simtify.sim.interpreter import BatchState, Interpreter
 from simtify.sim.liveness import max_registers_per_thread
 from simtify.sim.memory import GLOBAL, Buffer, MemRef
 from simtify.sim.ops.memref import allocate, type_strides
+from simtify.sim.ops.vector import held_as_view
 from simtify.sim.split_grid import processes_for, run_split
 from simtify.sim.types import dtype_of, fit, shape_of
 from simtify.target import Target, get_target
@@ -255,7 +256,10 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     if n_wg * per_wg > MAX_LAUNCH_ELEMENTS:
         raise SimtifyError(f"{n_wg} workgroups of {per_wg} elements each are more than the simulator runs "
                            f"({MAX_LAUNCH_ELEMENTS} in all); give a smaller grid", "--grid")
-    batch = max(1, min(n_wg, BATCH_ELEMENTS // per_wg))
+    batch = max(1, min(n_wg, BATCH_ELEMENTS // (T_run * max(1, _largest_held_vector(func, interp.fact)))))
+    wanted = processes_for(func, n_wg * per_wg, n_wg, jobs)
+    if -(-n_wg // batch) < wanted:  # a batch for each process that shares the launch
+        batch = -(-n_wg // wanted)
     for plane in (launch.grid[0] * launch.grid[1], launch.grid[0]):  # whole rows of the grid per batch:
         if plane <= batch < n_wg:  # block ids stay affine in the batch's digits
             batch -= batch % plane
@@ -282,7 +286,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
 
     told = None if progress is None else (lambda done: progress(min(n_wg, done * batch), n_wg))
     t1 = time.perf_counter()
-    processes = processes_for(func, n_wg * per_wg, len(starts), jobs)
+    processes = min(wanted, len(starts))
     if processes > 1:
         returns = run_split(interp, buffers, len(starts), run_batch, processes, told)
     else:
@@ -332,6 +336,19 @@ def _largest_vector(func: Operation) -> int:
     return n
 
 
+def _largest_held_vector(func: Operation, fact) -> int:
+    """The largest vector the simulator holds per thread (what bounds a batch's memory):
+    values it keeps as views of memory or of a smaller value take none of their own."""
+    n = 1
+    for op in func.walk():
+        if held_as_view(op, fact):
+            continue
+        for r in op.results:
+            if isinstance(r.type, VectorType):
+                n = max(n, prod(r.type.get_shape()))
+    return n
+
+
 def _bind(func: Operation, args: dict, tgt: Target) -> tuple[dict, dict]:
     """Global buffers for memref arguments, uniform arrays for the others; checked."""
     buffers: dict[str, Buffer] = {}
@@ -359,7 +376,7 @@ def _bind(func: Operation, args: dict, tgt: Target) -> tuple[dict, dict]:
             # the caller's array is read in place and copied before the first write to it
             buf.lent = np.shares_memory(data, a)
             buf.data_shape = a.shape
-            buf.wrote = np.zeros(buf.data.size, dtype=bool)
+            buf.tracks_writes = True
             base += -(-buf.data.nbytes // 256) * 256 + 256
             buffers[name] = buf
         else:

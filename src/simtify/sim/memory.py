@@ -17,6 +17,7 @@ as a view makes the buffer copy itself before its next write (`Buffer.before_wri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import prod
 
 import numpy as np
@@ -44,6 +45,7 @@ class Buffer:
     lent: bool = False  # `data` backs values handed out as views: copy it before the next write
     claims: np.ndarray | None = None  # workgroup: scratch for finding several threads on one element
     wrote: np.ndarray | None = None  # global: [n] written by the launch (elements an output leaves unwritten)
+    tracks_writes: bool = False  # global: keep `wrote`, made at the first write (inputs never need one)
 
     @property
     def elem_bytes(self) -> int:
@@ -57,6 +59,12 @@ class Buffer:
         shadow = lambda v, t: np.full((num_workgroups, size), v, dtype=t)
         return cls(name, WORKGROUP, elem_type, data, init=shadow(False, bool), writer=shadow(-1, np.int32),
                    reader=shadow(-1, np.int32))
+
+    def written_elements(self) -> np.ndarray | None:
+        """`wrote`, made at the first write of a buffer that tracks its writes."""
+        if self.wrote is None and self.tracks_writes:
+            self.wrote = np.zeros(self.data.shape[-1], dtype=bool)
+        return self.wrote
 
     def before_write(self) -> None:
         """Values read earlier as views of `data` must not see later writes."""
@@ -77,11 +85,17 @@ class SplitThreads:
     """A register value read as a strided view of memory whose workgroup and thread axes
     stay split into their digits (``digits``, shaped ``w digits + t digits + vector``):
     where the thread digits do not merge into one strided axis, ``[W, T, ...]`` would be
-    a copy, and a consumer that copies anyway (`vector.insert_strided_slice`) writes the
-    view straight into its destination."""
+    a copy. A consumer that copies anyway (`vector.insert_strided_slice`) writes the view
+    straight into its destination; a chain of such inserts whose pieces lie at affine
+    addresses becomes one view (`simtify.sim.ops.vector`), which a reduction reads in
+    place. A digit of step 0 is lanes (or workgroups) that read the same elements."""
 
     digits: np.ndarray
     shape: tuple  # [W, T, *vector], the value's shape as every other consumer sees it
+    lanes: tuple = (0, 0)  # axes of `digits` that split W, and those that split T
+    source: np.ndarray | None = None  # the flat memory `digits` views
+    start: int = 0  # the element of `source` at digits[0, 0, ...]
+    placed: tuple = ()  # vector dims assembled from pieces: laid out outermost when copied
 
     @property
     def ndim(self) -> int:
@@ -90,6 +104,32 @@ class SplitThreads:
     def __array__(self, dtype=None, copy=None):
         out = self.digits.reshape(self.shape)
         return out if dtype is None else out.astype(dtype)
+
+    @classmethod
+    def over(cls, source: np.ndarray, start: int, shape: list[int], steps: list[int], full: tuple,
+             lanes: tuple) -> SplitThreads:
+        """The read-only view of flat `source` at `start` with these digit sizes and element
+        steps, adjacent W digits and adjacent T digits merged where their steps allow."""
+        shape, steps = list(shape), list(steps)
+        nw, nt = lanes
+        merged_shape, merged_steps, groups = [], [], []
+        for lo, hi in ((0, nw), (nw, nw + nt)):
+            n = 0
+            for k in range(lo, hi):
+                if n and merged_steps[-1] == steps[k] * shape[k]:
+                    merged_shape[-1] *= shape[k]
+                    merged_steps[-1] = steps[k]
+                else:
+                    merged_shape.append(shape[k])
+                    merged_steps.append(steps[k])
+                    n += 1
+            groups.append(n)
+        merged_shape += shape[nw + nt:]
+        merged_steps += steps[nw + nt:]
+        eb = source.itemsize
+        view = np.lib.stride_tricks.as_strided(source[start:], shape=merged_shape,
+                                               strides=[s * eb for s in merged_steps], writeable=False)
+        return cls(view, tuple(full), tuple(groups), source, start)
 
 
 @dataclass(eq=False)
@@ -123,6 +163,7 @@ class AccessContext:
     active_threads: tuple | None = None  # (w, t) of the active threads when `active` is given
     grid: tuple = (1, 1, 1)
     block: tuple = (1, 1, 1)  # of a SIMT launch; (1, 1, 1) at workgroup level
+    counted: dict | None = None  # counts of the launch's affine accesses by pattern (`_count_affine`)
 
 
 def _report(ctx: AccessContext, kind: str, buffer: Buffer, where: np.ndarray, w: np.ndarray, t: np.ndarray,
@@ -200,8 +241,8 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
         buf.written = True
         buf.before_write()
         buf.data[where] = stored
-        if buf.wrote is not None:
-            buf.wrote[lin] = True
+        if (wrote := buf.written_elements()) is not None:
+            wrote[lin] = True
     return None
 
 
@@ -320,21 +361,25 @@ def _affine_terms(a, w_axes: list[int], t_axes: list[int], vec: tuple):
 def _affine_vector(v: np.ndarray, digits: list[int]) -> list[int] | None:
     """Steps s_j with v = sum_j s_j * d_j over the mixed-radix `digits` of v's index
     (v[0] = 0), or None."""
-    m = v.reshape(digits)
-    steps, pred = [], np.int64(0)
-    for j, n in enumerate(digits):
-        at = [0] * len(digits)
-        at[j] = 1
-        step = int(m[tuple(at)]) if n > 1 else 0
-        steps.append(step)
-        pred = pred + step * np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (len(digits) - 1 - j))
-    return steps if np.array_equal(m, np.broadcast_to(pred, m.shape)) else None
+    flat = v.reshape(-1)
+    steps, unit = [0] * len(digits), 1  # digit j's step: v where digit j is 1 and the others 0
+    for j in reversed(range(len(digits))):
+        if digits[j] > 1:
+            steps[j] = int(flat[unit])
+        unit *= digits[j]
+    return steps if np.array_equal(flat, _offsets(digits, steps)) else None
 
 
-def _corner(terms, shape, pick) -> int:
-    """The smallest (`pick` = min) or largest (max) of c + sum steps_k * i_k over `shape`."""
+def _inside(terms, shape, n: int) -> bool:
+    """Whether every c + sum steps_k * i_k over `shape` lies in [0, n)."""
     c, steps = terms
-    return c + sum(pick(0, s * (n - 1)) for s, n in zip(steps, shape))
+    lo = hi = c
+    for s, k in zip(steps, shape):
+        if s < 0:
+            lo += s * (k - 1)
+        else:
+            hi += s * (k - 1)
+    return 0 <= lo and hi < n
 
 
 def _injective(shape, steps) -> bool:
@@ -359,15 +404,15 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
     terms = [_affine_terms(mem.offset, w_axes, t_axes, vec)]
     for i, n, stride in zip(idx, mem.shape, mem.strides):
         t = _affine_terms(i, w_axes, t_axes, vec)
-        if t is None or not 0 <= _corner(t, shape, min) <= _corner(t, shape, max) < n:
+        if t is None or not _inside(t, shape, n):
             return False, None
         terms.append((t[0] * stride, [s * stride for s in t[1]]))
     if terms[0] is None:
         return False, None
     c = sum(t[0] for t in terms)
-    steps = [sum(t[1][k] for t in terms) for k in range(len(shape))]
+    steps = [sum(column) for column in zip(*(t[1] for t in terms))]
     size = buf.data.shape[-1]
-    if not 0 <= _corner((c, steps), shape, min) <= _corner((c, steps), shape, max) < size:
+    if not _inside((c, steps), shape, size):
         return False, None
     data_steps = list(steps)
     if buf.space == WORKGROUP:  # one row of `data` per workgroup
@@ -379,14 +424,15 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
     nw, nt = len(w_axes), len(t_axes)
     at_w, at_t, at_e = (_offsets(w_axes, steps[:nw]), _offsets(t_axes, steps[nw:nw + nt]),
                         _offsets(list(vec), steps[nw + nt:]))
-    _count_affine(ctx, buf, c, at_w, at_t, at_e, contiguous)
-    if ctx.sanitize and buf.space == WORKGROUP:  # the shadow state needs every entry
-        W, T, n = at_w.size, at_t.size, at_e.size
-        lin = (c + at_w[:, None, None] + at_t[None, :, None] + at_e[None, None, :]).reshape(-1)
-        w = np.repeat(np.arange(W, dtype=np.int64), T * n)
-        t = np.tile(np.repeat(np.arange(T, dtype=np.int64), n), W)
-        _check_workgroup(ctx, buf, w, t, lin, is_write, several=_shared_by_threads(t_axes, steps[nw:nw + nt],
-                                                                                   list(vec), steps[nw + nt:]))
+    _count_affine(ctx, buf, c, at_w, at_t, at_e, contiguous, (tuple(shape), tuple(steps), nw, nt))
+    if ctx.sanitize and buf.space == WORKGROUP:
+        several = _shared_by_threads(t_axes, steps[nw:nw + nt], list(vec), steps[nw + nt:])
+        if is_write or not several or not _clean_shared_read(buf, c, at_w, at_t, at_e):
+            W, T, n = at_w.size, at_t.size, at_e.size  # the shadow state entry by entry
+            lin = (c + at_w[:, None, None] + at_t[None, :, None] + at_e[None, None, :]).reshape(-1)
+            w = np.repeat(np.arange(W, dtype=np.int64), T * n)
+            t = np.tile(np.repeat(np.arange(T, dtype=np.int64), n), W)
+            _check_workgroup(ctx, buf, w, t, lin, is_write, several=several)
     steps = data_steps
     if is_write:
         buf.written = True
@@ -397,12 +443,12 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
                                            writeable=is_write)
     if is_write:
         view[...] = np.broadcast_to(_lead_shaped(values, len(full)), full).reshape(shape)
-        if buf.wrote is not None:
-            np.lib.stride_tricks.as_strided(buf.wrote[c:], shape=shape, strides=steps, writeable=True)[...] = True
+        if (wrote := buf.written_elements()) is not None:
+            np.lib.stride_tricks.as_strided(wrote[c:], shape=shape, strides=steps, writeable=True)[...] = True
         return True, None
     if split_threads and view.size >= VIEW_ELEMENTS:
         buf.lent = True
-        return True, SplitThreads(view, full)
+        return True, SplitThreads.over(flat, c, shape, steps, full, (nw, nt))
     out = view.reshape(full)  # a view where the digits merge back, else a strided copy
     if not np.may_share_memory(out, flat):
         return True, out
@@ -410,6 +456,21 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
         return True, out.copy()
     buf.lent = True
     return True, out
+
+
+def _clean_shared_read(buf: Buffer, c: int, at_w, at_t, at_e) -> bool:
+    """For an affine read of workgroup memory in which several threads read every element
+    it reads: when none of those elements is uninitialised or written since the last
+    barrier (so that no entry has a finding), mark them read by several threads, as
+    `_check_workgroup` would, from the distinct elements alone, and say so; else leave
+    the shadow state for `_check_workgroup` to examine entry by entry."""
+    size = buf.data.shape[-1]
+    rel = np.unique(at_t[:, None] + at_e[None, :])
+    key = ((np.arange(at_w.size, dtype=np.int64) * size + c + at_w)[:, None] + rel[None, :]).reshape(-1)
+    if not buf.init.reshape(-1)[key].all() or (buf.writer.reshape(-1)[key] != -1).any():
+        return False
+    buf.reader.reshape(-1)[key] = -2
+    return True
 
 
 def _shared_by_threads(t_axes: list[int], t_steps: list[int], vec: list[int], e_steps: list[int]) -> bool | None:
@@ -429,14 +490,51 @@ def _offsets(shape: list[int], steps: list[int]) -> np.ndarray:
     """sum_k steps_k * i_k for every position of `shape`, row-major."""
     if not shape:
         return np.zeros(1, dtype=np.int64)
-    return np.tensordot(np.asarray(steps, dtype=np.int64), np.indices(shape, dtype=np.int64), axes=1).reshape(-1)
+    return np.asarray(steps, dtype=np.int64) @ _positions(tuple(shape))
 
 
-def _count_affine(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, contiguous: bool) -> None:
-    """Counters of an affine access: element offsets c + at_w[w] + at_t[t] + at_e[e]."""
+@lru_cache(maxsize=256)
+def _positions(shape: tuple[int, ...]) -> np.ndarray:
+    """``[len(shape), prod(shape)]``: the coordinates of every position of `shape`,
+    row-major (the same digits recur in every access of a launch)."""
+    out = np.indices(shape, dtype=np.int64).reshape(len(shape), -1)
+    out.flags.writeable = False
+    return out
+
+
+def _count_affine(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, contiguous: bool,
+                  pattern: tuple) -> None:
+    """Counters of an affine access: element offsets c + at_w[w] + at_t[t] + at_e[e]
+    (`pattern`: the digits and their steps that give them)."""
     eb = buf.elem_bytes
     W, T, n = ctx.num_workgroups, ctx.threads, at_e.size
     sg = ctx.subgroup_size if T % ctx.subgroup_size == 0 else T
+    nbytes = W * T * n * eb
+    if buf.space == GLOBAL:
+        period, key = ctx.target.global_sector_bytes, "global_sectors"
+        ctx.counters.add(ctx.op_name, "global_bytes", nbytes)
+    elif buf.space == WORKGROUP:
+        period, key = ctx.target.shared_banks * ctx.target.bank_width_bytes, "shared_bank_conflicts"
+        ctx.counters.add(ctx.op_name, "shared_bytes", nbytes)
+    else:
+        return
+    # every count below depends on the addresses modulo `period` only: an access of the
+    # same pattern as one counted before (the same op in the next batch) counts the same
+    memo = (buf.space, eb, contiguous, sg, (buf.base + c * eb) % period) + pattern
+    total = ctx.counted.get(memo) if ctx.counted is not None else None
+    if total is None:
+        total = _count_subgroups(ctx, buf, c, at_w, at_t, at_e, contiguous, sg, period)
+        if ctx.counted is not None:
+            ctx.counted[memo] = total
+    ctx.counters.add(ctx.op_name, key, total)
+
+
+def _count_subgroups(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, contiguous: bool, sg: int,
+                     period: int) -> int:
+    """Sectors (global) or bank conflicts (workgroup) of an affine access, summed over its
+    subgroups."""
+    eb = buf.elem_bytes
+    T = ctx.threads
     # subgroups with the same pattern of (lane, element) addresses relative to their
     # first, counted together from the byte address where each starts
     patterns: dict[bytes, tuple[np.ndarray, list]] = {}
@@ -445,22 +543,12 @@ def _count_affine(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, con
         rel = (lanes[:, None] - lanes[0] + at_e[None, :]) * eb
         start = buf.base + (c + at_w + lanes[0]) * eb
         patterns.setdefault(rel.tobytes(), (rel, []))[1].append(start)
-    nbytes = W * T * n * eb
     if buf.space == GLOBAL:
-        period = ctx.target.global_sector_bytes
         count = lambda a: count_sectors(*_one_subgroup(a), eb, period)
-        ctx.counters.add(ctx.op_name, "global_bytes", nbytes)
-        key = "global_sectors"
-    elif buf.space == WORKGROUP:
-        period = ctx.target.shared_banks * ctx.target.bank_width_bytes
+    else:
         count = lambda a: count_bank_conflicts(*_one_subgroup(a), eb, ctx.target.shared_banks,
                                                ctx.target.bank_width_bytes, contiguous)
-        ctx.counters.add(ctx.op_name, "shared_bytes", nbytes)
-        key = "shared_bank_conflicts"
-    else:
-        return
-    ctx.counters.add(ctx.op_name, key, sum(_per_alignment(np.concatenate(starts), rel, period, count)
-                                           for rel, starts in patterns.values()))
+    return sum(_per_alignment(np.concatenate(starts), rel, period, count) for rel, starts in patterns.values())
 
 
 def _one_subgroup(addr: np.ndarray):
@@ -475,8 +563,8 @@ def _per_alignment(start: np.ndarray, rel: np.ndarray, period: int, count) -> in
     """Sum over subgroups of count(start + rel): a subgroup's count depends only on its
     start modulo `period` (shifting every address by a whole period shifts every sector
     or bank row alike), so count one subgroup per residue."""
-    residues, times = np.unique(start % period, return_counts=True)
-    return int(sum(int(k) * count(r + rel) for r, k in zip(residues, times)))
+    times = np.bincount(start % period, minlength=period)
+    return int(sum(int(times[r]) * count(r + rel) for r in np.flatnonzero(times)))
 
 
 def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool, values=None,

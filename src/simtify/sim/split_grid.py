@@ -22,8 +22,11 @@ import numpy as np
 from simtify.errors import SimtifyError
 
 # Element-steps (workgroups x elements per workgroup) below which a fork costs more than
-# it saves: a fork and the child's reply take a few milliseconds, ~10^6 element-steps.
-SPLIT_ELEMENT_STEPS = 1 << 23
+# it saves. A fork costs each process ~10 ms of CPU (measured on the 16M-element row sums of
+# `bench/`: the pages both processes then write are copied, the child's reply is pickled),
+# while the simulator runs ~5 x 10^5 element-steps a millisecond: two processes pay for
+# the fork from ~10^7 element-steps (20 ms) on, and clearly (a third faster) from 2^25.
+SPLIT_ELEMENT_STEPS = 1 << 25
 
 
 def processes_for(func, element_steps: int, batches: int, jobs: int | None) -> int:
@@ -134,7 +137,7 @@ def _apply(interp, buffers: dict, reply) -> list:
         buf.before_write()
         for start, values in runs:
             buf.data[start:start + values.size] = values
-            buf.wrote[start:start + values.size] = True
+            buf.written_elements()[start:start + values.size] = True
     for name, written in body["written"].items():
         buffers[name].written |= written
     return body["returns"]

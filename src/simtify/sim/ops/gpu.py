@@ -199,9 +199,12 @@ def _subgroup_reduce(sim, op):
     rest = value.shape[3:]
     grouped = value.reshape((W, S, sg // (size * stride), size, stride) + rest)
     red = reduce(kind, grouped, (3,))
-    out = np.broadcast_to(np.expand_dims(red, 3), grouped.shape).reshape((W, S * sg) + rest)
-    act = sim.active()
-    sub_active = int(act.reshape(sim.W, -1, sg).any(axis=2).sum())
+    out = np.repeat(np.expand_dims(red, 3), size, axis=3).reshape((W, S * sg) + rest)  # each lane its cluster's
+    if sim.state.mask is None:  # every subgroup of the batch
+        act, sub_active = None, sim.W * (sim.T // sg)
+    else:
+        act = sim.active()
+        sub_active = int(act.reshape(sim.W, -1, sg).any(axis=2).sum())
     steps = int(np.ceil(np.log2(size))) if size > 1 else 0
     sim.counters.add(op.name, "shuffles", sub_active * steps * _words(op.value.type))
     out = fit(out, op.results[0].type)

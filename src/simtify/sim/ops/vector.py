@@ -5,6 +5,8 @@ gather) through the checked `access` path."""
 from __future__ import annotations
 
 import string
+from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 
@@ -35,12 +37,14 @@ def combine(kind: str, a, b):
     return KINDS[kind](a, b)
 
 
-def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...]):
+def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ...] | None = None):
+    """`kind` over `axes` of `a`; `outer`: the axes added first (by default those laid
+    out outside every kept one)."""
     if not axes:
         return a
     axes = tuple(ax % a.ndim for ax in axes)
-    kept = [k for k in range(a.ndim) if k not in axes and a.shape[k] > 1]
-    outer = tuple(ax for ax in axes if a.shape[ax] > 1 and all(abs(a.strides[ax]) > abs(a.strides[k]) for k in kept))
+    if outer is None:
+        outer = _outer_axes(a.shape, a.strides, axes)
     if outer and len(outer) < len(axes):
         # dims laid out outside every kept one (an assembled vector's pieces): adding
         # whole blocks first is a few long loops; the rest is the short inner sum
@@ -53,6 +57,85 @@ def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...]):
         kept = "".join(c for i, c in enumerate(letters) if i not in axes)
         return np.einsum(f"{letters}->{kept}", a)
     return _reduce_by_ufunc(kind, a, axes)
+
+
+def _outer_axes(shape: tuple, strides: tuple, axes: tuple[int, ...]) -> tuple[int, ...]:
+    """The reduced axes (of more than one element) whose stride exceeds every kept axis's."""
+    kept = [k for k in range(len(shape)) if k not in axes and shape[k] > 1]
+    return tuple(ax for ax in axes if shape[ax] > 1 and all(abs(strides[ax]) > abs(strides[k]) for k in kept))
+
+
+def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.ndarray | None = None) -> np.ndarray:
+    """`reduce` of a value read as a view of memory over its vector `dims` (counted from
+    0), as ``[W, T, *kept]``: in the order `reduce` takes on the value copied out (its
+    pieces outermost), and once for the lanes or workgroups that read the same elements
+    (a digit of step 0), whose result is broadcast to them; combined with `acc` (``kept``,
+    the same for every thread) before that broadcast."""
+    n_lanes = sum(value.lanes)
+    digits = value.digits
+    digits = digits[tuple(slice(0, 1) if n > 1 and st == 0 else slice(None)
+                          for n, st in zip(digits.shape[:n_lanes], digits.strides[:n_lanes]))]
+    copied = _pieces_outermost_strides(value.shape, value.placed)
+    outer = tuple(n_lanes + ax - 2 for ax in _outer_axes(value.shape, copied, tuple(d + 2 for d in dims)))
+    axes = tuple(n_lanes + d for d in dims)
+    kept = tuple(n for k, n in enumerate(value.shape[2:]) if k not in dims)
+    if outer and len(outer) < len(axes) and kind in KINDS and kind not in ("minui", "maxui") and n_lanes:
+        # the pieces one after another, as a reduction over outermost axes adds them, a
+        # block of the outermost lane axis at a time (its accumulator stays in cache)
+        inner = tuple(ax - sum(o < ax for o in outer) for ax in axes if ax not in outer)
+        per_row = prod(n for k, n in enumerate(digits.shape) if k not in outer) // digits.shape[0]
+        rows = max(1, CACHED_ELEMENTS // max(1, per_row))
+        at = _slices(digits.ndim, outer, digits.shape)
+        out, fused = None, False
+        for i in range(0, digits.shape[0], rows):
+            part = reduce(kind, _combine_in_order(kind, digits[i:i + rows], at), inner, ())
+            if out is None:
+                out = np.empty((digits.shape[0],) + part.shape[1:], dtype=part.dtype)
+                fused = acc is not None and np.asarray(acc).dtype == part.dtype
+            if fused:  # the accumulator combined on the way out, as `combine` would
+                KINDS[kind](part, acc, out=out[i:i + rows])
+            else:
+                out[i:i + rows] = part
+        if fused:
+            acc = None
+    else:
+        out = reduce(kind, digits, axes, outer)
+    if acc is not None:
+        out = combine(kind, out, acc)
+    return np.broadcast_to(out, value.digits.shape[:n_lanes] + kept).reshape(value.shape[:2] + kept)
+
+
+# Elements of an accumulator that stay in a core's cache while pieces are added into it.
+CACHED_ELEMENTS = 1 << 17
+
+
+def _slices(rank: int, axes: tuple[int, ...], shape: tuple) -> list[tuple]:
+    """The index of every slice of an array of `shape` at one position of `axes`, in
+    row-major order of those positions."""
+    out = []
+    for pos in np.ndindex(*[shape[k] for k in axes]):
+        at = [slice(None)] * rank
+        for k, p in zip(axes, pos):
+            at[k] = p
+        out.append(tuple(at))
+    return out
+
+
+def _combine_in_order(kind: str, a: np.ndarray, at: list[tuple]) -> np.ndarray:
+    """`kind` over the slices `at` of `a` (`_slices`), one after another into one
+    accumulator: what `ufunc.reduce` computes over axes laid out outermost, without its
+    pass over a strided view."""
+    pieces = [a[k] for k in at]
+    out = np.empty(pieces[0].shape, dtype=a.dtype)
+    ufunc = KINDS[kind]
+    with np.errstate(all="ignore"):
+        if len(pieces) == 1:
+            out[...] = pieces[0]
+        else:
+            ufunc(pieces[0], pieces[1], out=out)
+        for piece in pieces[2:]:
+            ufunc(out, piece, out=out)
+    return out
 
 
 def _reduce_by_ufunc(kind: str, a: np.ndarray, axes: tuple[int, ...]):
@@ -298,11 +381,141 @@ def _placement_dims(op) -> tuple[int, ...] | None:
         op = uses[0].operation
 
 
+def _outermost_order(rank: int, placed: tuple[int, ...]) -> list[int]:
+    return [2 + d for d in placed] + [k for k in range(rank) if k - 2 not in placed]
+
+
 def _pieces_outermost(shape: tuple, dtype, placed: tuple[int, ...]) -> np.ndarray:
     """An uninitialised register vector ``[W, T, *vector]`` whose memory holds the vector
     dims `placed` outermost, as a transposed view."""
-    order = [2 + d for d in placed] + [k for k in range(len(shape)) if k - 2 not in placed]
+    order = _outermost_order(len(shape), placed)
     return np.empty([shape[k] for k in order], dtype=dtype).transpose(np.argsort(order))
+
+
+def _pieces_outermost_strides(shape: tuple, placed: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides `_pieces_outermost` gives a vector of `shape`."""
+    strides, step = [0] * len(shape), 1
+    for k in reversed(_outermost_order(len(shape), placed)):
+        strides[k] = step
+        step *= shape[k]
+    return tuple(strides)
+
+
+# Ops that read a register vector assembled as one view of memory in place (a
+# `SplitThreads`), and the operand they read it as.
+VIEW_READERS = {"vector.multi_reduction": 0}
+
+
+def _assembly(op, fact) -> tuple[bool, bool] | None:
+    """For an insert of a chain (`_placement_dims`) that fills its whole destination with
+    whole trailing blocks (each piece fills the trailing dims at one position of the
+    leading ones): (whether `op` is the chain's last insert, whether every user of that
+    last result reads a view of memory in place). None for any other insert. `fact`:
+    the interpreter's, which keeps each chain's answer for the launch."""
+    first = op
+    while getattr(first.dest.owner, "name", None) == op.name and len(list(first.dest.uses)) == 1:
+        first = first.dest.owner
+    return fact(first, "assembly", _chain_roles).get(op)
+
+
+def _chain_roles(first) -> dict:
+    """`_assembly` of every insert of the chain that `first` starts (empty if none)."""
+    if _placement_dims(first) is None:
+        return {}
+    chain = [first]
+    while True:
+        link = chain[-1]
+        dest, val = shape_of(link.dest.type), shape_of(link.value_to_store.type)
+        lead_n = len(dest) - len(val)
+        if dest[lead_n:] != val or any(_ints(link.offsets)[lead_n:]) or any(st != 1 for st in _ints(link.strides)):
+            return {}
+        uses = list(link.results[0].uses)
+        if len(uses) != 1 or uses[0].operation.name != link.name or uses[0].index != 1:
+            break
+        chain.append(uses[0].operation)
+    uses = list(chain[-1].results[0].uses)
+    in_place = bool(uses) and all(VIEW_READERS.get(u.operation.name) == u.index
+                                  and getattr(u.operation.parent_op(), "name", None) != "vector.mask" for u in uses)
+    return {link: (link is chain[-1], in_place) for link in chain}
+
+
+def held_as_view(op, fact) -> bool:
+    """Whether the simulator holds the results of `op` as views that take no memory per
+    thread of their own: a broadcast (of its smaller source), and the reads and inserts
+    of a chain assembled as one view of memory and reduced in place (`_assembly`, with
+    the interpreter's `fact`; its copy is made only where the reads' addresses are not
+    affine)."""
+    if op.name == "vector.broadcast":
+        return True
+    if op.name in ("vector.transfer_read", "iree_vector_ext.transfer_read") and _only_inserted(op):
+        op = next(iter(op.results[0].uses)).operation
+    if op.name != "vector.insert_strided_slice":
+        return False
+    role = _assembly(op, fact)
+    return role is not None and role[1]
+
+
+@dataclass
+class _Pieces:
+    """The views of memory an assembling chain of inserts (`_assembly`) has placed so far,
+    kept as they are until its last insert."""
+
+    shape: tuple  # [W, T, *vector]
+    dtype: np.dtype
+    lead_n: int  # the leading vector dims the pieces are placed along
+    at: list  # (position along those dims, SplitThreads)
+
+    def copied(self) -> np.ndarray:
+        """The register vector so far, copied out of memory with the pieces outermost."""
+        out = _pieces_outermost(self.shape, self.dtype, tuple(range(self.lead_n)))
+        for pos, piece in self.at:
+            _write_slot(out, out[(slice(None), slice(None)) + pos], piece)
+        return out
+
+    def assembled(self) -> SplitThreads | None:
+        """The whole vector as one view of memory: when the pieces view one memory with the
+        same digits and their starts are affine in their positions (else None)."""
+        first = self.at[0][1]
+        if any(not _same_memory(p.source, first.source) or p.digits.shape != first.digits.shape
+               or p.digits.strides != first.digits.strides for _, p in self.at):
+            return None
+        starts = {pos: p.start for pos, p in self.at}
+        lead_shape = self.shape[2:2 + self.lead_n]
+        origin = starts[(0,) * self.lead_n]
+        steps = [starts[tuple(int(k == d) for k in range(self.lead_n))] - origin if n > 1 else 0
+                 for d, n in enumerate(lead_shape)]
+        if any(start != origin + sum(s * i for s, i in zip(steps, pos)) for pos, start in starts.items()):
+            return None
+        n_lanes = sum(first.lanes)
+        shape = first.digits.shape[:n_lanes] + lead_shape + first.digits.shape[n_lanes:]
+        eb = first.source.itemsize
+        strides = first.digits.strides[:n_lanes] + tuple(s * eb for s in steps) + first.digits.strides[n_lanes:]
+        view = np.lib.stride_tricks.as_strided(first.source[origin:], shape=shape, strides=strides, writeable=False)
+        return SplitThreads(view, self.shape, first.lanes, first.source, origin, tuple(range(self.lead_n)))
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.nbytes == b.nbytes
+
+
+def _place_piece(op, dest, val, role: tuple[bool, bool]):
+    """An insert of an assembling chain placing `val`: the pieces so far, or at the chain's
+    last insert the register vector (one view of memory where its readers take it). None
+    when `val` is not a view of memory over the whole batch."""
+    if not isinstance(val, SplitThreads):
+        return None
+    offs = _ints(op.offsets)
+    if not isinstance(dest, _Pieces):
+        d = lead(dest)
+        dest = _Pieces(tuple(val.shape[:2]) + d.shape[2:], d.dtype, len(offs) - (val.ndim - 2), [])
+    if tuple(val.shape[:2]) != dest.shape[:2]:
+        return None
+    pieces = _Pieces(dest.shape, dest.dtype, dest.lead_n, dest.at + [(tuple(offs[:dest.lead_n]), val)])
+    last, in_place = role
+    if not last:
+        return pieces
+    view = pieces.assembled() if in_place else None
+    return view if view is not None else pieces.copied()
 
 
 @handles("vector.insert_strided_slice")
@@ -310,15 +523,27 @@ def _insert_strided(sim, op):
     val = sim.get(op.value_to_store)
     if not isinstance(val, SplitThreads):
         val = lead(val)
-    dest = _v(sim, op.dest)
-    offs, strides = _ints(op.offsets), _ints(op.strides)
+    dest = sim.get(op.dest)
+    out = None
+    if isinstance(val, SplitThreads) or isinstance(dest, _Pieces):
+        role = _assembly(op, sim.fact)
+        if role is not None:
+            placed = _place_piece(op, dest, val, role)
+            if placed is not None:
+                return [placed]
+            if isinstance(dest, _Pieces):  # a piece of another kind: the chain goes on as copies
+                out = dest = dest.copied()
+    dest = lead(dest)
     W, T = max(val.shape[0], dest.shape[0]), max(val.shape[1], dest.shape[1])
-    if dest.shape[:2] == (W, T) and sim.sole_reference(op.dest, dest):
+    if out is not None:  # the pieces so far, copied out: fill it
+        out = out if out.shape[:2] == (W, T) else np.array(np.broadcast_to(out, (W, T) + out.shape[2:]))
+    elif dest.shape[:2] == (W, T) and sim.sole_reference(op.dest, dest):
         out = dest  # the last use of a register vector of its own: fill it in place
     elif (placed := sim.fact(op, "placement", _placement_dims)) is not None:
         out = _pieces_outermost((W, T) + dest.shape[2:], dest.dtype, placed)  # the inserts fill all of it
     else:
         out = np.array(np.broadcast_to(dest, (W, T) + dest.shape[2:]))
+    offs, strides = _ints(op.offsets), _ints(op.strides)
     lead_n = (dest.ndim - 2) - (val.ndim - 2)  # the value lands in the trailing dims
     sl = []
     for k, o in enumerate(offs):
@@ -327,24 +552,32 @@ def _insert_strided(sim, op):
         else:
             n, st = val.shape[2 + k - lead_n], strides[k - lead_n]
             sl.append(slice(o, o + n * st, st))
-    slot = out[(slice(None), slice(None)) + tuple(sl)]
+    _write_slot(out, out[(slice(None), slice(None)) + tuple(sl)], val)
+    return [out]
+
+
+def _write_slot(out: np.ndarray, slot: np.ndarray, val) -> None:
+    """slot[...] = val (a slot of `out`); a view of memory is written from its digits."""
     if isinstance(val, SplitThreads):
         target = slot.reshape(val.digits.shape)  # splitting the axes of a view keeps a view
         if np.may_share_memory(target, out):
             target[...] = val.digits
-            return [out]
+            return
         val = np.asarray(val)
     slot[...] = val
-    return [out]
 
 
 @handles("vector.multi_reduction")
 def _multi_reduction(sim, op):
-    src = _v(sim, op.source)
+    src = sim.get(op.source)
     acc = lead(sim.get(op.acc))
-    dims = tuple(d + 2 for d in int_array(op.reduction_dims))
     kind = kind_name(op)
-    r = reduce(kind, src, dims)
+    if isinstance(src, SplitThreads):  # an assembled read, reduced in place (`_assembly`)
+        if acc.shape[:2] == (1, 1):  # one accumulator for every thread: combined before the broadcast
+            return [fit(reduce_view(kind, src, tuple(int_array(op.reduction_dims)), acc[0, 0]), op.results[0].type)]
+        r = reduce_view(kind, src, tuple(int_array(op.reduction_dims)))
+    else:
+        r = reduce(kind, lead(src), tuple(d + 2 for d in int_array(op.reduction_dims)))
     return [fit(combine(kind, r, acc), op.results[0].type)]
 
 
