@@ -476,21 +476,25 @@ class _MemoryAccessOp(_XeGPUOp):
 
 
 class _NdAccessOp(_MemoryAccessOp):
-    """What load_nd, store_nd and prefetch_nd share: offsets after the descriptor
-    (``%t[%i, 0]``), one per descriptor dim, and the cache hints of a read or a write;
-    `verify_block` checks what the op moves."""
+    """What load_nd, store_nd and prefetch_nd share: the descriptor with its offsets
+    (``%t[%i, 0]``, one per descriptor dim; a stored value comes before them) and the
+    cache hints of a read or a write; `verify_block` checks what the op moves."""
 
+    tensor_desc = operand_def(TensorDescType)
+    offsets = var_operand_def(IndexType)
     const_offsets = opt_prop_def(DenseArrayBase)
 
+    # The descriptor and its offsets as every block access writes them, before its types.
+    ACCESS: ClassVar[str] = "$tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:`"
     HINTS: ClassVar[tuple[str, ...]] = ()
     ELEMENTS_DIFFER: ClassVar[str] = ""  # the error where the vector's elements are not the descriptor's
 
     def verify_(self) -> None:
-        tdesc = _tdesc(self.tensor_desc)  # type: ignore[attr-defined]
+        tdesc = _tdesc(self.tensor_desc)
         if tdesc.rank > 2 and tdesc.distribute_layout is None and self.layout is None:
             raise VerifyException(f"Expects a 1D or 2D TensorDesc: a block access moves 1-D or 2-D blocks, not "
                                   f"{shape_text(tdesc.get_shape())} (give a layout to distribute it)")
-        _check_offsets(self, self.offsets, tdesc)  # type: ignore[attr-defined]
+        _check_offsets(self, self.offsets, tdesc)
         _check_hints(self, self.HINTS)
         vector = getattr(self, "value", None)
         if vector is not None and vector.type.element_type != tdesc.element_type:
@@ -583,16 +587,11 @@ class LoadNdOp(_NdAccessOp):
     name = "xegpu.load_nd"
     traits = traits_def(MemoryReadEffect())
 
-    tensor_desc = operand_def(TensorDescType)
-    offsets = var_operand_def(IndexType)
     packed = opt_prop_def(UnitAttr)
     transpose = opt_prop_def(DenseArrayBase)
     value = result_def(VectorType)
 
-    assembly_format = (
-        "$tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:` type($tensor_desc) `->` "
-        "type($value)"
-    )
+    assembly_format = f"{_NdAccessOp.ACCESS} type($tensor_desc) `->` type($value)"
 
     HINTS: ClassVar[tuple[str, ...]] = READ_HINTS
     ELEMENTS_DIFFER: ClassVar[str] = "load_nd reads {desc} but produces {vector}"
@@ -628,13 +627,8 @@ class StoreNdOp(_NdAccessOp):
     traits = traits_def(MemoryWriteEffect())
 
     value = operand_def(VectorType)
-    tensor_desc = operand_def(TensorDescType)
-    offsets = var_operand_def(IndexType)
 
-    assembly_format = (
-        "$value `,` $tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:` type($value) `,` "
-        "type($tensor_desc)"
-    )
+    assembly_format = f"$value `,` {_NdAccessOp.ACCESS} type($value) `,` type($tensor_desc)"
 
     HINTS: ClassVar[tuple[str, ...]] = WRITE_HINTS
     ELEMENTS_DIFFER: ClassVar[str] = "store_nd writes {vector} into a {desc} descriptor"
@@ -652,12 +646,7 @@ class PrefetchNdOp(_NdAccessOp):
 
     name = "xegpu.prefetch_nd"
 
-    tensor_desc = operand_def(TensorDescType)
-    offsets = var_operand_def(IndexType)
-
-    assembly_format = (
-        "$tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:` type($tensor_desc)"
-    )
+    assembly_format = f"{_NdAccessOp.ACCESS} type($tensor_desc)"
 
     HINTS: ClassVar[tuple[str, ...]] = READ_HINTS
 
@@ -794,9 +783,11 @@ def gather_value_shape(offsets: Sequence[int], chunk: int) -> tuple[int, ...]:
     per offset (no chunk dim when the chunk is 1)."""
     return tuple(offsets) + ((chunk,) if chunk > 1 else ())
 
-def _check_scatter(op: IRDLOperation, what: str, memory: Attribute, value_type: Attribute | None) -> None:
-    """The checks load, store and prefetch share: the source, the offsets and mask
-    shapes, the chunk, the value shape and the layout."""
+def _check_scatter(op: IRDLOperation, hints: Sequence[str], memory: Attribute, value_type: Attribute | None) -> None:
+    """The checks load, store and prefetch share: the cache hints, the source, the
+    offsets and mask shapes, the chunk, the value shape and the layout."""
+    _check_hints(op, hints)
+    what = op.name
     if isinstance(memory, MemRefType):
         elt = memory.element_type
         if memory.get_num_dims() != 1 and prod(_shape_of(op.offsets.type)) == 1:
@@ -862,8 +853,7 @@ class LoadGatherOp(_ScatterOp):
     )
 
     def verify_(self) -> None:
-        _check_hints(self, READ_HINTS)
-        _check_scatter(self, "xegpu.load", self.source.type, self.value.type)
+        _check_scatter(self, READ_HINTS, self.source.type, self.value.type)
 
 
 @mlir_op
@@ -885,8 +875,7 @@ class StoreScatterOp(_ScatterOp):
     )
 
     def verify_(self) -> None:
-        _check_hints(self, WRITE_HINTS)
-        _check_scatter(self, "xegpu.store", self.dest.type, self.value.type)
+        _check_scatter(self, WRITE_HINTS, self.dest.type, self.value.type)
 
 
 @mlir_op
@@ -903,8 +892,7 @@ class PrefetchOp(_ScatterOp):
     assembly_format = "$source `[` $offsets `]` attr-dict `:` type($source) `,` type($offsets)"
 
     def verify_(self) -> None:
-        _check_hints(self, READ_HINTS)
-        _check_scatter(self, "xegpu.prefetch", self.source.type, None)
+        _check_scatter(self, READ_HINTS, self.source.type, None)
 
 
 # --- shared local memory matrices --------------------------------------------------------
