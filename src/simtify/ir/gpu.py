@@ -406,6 +406,19 @@ def verify_indexed_copy(op: Any) -> None:
         raise VerifyException(f"source and destination element types differ: {src.element_type} vs {dst.element_type}")
 
 
+def verify_mma_fragments(op: str, lanes: int, shape: tuple[int, ...], a: SSAValue, b: SSAValue, c: SSAValue) -> None:
+    """What a subgroup's matrix multiply-accumulate (``amdgpu.mfma``, ``nvgpu.mma.sync``)
+    checks of its operands: each of the `lanes` lanes holds its equal share of A (MxK),
+    B (KxN) and C (MxN)."""
+    m, n, k = shape
+    for name, value, elements in (("A", a, m * k), ("B", b, k * n), ("C", c, m * n)):
+        t = value.type
+        per_lane = prod(t.get_shape()) if isinstance(t, VectorType) else 1
+        if per_lane * lanes != elements:
+            raise VerifyException(f"{name} holds {per_lane} elements per lane; a {m}x{n}x{k} {op} needs "
+                                  f"{elements // lanes} per lane of {lanes}")
+
+
 def distribution_ratios(expanded: Attribute, distributed: Attribute) -> tuple[int, ...] | str:
     """How a value crossing a ``warp_execute_on_lane_0`` boundary is split over lanes:
     per dim, expanded size / distributed size. Returns the ratios, or why the two types
