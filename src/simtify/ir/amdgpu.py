@@ -375,11 +375,6 @@ class FatRawBufferCastOp(IRDLOperation):
         "type($result)"
     )
 
-    @property
-    def checks_bounds(self) -> bool:
-        value = getattr(self.bounds_check, "value", None)
-        return self.bounds_check is None or bool(getattr(value, "data", 1))
-
     def verify_(self) -> None:
         src, dst = self.source.type, self.result.type
         if tuple(src.get_shape()) != tuple(dst.get_shape()) or src.element_type != dst.element_type:

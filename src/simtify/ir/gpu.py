@@ -183,12 +183,6 @@ class BarrierOp(_GPUOp):
             properties["address_spaces"] = ArrayAttr(AddressSpaceAttr(AddressSpace(s)) for s in address_spaces)
         super().__init__(properties=properties)
 
-    def fenced_spaces(self) -> tuple[AddressSpace, ...]:
-        """The address spaces whose memory the barrier makes visible."""
-        if self.address_spaces is None:
-            return tuple(AddressSpace)
-        return tuple(s.data for s in self.address_spaces.data)
-
 
 def verify_lane_value(value: SSAValue, result: SSAValue, *, index: bool = True) -> None:
     """What the subgroup collectives and lane permutations (``gpu.shuffle``, ``amdgpu.dpp``..)

@@ -155,9 +155,6 @@ class SliceAttr(Data[XeGPUSlice]):
         return self.data
 
 
-DistributeLayout = LayoutAttr | SliceAttr
-
-
 class _LegacyLayoutAttr(Data[XeGPULayout]):
     """An older spelling of ``#xegpu.layout`` (the workgroup-layout proposal's
     ``#xegpu.sg_map`` / ``#xegpu.wg_map``: ``wi_layout``, ``wi_data``, ``sg_order``): read
