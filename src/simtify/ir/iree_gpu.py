@@ -358,7 +358,7 @@ class LoweringConfigAttr(Data[tuple[tuple[str, Any], ...]]):
 
 
 def _shape(type_: Attribute) -> tuple[int, ...]:
-    assert isinstance(type_, MemRefType | TensorType)
+    assert isinstance(type_, MemRefType | TensorType | VectorType)
     return tuple(type_.get_shape())
 
 
@@ -490,15 +490,11 @@ class CoalescedGatherDMAOp(IRDLOperation):
             raise VerifyException(f"{len(self.indices)} index operands for an init of rank {rank}")
         for v in self.indices:
             t = v.type
-            ok = isinstance(t, VectorType | TensorType | MemRefType) and len(_vec_shape(t)) == 1
+            ok = isinstance(t, VectorType | TensorType | MemRefType) and len(_shape(t)) == 1
             if not ok:
                 raise VerifyException(f"each index operand is a 1-D vector, tensor or memref of indices, not {t}")
         if self.in_bounds is not None and len(self.in_bounds.data) != rank:
             raise VerifyException(f"in_bounds has {len(self.in_bounds.data)} entries for an init of rank {rank}")
-
-
-def _vec_shape(t: Attribute) -> tuple[int, ...]:
-    return tuple(t.get_shape())  # type: ignore[union-attr]
 
 
 @irdl_custom_directive

@@ -105,6 +105,9 @@ class DeviceAsyncWaitOp(IRDLOperation):
 
 @mlir_op
 class MmaSyncOp(IRDLOperation):
+    """A warp's ``mma.sync``: each lane passes its rows of 32-bit registers of A, B and C
+    and gets its fragment of D = A·B + C (see the module docstring)."""
+
     name = "nvgpu.mma.sync"
 
     matrixA = operand_def(VectorType)

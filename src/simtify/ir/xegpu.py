@@ -101,6 +101,7 @@ from simtify.ir.attribute_syntax import (
     check_mixed_indices,
     i64_array,
     layout_parse_error,
+    memory_space_name,
     parse_int_list,
     parse_keyed_int_lists,
     parse_mixed_indices,
@@ -755,7 +756,7 @@ class ConvertLayoutOp(_XeGPUOp):
             raise VerifyException(f"convert_layout changes the type from {self.source.type} to {self.result.type}")
         if self.input_layout is None or self.target_layout is None:
             raise VerifyException("convert_layout needs both input_layout and target_layout")
-        shape = tuple(self.source.type.get_shape()) if isinstance(self.source.type, VectorType) else ()
+        shape = _shape_of(self.source.type)
         _check_fits(self.input_layout, "input_layout", shape, "the vector")
         _check_fits(self.target_layout, "target_layout", shape, "the vector")
 
@@ -1006,8 +1007,6 @@ class CreateMemDescOp(_XeGPUOp):
     assembly_format = "$source attr-dict `:` type($source) `->` type($mem_desc)"
 
     def verify_(self) -> None:
-        from simtify.ir.attribute_syntax import memory_space_name
-
         src = self.source.type
         assert isinstance(src, MemRefType)
         if memory_space_name(src.memory_space) != "workgroup":
