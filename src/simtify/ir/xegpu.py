@@ -281,16 +281,56 @@ class BlockTensorDescAttr(Data[tuple[str, int, bool]]):
         return self.data[1]
 
 
+class _DescType(ParametrizedAttribute, TypeAttribute):
+    """What tensor_desc and mem_desc share: a static positive shape and an element type,
+    then attributes that are absent (`NoneAttr`) or written after them:
+    ``<64x32xf16(, #attr)*>``. A descriptor reads its own (`parse_extras`)."""
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        shape, element_type = parser.parse_ranked_shape()
+        extras = cls.parse_extras(parser, tuple(shape))
+        parser.parse_punctuation(">")
+        return (ArrayAttr([IntAttr(d) for d in shape]), element_type, *extras)
+
+    @classmethod
+    def parse_extras(cls, parser: AttrParser, shape: tuple[int, ...]) -> tuple[Attribute, ...]:
+        raise NotImplementedError
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + shape_text(self.get_shape()) + "x")
+        printer.print_attribute(self.element_type)
+        for extra in self.parameters[2:]:
+            if not isinstance(extra, NoneAttr):
+                printer.print_string(", ")
+                printer.print_attribute(extra)
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        if any(d <= 0 for d in self.get_shape()):
+            raise VerifyException(f"a {self.name.split('.')[1]} has a static positive shape, not "
+                                  f"{shape_text(self.get_shape())}")
+
+
 @irdl_attr_definition
-class TensorDescType(ParametrizedAttribute, TypeAttribute):
+class TensorDescType(_DescType):
     """``!xegpu.tensor_desc<64x32xf16, #xegpu.block_tdesc_attr<..>, #xegpu.layout<..>>``:
     a block of memory a load/store/prefetch reads; the layout, where given, must
     distribute the block's shape."""
 
     name = "xegpu.tensor_desc"
 
-    shape: ArrayAttr[IntAttr]
-    element_type: Attribute
     encoding: Attribute
     layout: Attribute
 
@@ -305,13 +345,6 @@ class TensorDescType(ParametrizedAttribute, TypeAttribute):
             ArrayAttr([IntAttr(d) for d in shape]), element_type, encoding or NoneAttr(), layout or NoneAttr()
         )
 
-    def get_shape(self) -> tuple[int, ...]:
-        return tuple(d.data for d in self.shape.data)
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape.data)
-
     @property
     def block_attr(self) -> BlockTensorDescAttr | None:
         return self.encoding if isinstance(self.encoding, BlockTensorDescAttr) else None
@@ -325,9 +358,7 @@ class TensorDescType(ParametrizedAttribute, TypeAttribute):
         return self.layout if isinstance(self.layout, LayoutAttr | SliceAttr) else None
 
     @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        parser.parse_punctuation("<")
-        shape, element_type = parser.parse_ranked_shape()
+    def parse_extras(cls, parser: AttrParser, shape: tuple[int, ...]) -> tuple[Attribute, ...]:
         encoding: Attribute = NoneAttr()
         layout: Attribute = NoneAttr()
         while parser.parse_optional_punctuation(",") is not None:
@@ -349,24 +380,12 @@ class TensorDescType(ParametrizedAttribute, TypeAttribute):
                 layout = attr
             else:
                 parser.raise_error(f"unexpected tensor_desc parameter {attr}", pos)
-        parser.parse_punctuation(">")
-        return (ArrayAttr([IntAttr(d) for d in shape]), element_type, encoding, layout)
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<")
-        printer.print_string(shape_text(self.get_shape()) + "x")
-        printer.print_attribute(self.element_type)
-        for extra in (self.encoding, self.layout):
-            if not isinstance(extra, NoneAttr):
-                printer.print_string(", ")
-                printer.print_attribute(extra)
-        printer.print_string(">")
+        return (encoding, layout)
 
     def verify(self) -> None:
         if not self.get_shape():
             raise VerifyException("expected 1D or 2D tensor: a tensor_desc has at least one dim")
-        if any(d <= 0 for d in self.get_shape()):
-            raise VerifyException(f"a tensor_desc has a static positive shape, not {shape_text(self.get_shape())}")
+        super().verify()
 
 
 # --- helpers -------------------------------------------------------------------------
@@ -928,25 +947,16 @@ class MemLayoutAttr(Data[tuple[tuple[str, tuple[int, ...]], ...]]):
 
 
 @irdl_attr_definition
-class MemDescType(ParametrizedAttribute, TypeAttribute):
+class MemDescType(_DescType):
     """``!xegpu.mem_desc<64x128xf32, #xegpu.mem_layout<..>>``: a matrix in shared local
     memory, as `create_mem_desc` makes it over a workgroup buffer."""
 
     name = "xegpu.mem_desc"
 
-    shape: ArrayAttr[IntAttr]
-    element_type: Attribute
     mem_layout: Attribute
 
     def __init__(self, shape: Sequence[int], element_type: Attribute, mem_layout: Attribute | None = None):
         super().__init__(ArrayAttr([IntAttr(d) for d in shape]), element_type, mem_layout or NoneAttr())
-
-    def get_shape(self) -> tuple[int, ...]:
-        return tuple(d.data for d in self.shape.data)
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape.data)
 
     @property
     def block(self) -> tuple[int, ...] | None:
@@ -957,30 +967,18 @@ class MemDescType(ParametrizedAttribute, TypeAttribute):
         return self.mem_layout.get("stride") if isinstance(self.mem_layout, MemLayoutAttr) else None
 
     @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        parser.parse_punctuation("<")
-        shape, element_type = parser.parse_ranked_shape()
-        mem_layout: Attribute = NoneAttr()
-        if parser.parse_optional_punctuation(",") is not None:
-            pos = parser.pos
-            mem_layout = parser.parse_attribute()
-            if not isinstance(mem_layout, MemLayoutAttr):
-                parser.raise_error(f"expected an #xegpu.mem_layout, not {mem_layout}", pos)
-        parser.parse_punctuation(">")
-        return (ArrayAttr([IntAttr(d) for d in shape]), element_type, mem_layout)
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<" + shape_text(self.get_shape()) + "x")
-        printer.print_attribute(self.element_type)
-        if not isinstance(self.mem_layout, NoneAttr):
-            printer.print_string(", ")
-            printer.print_attribute(self.mem_layout)
-        printer.print_string(">")
+    def parse_extras(cls, parser: AttrParser, shape: tuple[int, ...]) -> tuple[Attribute, ...]:
+        if parser.parse_optional_punctuation(",") is None:
+            return (NoneAttr(),)
+        pos = parser.pos
+        mem_layout = parser.parse_attribute()
+        if not isinstance(mem_layout, MemLayoutAttr):
+            parser.raise_error(f"expected an #xegpu.mem_layout, not {mem_layout}", pos)
+        return (mem_layout,)
 
     def verify(self) -> None:
+        super().verify()
         shape = self.get_shape()
-        if any(d <= 0 for d in shape):
-            raise VerifyException(f"a mem_desc has a static positive shape, not {shape_text(shape)}")
         for key, value in ((k, getattr(self, k)) for k in ("block", "stride")):
             if value is not None and len(value) != len(shape):
                 raise VerifyException(f"mem_layout {key} {list(value)} does not have the rank of {shape_text(shape)}")
