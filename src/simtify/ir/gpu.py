@@ -459,10 +459,6 @@ class WarpExecuteOnLane0Op(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> WarpExecuteOnLane0Op:
-        return cls.parse_spellings(parser)
-
-    @classmethod
-    def parse_spellings(cls, parser: Parser) -> WarpExecuteOnLane0Op:
         """Today's syntax, and the older ones `simtify.ir.vector` hands here: upstream's
         before the op moved to ``gpu`` (``vector.warp_execute_on_lane_0(%l)[32]``, ending
         in ``vector.yield``) and the RFC's (``(%laneid : index, %v : T) : R { ^bb(..) }``,
