@@ -146,12 +146,8 @@ def _verify_dominance(root: Operation, source) -> None:
             seen.update(op.results)
 
     for region in root.regions:
-        if len(region.blocks) == 1:
-            visit_block(region.blocks.first, set())
-        else:
-            for b in region.blocks:  # unstructured: only what the block itself defines is ordered
-                visit_block(b, {r for other in region.blocks for o in other.ops for r in o.results
-                                if other is not b} | {a for other in region.blocks for a in other.args})
+        for b in region.blocks:
+            visit_block(b, _other_blocks_defs(region, b))
 
 
 def location_of(op: Operation) -> str:

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from xdsl.dialects import affine as xdsl_affine
 from xdsl.dialects.builtin import DYNAMIC_INDEX, AffineMapAttr, DenseArrayBase, IndexType, UnitAttr, i64
-from xdsl.dialects.utils import get_dynamic_index_list, split_dynamic_index_list, verify_dynamic_index_list
+from xdsl.dialects.utils import split_dynamic_index_list, verify_dynamic_index_list
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -57,9 +57,6 @@ class _IndexBasis(IRDLOperation):
     custom_directives = (ParenIndexList,)
     dynamic_basis = var_operand_def(IndexType)
     static_basis = prop_def(DenseArrayBase.constr(i64))
-
-    def mixed_basis(self) -> list[SSAValue | int]:
-        return get_dynamic_index_list(self.static_basis.get_values(), self.dynamic_basis, DYNAMIC_INDEX)
 
 
 @mlir_op

@@ -40,7 +40,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.assembly import EnumKeyword, enum_attr, keyword_enum, mlir_op
 from simtify.ir.attribute_syntax import memory_space_name
-from simtify.ir.gpu import SAME, LaneExchangeOp, verify_indexed_copy, verify_lane_value
+from simtify.ir.gpu import SAME, LaneExchangeOp, verify_indexed_copy, verify_lane_value, verify_mma_fragments
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).
 TRANSFER_BITS = (8, 16, 32, 96, 128)
@@ -186,16 +186,8 @@ class MFMAOp(IRDLOperation):
     def shape(self) -> tuple[int, int, int]:
         return tuple(int(getattr(self, d).value.data) for d in ("m", "n", "k"))  # type: ignore[return-value]
 
-    def verify_(self) -> None:
-        m, n, k = self.shape
-        if self.destD.type != self.destC.type:
-            raise VerifyException(f"the result type {self.destD.type} must be C's type {self.destC.type}")
-        for name, v, elems in (("A", self.sourceA, m * k), ("B", self.sourceB, k * n), ("C", self.destC, m * n)):
-            t = v.type
-            per_lane = prod(t.get_shape()) if isinstance(t, VectorType) else 1
-            if per_lane * 64 != elems:
-                raise VerifyException(f"{name} holds {per_lane} elements per lane; a {m}x{n}x{k} MFMA "
-                                      f"needs {elems // 64} per lane of 64")
+    def verify_(self) -> None:  # (C and D have one type: both are declared SAME)
+        verify_mma_fragments("MFMA", 64, self.shape, self.sourceA, self.sourceB, self.destC)
 
 
 # ----------------------------------------------------------------- lane permutations
@@ -382,11 +374,6 @@ class FatRawBufferCastOp(IRDLOperation):
         "(`boundsCheck` `(` $boundsCheck^ `)`)? (`resetOffset` $resetOffset^)? attr-dict `:` type($source) `to` "
         "type($result)"
     )
-
-    @property
-    def checks_bounds(self) -> bool:
-        value = getattr(self.bounds_check, "value", None)
-        return self.bounds_check is None or bool(getattr(value, "data", 1))
 
     def verify_(self) -> None:
         src, dst = self.source.type, self.result.type

@@ -10,6 +10,8 @@ tensor<64xf32>`` is valid MLIR). These two are where a tensor program meets memo
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from xdsl.dialects import bufferization as xdsl_bufferization
 from xdsl.dialects.builtin import MemRefType, TensorType, UnitAttr
 from xdsl.ir import Attribute, Dialect
@@ -23,24 +25,31 @@ def _check_same_data(what: str, memref: Attribute, tensor: Attribute) -> None:
         raise VerifyException(f"{what}: {tensor} does not hold the shape and elements of {memref}")
 
 
+class _BufferPromises(IRDLOperation):
+    """What to_tensor and materialize_in_destination may promise of their buffer, written
+    in this order: ``restrict`` (tensor IR reaches it only through this op) and ``writable``."""
+
+    restrict = opt_prop_def(UnitAttr)
+    writable = opt_prop_def(UnitAttr)
+
+    PROMISES: ClassVar[str] = "(`restrict` $restrict^)? (`writable` $writable^)?"
+
+
 @irdl_op_definition
-class ToTensorOp(IRDLOperation):
+class ToTensorOp(_BufferPromises):
     """``bufferization.to_tensor %m [restrict] [writable] : memref<..> to tensor<..>``."""
 
     name = "bufferization.to_tensor"
     memref = operand_def(MemRefType)
     tensor = result_def(TensorType)
-    writable = opt_prop_def(UnitAttr)
-    restrict = opt_prop_def(UnitAttr)
-    assembly_format = ("$memref (`restrict` $restrict^)? (`writable` $writable^)? attr-dict `:` type($memref) "
-                       "`to` type($tensor)")
+    assembly_format = f"$memref {_BufferPromises.PROMISES} attr-dict `:` type($memref) `to` type($tensor)"
 
     def verify_(self) -> None:
         _check_same_data("to_tensor", self.memref.type, self.tensor.type)
 
 
 @irdl_op_definition
-class MaterializeInDestinationOp(IRDLOperation):
+class MaterializeInDestinationOp(_BufferPromises):
     """``bufferization.materialize_in_destination %t in [restrict] [writable] %dest :
     (tensor<..>, memref<..>) -> ()`` (or a tensor destination, with a result)."""
 
@@ -48,10 +57,7 @@ class MaterializeInDestinationOp(IRDLOperation):
     source = operand_def(TensorType)
     dest = operand_def(MemRefType | TensorType)
     result = opt_result_def(TensorType)
-    restrict = opt_prop_def(UnitAttr)
-    writable = opt_prop_def(UnitAttr)
-    assembly_format = ("$source `in` (`restrict` $restrict^)? (`writable` $writable^)? $dest attr-dict `:` "
-                       "functional-type(operands, results)")
+    assembly_format = f"$source `in` {_BufferPromises.PROMISES} $dest attr-dict `:` functional-type(operands, results)"
 
     def verify_(self) -> None:
         dest = self.dest.type

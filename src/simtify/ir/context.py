@@ -72,11 +72,6 @@ def _one_dialect_of(module: str, name: str) -> Callable[[], Dialect]:
     return load
 
 
-def extra_dialects() -> list[Dialect]:
-    """Every dialect of `EXTRA_DIALECT_MODULES`, imported now."""
-    return [_one_dialect_of(module, name)() for name, module in EXTRA_DIALECT_MODULES.items()]
-
-
 def make_context() -> Context:
     """A fresh context in which every dialect simtify knows is registered (and none is
     imported: xDSL loads a dialect when the text first names one of its ops or attributes)."""

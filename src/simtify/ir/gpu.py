@@ -183,12 +183,6 @@ class BarrierOp(_GPUOp):
             properties["address_spaces"] = ArrayAttr(AddressSpaceAttr(AddressSpace(s)) for s in address_spaces)
         super().__init__(properties=properties)
 
-    def fenced_spaces(self) -> tuple[AddressSpace, ...]:
-        """The address spaces whose memory the barrier makes visible."""
-        if self.address_spaces is None:
-            return tuple(AddressSpace)
-        return tuple(s.data for s in self.address_spaces.data)
-
 
 def verify_lane_value(value: SSAValue, result: SSAValue, *, index: bool = True) -> None:
     """What the subgroup collectives and lane permutations (``gpu.shuffle``, ``amdgpu.dpp``..)
@@ -406,6 +400,19 @@ def verify_indexed_copy(op: Any) -> None:
         raise VerifyException(f"source and destination element types differ: {src.element_type} vs {dst.element_type}")
 
 
+def verify_mma_fragments(op: str, lanes: int, shape: tuple[int, ...], a: SSAValue, b: SSAValue, c: SSAValue) -> None:
+    """What a subgroup's matrix multiply-accumulate (``amdgpu.mfma``, ``nvgpu.mma.sync``)
+    checks of its operands: each of the `lanes` lanes holds its equal share of A (MxK),
+    B (KxN) and C (MxN)."""
+    m, n, k = shape
+    for name, value, elements in (("A", a, m * k), ("B", b, k * n), ("C", c, m * n)):
+        t = value.type
+        per_lane = prod(t.get_shape()) if isinstance(t, VectorType) else 1
+        if per_lane * lanes != elements:
+            raise VerifyException(f"{name} holds {per_lane} elements per lane; a {m}x{n}x{k} {op} needs "
+                                  f"{elements // lanes} per lane of {lanes}")
+
+
 def distribution_ratios(expanded: Attribute, distributed: Attribute) -> tuple[int, ...] | str:
     """How a value crossing a ``warp_execute_on_lane_0`` boundary is split over lanes:
     per dim, expanded size / distributed size. Returns the ratios, or why the two types
@@ -452,10 +459,6 @@ class WarpExecuteOnLane0Op(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> WarpExecuteOnLane0Op:
-        return cls.parse_spellings(parser)
-
-    @classmethod
-    def parse_spellings(cls, parser: Parser) -> WarpExecuteOnLane0Op:
         """Today's syntax, and the older ones `simtify.ir.vector` hands here: upstream's
         before the op moved to ``gpu`` (``vector.warp_execute_on_lane_0(%l)[32]``, ending
         in ``vector.yield``) and the RFC's (``(%laneid : index, %v : T) : R { ^bb(..) }``,

@@ -60,10 +60,6 @@ class PipelineBindingAttr(Data[tuple[str, str | None]]):
         kind, flags = self.data
         printer.print_string(f"<{kind}" + (f", {bit_enum_text(flags)}" if flags is not None else "") + ">")
 
-    @property
-    def read_only(self) -> bool:
-        return self.data[1] is not None and "ReadOnly" in self.data[1].split("|")
-
 
 @irdl_attr_definition
 class PipelineLayoutAttr(Data[tuple[int | None, tuple[PipelineBindingAttr, ...], str | None]]):

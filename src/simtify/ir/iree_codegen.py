@@ -214,12 +214,7 @@ class TranslationInfoAttr(Data[tuple[Attribute, Any, Any, Any, Any]]):
     @property
     def threads_per_workgroup(self) -> int | None:
         """The product of the workgroup size, if given."""
-        if self.workgroup_size is None:
-            return None
-        total = 1
-        for w in self.workgroup_size:
-            total *= w
-        return total
+        return None if self.workgroup_size is None else prod(self.workgroup_size)
 
 
 @irdl_attr_definition

@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     VectorType,
 )
-from xdsl.ir import Attribute, Data, Dialect
+from xdsl.ir import Attribute, Data, Dialect, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
@@ -358,8 +358,17 @@ class LoweringConfigAttr(Data[tuple[tuple[str, Any], ...]]):
 
 
 def _shape(type_: Attribute) -> tuple[int, ...]:
-    assert isinstance(type_, MemRefType | TensorType)
+    assert isinstance(type_, MemRefType | TensorType | VectorType)
     return tuple(type_.get_shape())
+
+
+def _check_tensor_form(result: SSAValue | None, dest: Attribute, what: str) -> None:
+    """A DMA op's two forms: into a tensor it returns the updated `what` (of its type),
+    into a memref nothing."""
+    if isinstance(dest, TensorType) != (result is not None):
+        raise VerifyException(f"the tensor form returns the updated {what}; the memref form returns nothing")
+    if result is not None and result.type != dest:
+        raise VerifyException(f"the result {result.type} must have the {what}'s type {dest}")
 
 
 @irdl_op_definition
@@ -431,13 +440,9 @@ class GlobalLoadDMAOp(IRDLOperation):
         printer.print_attribute(types[-1])
     def verify_(self) -> None:
         src, dst = self.source.type, self.target.type
-        tensors = isinstance(src, TensorType), isinstance(dst, TensorType)
-        if tensors[0] != tensors[1]:
+        if isinstance(src, TensorType) != isinstance(dst, TensorType):
             raise VerifyException("global_load_dma copies memref to memref or tensor to tensor")
-        if tensors[0] != (self.result is not None):
-            raise VerifyException("the tensor form returns the updated target; the memref form returns nothing")
-        if self.result is not None and self.result.type != dst:
-            raise VerifyException(f"the result {self.result.type} must have the target's type {dst}")
+        _check_tensor_form(self.result, dst, "target")
         for what, t, idx in (("source", src, self.source_indices), ("target", dst, self.target_indices)):
             shape = _shape(t)
             if DYNAMIC in shape:
@@ -477,11 +482,7 @@ class CoalescedGatherDMAOp(IRDLOperation):
 
     def verify_(self) -> None:
         init = self.init.type
-        is_tensor = isinstance(init, TensorType)
-        if is_tensor != (self.result is not None):
-            raise VerifyException("the tensor form returns the updated init; the memref form returns nothing")
-        if self.result is not None and self.result.type != init:
-            raise VerifyException(f"the result {self.result.type} must have the init's type {init}")
+        _check_tensor_form(self.result, init, "init")
         rank = len(_shape(init))
         if self.source.type.get_element_type() != init.get_element_type():  # type: ignore[union-attr]
             raise VerifyException("source and init element types differ")
@@ -489,15 +490,11 @@ class CoalescedGatherDMAOp(IRDLOperation):
             raise VerifyException(f"{len(self.indices)} index operands for an init of rank {rank}")
         for v in self.indices:
             t = v.type
-            ok = isinstance(t, VectorType | TensorType | MemRefType) and len(_vec_shape(t)) == 1
+            ok = isinstance(t, VectorType | TensorType | MemRefType) and len(_shape(t)) == 1
             if not ok:
                 raise VerifyException(f"each index operand is a 1-D vector, tensor or memref of indices, not {t}")
         if self.in_bounds is not None and len(self.in_bounds.data) != rank:
             raise VerifyException(f"in_bounds has {len(self.in_bounds.data)} entries for an init of rank {rank}")
-
-
-def _vec_shape(t: Attribute) -> tuple[int, ...]:
-    return tuple(t.get_shape())  # type: ignore[union-attr]
 
 
 @irdl_custom_directive
@@ -573,9 +570,7 @@ class AsyncDMAOp(IRDLOperation):
             t = v.type
             if not (isinstance(t, IndexType) or (isinstance(t, VectorType) and isinstance(t.element_type, IndexType))):
                 raise VerifyException(f"a source index is index or vector<..xindex>, not {t}")
-        is_tensor = isinstance(self.dest.type, TensorType)
-        if is_tensor != (self.result is not None):
-            raise VerifyException("the tensor form returns the updated dest; the memref form returns nothing")
+        _check_tensor_form(self.result, self.dest.type, "dest")
         if self.in_bounds is not None and len(self.in_bounds.data) != transfer.get_num_dims():
             raise VerifyException(
                 f"in_bounds has {len(self.in_bounds.data)} entries for a rank-{transfer.get_num_dims()} transfer"

@@ -205,10 +205,6 @@ class _SIMDSIMTCast(IRDLOperation):
             )
 
 
-def _num_elements(type_: VectorType) -> int:
-    return prod(type_.get_shape())
-
-
 @mlir_op
 class ToSIMTOp(_SIMDSIMTCast):
     """From the workgroup-level vector to one thread's registers.
@@ -225,7 +221,7 @@ class ToSIMTOp(_SIMDSIMTCast):
         if isinstance(owner, ToLayoutOp):
             layout = owner.nested_layout
             want = prod(layout.distributed_shape)
-            have = _num_elements(self.output.type)  # type: ignore[arg-type]
+            have = prod(self.output.type.get_shape())  # type: ignore[union-attr]
             if have != want:
                 raise VerifyException(
                     f"to_simt gives each thread {have} elements but the layout gives it {want} "
@@ -256,7 +252,7 @@ def _transfer_mask_shape(vector_shape: Sequence[int], permutation: AffineMap) ->
     """The mask shape of a transfer whose map sends source dims to vector dims: one
     entry per source dim that reaches the vector, in source order (broadcast results
     have no mask dim), as vector.transfer_read infers it."""
-    position = {r.position: k for k, r in enumerate(permutation.results) if isinstance(r, AffineDimExpr)}
+    position = seed_form_slice_positions(permutation)
     return tuple(vector_shape[position[d]] for d in range(permutation.num_dims) if d in position)
 
 

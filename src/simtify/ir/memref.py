@@ -20,13 +20,18 @@ from xdsl.utils.exceptions import VerifyException
 _AnyMemRef = base(MemRefType) | base(UnrankedMemRefType)
 
 
-def _compatible_shapes(a: Attribute, b: Attribute) -> bool:
-    """Ranked shapes agree where both are static; an unranked memref matches any."""
+def _why_not_same_data(a: Attribute, b: Attribute) -> str | None:
+    """Why memrefs `a` and `b` cannot view the same elements, or None: their element
+    types must be one, and ranked shapes agree where both are static (an unranked memref
+    matches any)."""
+    if a.element_type != b.element_type:  # type: ignore[attr-defined]
+        return "element types differ"
     if not isinstance(a, MemRefType) or not isinstance(b, MemRefType):
-        return True
-    if a.get_num_dims() != b.get_num_dims():
-        return False
-    return all(x == y or DYNAMIC_INDEX in (x, y) for x, y in zip(a.get_shape(), b.get_shape()))
+        return None
+    if a.get_num_dims() != b.get_num_dims() or not all(
+            x == y or DYNAMIC_INDEX in (x, y) for x, y in zip(a.get_shape(), b.get_shape())):
+        return "shapes are incompatible"
+    return None
 
 
 class _Cast(IRDLOperation):
@@ -49,11 +54,8 @@ class CastOp(_Cast):
     name = "memref.cast"
 
     def verify_(self) -> None:
-        source, dest = self.source.type, self.dest.type
-        if source.element_type != dest.element_type:
-            raise VerifyException(f"cannot cast {source} to {dest}: element types differ")
-        if not _compatible_shapes(source, dest):
-            raise VerifyException(f"cannot cast {source} to {dest}: shapes are incompatible")
+        if why := _why_not_same_data(self.source.type, self.dest.type):
+            raise VerifyException(f"cannot cast {self.source.type} to {self.dest.type}: {why}")
 
 
 @irdl_op_definition
@@ -64,9 +66,8 @@ class MemorySpaceCastOp(_Cast):
     name = "memref.memory_space_cast"
 
     def verify_(self) -> None:
-        source, dest = self.source.type, self.dest.type
-        if source.element_type != dest.element_type or not _compatible_shapes(source, dest):
-            raise VerifyException(f"{source} and {dest} may differ only in their memory space")
+        if _why_not_same_data(self.source.type, self.dest.type):
+            raise VerifyException(f"{self.source.type} and {self.dest.type} may differ only in their memory space")
 
 
 @irdl_op_definition
@@ -83,9 +84,8 @@ class CopyOp(IRDLOperation):
         super().__init__(operands=[source, target])
 
     def verify_(self) -> None:
-        source, target = self.source.type, self.target.type
-        if source.element_type != target.element_type or not _compatible_shapes(source, target):
-            raise VerifyException(f"cannot copy {source} to {target}: element types or shapes differ")
+        if why := _why_not_same_data(self.source.type, self.target.type):
+            raise VerifyException(f"cannot copy {self.source.type} to {self.target.type}: {why}")
 
 
 @irdl_op_definition

@@ -18,7 +18,6 @@ of D = A·B + C.
 
 from __future__ import annotations
 
-from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -33,7 +32,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.assembly import OptionalIntList, i64_array, int_values, mlir_op
-from simtify.ir.gpu import verify_indexed_copy
+from simtify.ir.gpu import verify_indexed_copy, verify_mma_fragments
 
 
 @irdl_attr_definition
@@ -106,6 +105,9 @@ class DeviceAsyncWaitOp(IRDLOperation):
 
 @mlir_op
 class MmaSyncOp(IRDLOperation):
+    """A warp's ``mma.sync``: each lane passes its rows of 32-bit registers of A, B and C
+    and gets its fragment of D = A·B + C (see the module docstring)."""
+
     name = "nvgpu.mma.sync"
 
     matrixA = operand_def(VectorType)
@@ -138,16 +140,12 @@ class MmaSyncOp(IRDLOperation):
         shape = self.shape
         if len(shape) != 3:
             raise VerifyException(f"mmaShape must be [m, n, k], got {list(shape)}")
-        m, n, k = shape
         if self.res.type != self.matrixC.type:
             raise VerifyException(f"the result type {self.res.type} must be C's type {self.matrixC.type}")
-        for name, v, elems in (("A", self.matrixA, m * k), ("B", self.matrixB, k * n), ("C", self.matrixC, m * n)):
-            t = v.type
-            if len(t.get_shape()) != 2:
-                raise VerifyException(f"{name} must be a 2-D vector of registers, got {t}")
-            if prod(t.get_shape()) * 32 != elems:
-                raise VerifyException(f"{name} holds {prod(t.get_shape())} elements per lane; an "
-                                      f"{m}x{n}x{k} mma.sync needs {elems // 32}")
+        for name, v in (("A", self.matrixA), ("B", self.matrixB), ("C", self.matrixC)):
+            if len(v.type.get_shape()) != 2:
+                raise VerifyException(f"{name} must be a 2-D vector of registers, got {v.type}")
+        verify_mma_fragments("mma.sync", 32, shape, self.matrixA, self.matrixB, self.matrixC)
 
 
 NVGPU = Dialect("nvgpu", [DeviceAsyncCopyOp, DeviceAsyncCreateGroupOp, DeviceAsyncWaitOp, MmaSyncOp],

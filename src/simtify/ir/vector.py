@@ -1296,7 +1296,7 @@ class WarpExecuteOnLane0Spelling(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> Operation:
-        return gpu.WarpExecuteOnLane0Op.parse_spellings(parser)
+        return gpu.WarpExecuteOnLane0Op.parse(parser)
 
 
 Vector = Dialect(

@@ -101,6 +101,7 @@ from simtify.ir.attribute_syntax import (
     check_mixed_indices,
     i64_array,
     layout_parse_error,
+    memory_space_name,
     parse_int_list,
     parse_keyed_int_lists,
     parse_mixed_indices,
@@ -153,9 +154,6 @@ class SliceAttr(Data[XeGPUSlice]):
     @property
     def layout(self) -> XeGPUSlice:
         return self.data
-
-
-DistributeLayout = LayoutAttr | SliceAttr
 
 
 class _LegacyLayoutAttr(Data[XeGPULayout]):
@@ -283,16 +281,56 @@ class BlockTensorDescAttr(Data[tuple[str, int, bool]]):
         return self.data[1]
 
 
+class _DescType(ParametrizedAttribute, TypeAttribute):
+    """What tensor_desc and mem_desc share: a static positive shape and an element type,
+    then attributes that are absent (`NoneAttr`) or written after them:
+    ``<64x32xf16(, #attr)*>``. A descriptor reads its own (`parse_extras`)."""
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        shape, element_type = parser.parse_ranked_shape()
+        extras = cls.parse_extras(parser, tuple(shape))
+        parser.parse_punctuation(">")
+        return (ArrayAttr([IntAttr(d) for d in shape]), element_type, *extras)
+
+    @classmethod
+    def parse_extras(cls, parser: AttrParser, shape: tuple[int, ...]) -> tuple[Attribute, ...]:
+        raise NotImplementedError
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + shape_text(self.get_shape()) + "x")
+        printer.print_attribute(self.element_type)
+        for extra in self.parameters[2:]:
+            if not isinstance(extra, NoneAttr):
+                printer.print_string(", ")
+                printer.print_attribute(extra)
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        if any(d <= 0 for d in self.get_shape()):
+            raise VerifyException(f"a {self.name.split('.')[1]} has a static positive shape, not "
+                                  f"{shape_text(self.get_shape())}")
+
+
 @irdl_attr_definition
-class TensorDescType(ParametrizedAttribute, TypeAttribute):
+class TensorDescType(_DescType):
     """``!xegpu.tensor_desc<64x32xf16, #xegpu.block_tdesc_attr<..>, #xegpu.layout<..>>``:
     a block of memory a load/store/prefetch reads; the layout, where given, must
     distribute the block's shape."""
 
     name = "xegpu.tensor_desc"
 
-    shape: ArrayAttr[IntAttr]
-    element_type: Attribute
     encoding: Attribute
     layout: Attribute
 
@@ -307,13 +345,6 @@ class TensorDescType(ParametrizedAttribute, TypeAttribute):
             ArrayAttr([IntAttr(d) for d in shape]), element_type, encoding or NoneAttr(), layout or NoneAttr()
         )
 
-    def get_shape(self) -> tuple[int, ...]:
-        return tuple(d.data for d in self.shape.data)
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape.data)
-
     @property
     def block_attr(self) -> BlockTensorDescAttr | None:
         return self.encoding if isinstance(self.encoding, BlockTensorDescAttr) else None
@@ -327,9 +358,7 @@ class TensorDescType(ParametrizedAttribute, TypeAttribute):
         return self.layout if isinstance(self.layout, LayoutAttr | SliceAttr) else None
 
     @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        parser.parse_punctuation("<")
-        shape, element_type = parser.parse_ranked_shape()
+    def parse_extras(cls, parser: AttrParser, shape: tuple[int, ...]) -> tuple[Attribute, ...]:
         encoding: Attribute = NoneAttr()
         layout: Attribute = NoneAttr()
         while parser.parse_optional_punctuation(",") is not None:
@@ -351,24 +380,12 @@ class TensorDescType(ParametrizedAttribute, TypeAttribute):
                 layout = attr
             else:
                 parser.raise_error(f"unexpected tensor_desc parameter {attr}", pos)
-        parser.parse_punctuation(">")
-        return (ArrayAttr([IntAttr(d) for d in shape]), element_type, encoding, layout)
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<")
-        printer.print_string(shape_text(self.get_shape()) + "x")
-        printer.print_attribute(self.element_type)
-        for extra in (self.encoding, self.layout):
-            if not isinstance(extra, NoneAttr):
-                printer.print_string(", ")
-                printer.print_attribute(extra)
-        printer.print_string(">")
+        return (encoding, layout)
 
     def verify(self) -> None:
         if not self.get_shape():
             raise VerifyException("expected 1D or 2D tensor: a tensor_desc has at least one dim")
-        if any(d <= 0 for d in self.get_shape()):
-            raise VerifyException(f"a tensor_desc has a static positive shape, not {shape_text(self.get_shape())}")
+        super().verify()
 
 
 # --- helpers -------------------------------------------------------------------------
@@ -476,21 +493,25 @@ class _MemoryAccessOp(_XeGPUOp):
 
 
 class _NdAccessOp(_MemoryAccessOp):
-    """What load_nd, store_nd and prefetch_nd share: offsets after the descriptor
-    (``%t[%i, 0]``), one per descriptor dim, and the cache hints of a read or a write;
-    `verify_block` checks what the op moves."""
+    """What load_nd, store_nd and prefetch_nd share: the descriptor with its offsets
+    (``%t[%i, 0]``, one per descriptor dim; a stored value comes before them) and the
+    cache hints of a read or a write; `verify_block` checks what the op moves."""
 
+    tensor_desc = operand_def(TensorDescType)
+    offsets = var_operand_def(IndexType)
     const_offsets = opt_prop_def(DenseArrayBase)
 
+    # The descriptor and its offsets as every block access writes them, before its types.
+    ACCESS: ClassVar[str] = "$tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:`"
     HINTS: ClassVar[tuple[str, ...]] = ()
     ELEMENTS_DIFFER: ClassVar[str] = ""  # the error where the vector's elements are not the descriptor's
 
     def verify_(self) -> None:
-        tdesc = _tdesc(self.tensor_desc)  # type: ignore[attr-defined]
+        tdesc = _tdesc(self.tensor_desc)
         if tdesc.rank > 2 and tdesc.distribute_layout is None and self.layout is None:
             raise VerifyException(f"Expects a 1D or 2D TensorDesc: a block access moves 1-D or 2-D blocks, not "
                                   f"{shape_text(tdesc.get_shape())} (give a layout to distribute it)")
-        _check_offsets(self, self.offsets, tdesc)  # type: ignore[attr-defined]
+        _check_offsets(self, self.offsets, tdesc)
         _check_hints(self, self.HINTS)
         vector = getattr(self, "value", None)
         if vector is not None and vector.type.element_type != tdesc.element_type:
@@ -583,16 +604,11 @@ class LoadNdOp(_NdAccessOp):
     name = "xegpu.load_nd"
     traits = traits_def(MemoryReadEffect())
 
-    tensor_desc = operand_def(TensorDescType)
-    offsets = var_operand_def(IndexType)
     packed = opt_prop_def(UnitAttr)
     transpose = opt_prop_def(DenseArrayBase)
     value = result_def(VectorType)
 
-    assembly_format = (
-        "$tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:` type($tensor_desc) `->` "
-        "type($value)"
-    )
+    assembly_format = f"{_NdAccessOp.ACCESS} type($tensor_desc) `->` type($value)"
 
     HINTS: ClassVar[tuple[str, ...]] = READ_HINTS
     ELEMENTS_DIFFER: ClassVar[str] = "load_nd reads {desc} but produces {vector}"
@@ -628,13 +644,8 @@ class StoreNdOp(_NdAccessOp):
     traits = traits_def(MemoryWriteEffect())
 
     value = operand_def(VectorType)
-    tensor_desc = operand_def(TensorDescType)
-    offsets = var_operand_def(IndexType)
 
-    assembly_format = (
-        "$value `,` $tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:` type($value) `,` "
-        "type($tensor_desc)"
-    )
+    assembly_format = f"$value `,` {_NdAccessOp.ACCESS} type($value) `,` type($tensor_desc)"
 
     HINTS: ClassVar[tuple[str, ...]] = WRITE_HINTS
     ELEMENTS_DIFFER: ClassVar[str] = "store_nd writes {vector} into a {desc} descriptor"
@@ -652,12 +663,7 @@ class PrefetchNdOp(_NdAccessOp):
 
     name = "xegpu.prefetch_nd"
 
-    tensor_desc = operand_def(TensorDescType)
-    offsets = var_operand_def(IndexType)
-
-    assembly_format = (
-        "$tensor_desc custom<OptionalIndexList>($offsets, $const_offsets) attr-dict `:` type($tensor_desc)"
-    )
+    assembly_format = f"{_NdAccessOp.ACCESS} type($tensor_desc)"
 
     HINTS: ClassVar[tuple[str, ...]] = READ_HINTS
 
@@ -769,7 +775,7 @@ class ConvertLayoutOp(_XeGPUOp):
             raise VerifyException(f"convert_layout changes the type from {self.source.type} to {self.result.type}")
         if self.input_layout is None or self.target_layout is None:
             raise VerifyException("convert_layout needs both input_layout and target_layout")
-        shape = tuple(self.source.type.get_shape()) if isinstance(self.source.type, VectorType) else ()
+        shape = _shape_of(self.source.type)
         _check_fits(self.input_layout, "input_layout", shape, "the vector")
         _check_fits(self.target_layout, "target_layout", shape, "the vector")
 
@@ -794,9 +800,11 @@ def gather_value_shape(offsets: Sequence[int], chunk: int) -> tuple[int, ...]:
     per offset (no chunk dim when the chunk is 1)."""
     return tuple(offsets) + ((chunk,) if chunk > 1 else ())
 
-def _check_scatter(op: IRDLOperation, what: str, memory: Attribute, value_type: Attribute | None) -> None:
-    """The checks load, store and prefetch share: the source, the offsets and mask
-    shapes, the chunk, the value shape and the layout."""
+def _check_scatter(op: IRDLOperation, hints: Sequence[str], memory: Attribute, value_type: Attribute | None) -> None:
+    """The checks load, store and prefetch share: the cache hints, the source, the
+    offsets and mask shapes, the chunk, the value shape and the layout."""
+    _check_hints(op, hints)
+    what = op.name
     if isinstance(memory, MemRefType):
         elt = memory.element_type
         if memory.get_num_dims() != 1 and prod(_shape_of(op.offsets.type)) == 1:
@@ -862,8 +870,7 @@ class LoadGatherOp(_ScatterOp):
     )
 
     def verify_(self) -> None:
-        _check_hints(self, READ_HINTS)
-        _check_scatter(self, "xegpu.load", self.source.type, self.value.type)
+        _check_scatter(self, READ_HINTS, self.source.type, self.value.type)
 
 
 @mlir_op
@@ -885,8 +892,7 @@ class StoreScatterOp(_ScatterOp):
     )
 
     def verify_(self) -> None:
-        _check_hints(self, WRITE_HINTS)
-        _check_scatter(self, "xegpu.store", self.dest.type, self.value.type)
+        _check_scatter(self, WRITE_HINTS, self.dest.type, self.value.type)
 
 
 @mlir_op
@@ -903,8 +909,7 @@ class PrefetchOp(_ScatterOp):
     assembly_format = "$source `[` $offsets `]` attr-dict `:` type($source) `,` type($offsets)"
 
     def verify_(self) -> None:
-        _check_hints(self, READ_HINTS)
-        _check_scatter(self, "xegpu.prefetch", self.source.type, None)
+        _check_scatter(self, READ_HINTS, self.source.type, None)
 
 
 # --- shared local memory matrices --------------------------------------------------------
@@ -942,25 +947,16 @@ class MemLayoutAttr(Data[tuple[tuple[str, tuple[int, ...]], ...]]):
 
 
 @irdl_attr_definition
-class MemDescType(ParametrizedAttribute, TypeAttribute):
+class MemDescType(_DescType):
     """``!xegpu.mem_desc<64x128xf32, #xegpu.mem_layout<..>>``: a matrix in shared local
     memory, as `create_mem_desc` makes it over a workgroup buffer."""
 
     name = "xegpu.mem_desc"
 
-    shape: ArrayAttr[IntAttr]
-    element_type: Attribute
     mem_layout: Attribute
 
     def __init__(self, shape: Sequence[int], element_type: Attribute, mem_layout: Attribute | None = None):
         super().__init__(ArrayAttr([IntAttr(d) for d in shape]), element_type, mem_layout or NoneAttr())
-
-    def get_shape(self) -> tuple[int, ...]:
-        return tuple(d.data for d in self.shape.data)
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape.data)
 
     @property
     def block(self) -> tuple[int, ...] | None:
@@ -971,30 +967,18 @@ class MemDescType(ParametrizedAttribute, TypeAttribute):
         return self.mem_layout.get("stride") if isinstance(self.mem_layout, MemLayoutAttr) else None
 
     @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        parser.parse_punctuation("<")
-        shape, element_type = parser.parse_ranked_shape()
-        mem_layout: Attribute = NoneAttr()
-        if parser.parse_optional_punctuation(",") is not None:
-            pos = parser.pos
-            mem_layout = parser.parse_attribute()
-            if not isinstance(mem_layout, MemLayoutAttr):
-                parser.raise_error(f"expected an #xegpu.mem_layout, not {mem_layout}", pos)
-        parser.parse_punctuation(">")
-        return (ArrayAttr([IntAttr(d) for d in shape]), element_type, mem_layout)
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<" + shape_text(self.get_shape()) + "x")
-        printer.print_attribute(self.element_type)
-        if not isinstance(self.mem_layout, NoneAttr):
-            printer.print_string(", ")
-            printer.print_attribute(self.mem_layout)
-        printer.print_string(">")
+    def parse_extras(cls, parser: AttrParser, shape: tuple[int, ...]) -> tuple[Attribute, ...]:
+        if parser.parse_optional_punctuation(",") is None:
+            return (NoneAttr(),)
+        pos = parser.pos
+        mem_layout = parser.parse_attribute()
+        if not isinstance(mem_layout, MemLayoutAttr):
+            parser.raise_error(f"expected an #xegpu.mem_layout, not {mem_layout}", pos)
+        return (mem_layout,)
 
     def verify(self) -> None:
+        super().verify()
         shape = self.get_shape()
-        if any(d <= 0 for d in shape):
-            raise VerifyException(f"a mem_desc has a static positive shape, not {shape_text(shape)}")
         for key, value in ((k, getattr(self, k)) for k in ("block", "stride")):
             if value is not None and len(value) != len(shape):
                 raise VerifyException(f"mem_layout {key} {list(value)} does not have the rank of {shape_text(shape)}")
@@ -1021,8 +1005,6 @@ class CreateMemDescOp(_XeGPUOp):
     assembly_format = "$source attr-dict `:` type($source) `->` type($mem_desc)"
 
     def verify_(self) -> None:
-        from simtify.ir.attribute_syntax import memory_space_name
-
         src = self.source.type
         assert isinstance(src, MemRefType)
         if memory_space_name(src.memory_space) != "workgroup":

@@ -20,7 +20,7 @@ from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap
 from simtify.layout.protocol import VectorLayout
 from simtify.layout.reshape import reshape_nested
-from simtify.layout.syntax import AttributeText, built_at, format_ints, int_list, parse_attribute, parse_dim_map
+from simtify.layout.syntax import AttributeText, built_at, format_ints, int_list, parse_dim_map
 
 ATTRIBUTE_NAME = "#iree_vector_ext.nested_layout"
 FIELDS = (
@@ -89,10 +89,6 @@ class NestedLayout(VectorLayout):
             object.__setattr__(self, f, v)
 
     # --- text ---------------------------------------------------------------------
-
-    @classmethod
-    def parse(cls, text: str, where: str = "layout") -> "NestedLayout":
-        return cls.from_attribute(parse_attribute(text, where), where)
 
     @classmethod
     def from_attribute(cls, attr: AttributeText, where: str = "layout") -> "NestedLayout":

@@ -35,10 +35,11 @@ it), so a caller learns what is missing instead of meeting an AttributeError.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Self, Sequence
 
 from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap
+from simtify.layout.syntax import AttributeText, parse_attribute
 
 
 class VectorLayout:
@@ -49,6 +50,15 @@ class VectorLayout:
 
     def _cannot(self, question: str) -> SimtifyError:
         return SimtifyError(f"a {self.family} layout cannot answer '{question}' ({self})")
+
+    @classmethod
+    def parse(cls, text: str, where: str = "layout") -> Self:
+        """The layout `text` spells, read by the family's `from_attribute`."""
+        return cls.from_attribute(parse_attribute(text, where), where)
+
+    @classmethod
+    def from_attribute(cls, attr: AttributeText, where: str = "layout") -> Self:
+        raise SimtifyError(f"a {cls.family} layout has no attribute syntax", where)
 
     @property
     def rank(self) -> int | None:

@@ -810,23 +810,25 @@ def _nested_bases(nested: NestedLayout, subgroup_size: int, num_subgroups: int) 
     for level, scale in ((E, lambda d: 1), (O, lambda d: T[d] * E[d]), (B, lambda d: O[d] * T[d] * E[d])):
         for d in range(r - 1, -1, -1):
             register += [_unit(r, d, scale(d) << i) for i in range(_log2(level[d]))]
-    lane = []
-    for k in range(_log2(subgroup_size)):
-        basis = (0,) * r
-        for d in range(r):
-            st = nested.thread_strides[d]
-            if T[d] > 1 and st <= (1 << k) < st * T[d]:
-                basis = _unit(r, d, E[d] << (k - _log2(st)))
-        lane.append(basis)
-    warp = []
-    for k in range(_log2(num_subgroups)):
-        basis = (0,) * r
-        for d in range(r):
-            st = nested.subgroup_strides[d]
-            if S[d] > 1 and st <= (1 << k) < st * S[d]:
-                basis = _unit(r, d, (B[d] * O[d] * T[d] * E[d]) << (k - _log2(st)))
-        warp.append(basis)
+    lane = _id_bases(subgroup_size, nested.thread_strides, T, E)
+    warp = _id_bases(num_subgroups, nested.subgroup_strides, S, tuple(b * o * t * e for b, o, t, e in zip(B, O, T, E)))
     return {"register": register, "lane": lane, "warp": warp}
+
+
+def _id_bases(ids: int, strides: Sequence[int], tile: Sequence[int], step: Sequence[int]) -> list[Basis]:
+    """One basis per bit of a lane or subgroup id: bit k moves along the dim d whose
+    id digit holds it (``strides[d] <= 2**k < strides[d] * tile[d]``), by `step[d]`
+    elements per unit of that digit; a bit no dim uses moves nothing."""
+    r = len(tile)
+    bases = []
+    for k in range(_log2(ids)):
+        basis = (0,) * r
+        for d in range(r):
+            st = strides[d]
+            if tile[d] > 1 and st <= (1 << k) < st * tile[d]:
+                basis = _unit(r, d, step[d] << (k - _log2(st)))
+        bases.append(basis)
+    return bases
 
 
 def nested_to_linear(nested: NestedLayout, subgroup_size: int = 64, num_threads: int | None = None) -> LinearConversion:

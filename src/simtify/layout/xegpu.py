@@ -43,7 +43,7 @@ import numpy as np
 from simtify.errors import SimtifyError
 from simtify.layout.ownership import OwnershipMap
 from simtify.layout.protocol import VectorLayout
-from simtify.layout.syntax import AttributeText, built_at, format_ints, int_list, parse_attribute
+from simtify.layout.syntax import AttributeText, built_at, format_ints, int_list
 
 LAYOUT_NAME = "#xegpu.layout"
 SLICE_NAME = "#xegpu.slice"
@@ -121,10 +121,6 @@ class XeGPULayout(_XeGPUQuestions):
                 raise SimtifyError(f"{f} {list(v)} must be positive")
 
     @classmethod
-    def parse(cls, text: str, where: str = "layout") -> "XeGPULayout":
-        return cls.from_attribute(parse_attribute(text, where), where)
-
-    @classmethod
     def from_attribute(cls, attr: AttributeText, where: str = "layout") -> "XeGPULayout":
         values: dict[str, tuple[int, ...]] = {}
         for key, value in attr.params:
@@ -183,10 +179,6 @@ class XeGPUSlice(_XeGPUQuestions):
         prank = self.parent.rank
         if prank is not None and any(not 0 <= d < prank for d in dims):
             raise SimtifyError(f"slice dims {list(dims)} out of range for a parent of rank {prank}")
-
-    @classmethod
-    def parse(cls, text: str, where: str = "layout") -> "XeGPUSlice":
-        return cls.from_attribute(parse_attribute(text, where), where)
 
     @classmethod
     def from_attribute(cls, attr: AttributeText, where: str = "layout") -> "XeGPUSlice":
