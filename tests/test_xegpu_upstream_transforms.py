@@ -62,10 +62,6 @@ NOT_RUNNABLE = {
 GAPS = {
     ("xegpu-blocking.mlir", "elementwise_1D"): "a rank-1 descriptor over a rank-2 memref with offsets is not "
                                                "blocked",
-    ("xegpu-wg-to-sg.mlir", "test_dpas_with_no_create_nd_desc"): "vector function arguments that wg-to-sg cuts "
-                                                                 "into pieces are refused",
-    ("xegpu-wg-to-sg-unify-ops.mlir", "dpas_with_no_create_nd_desc"): "vector function arguments that wg-to-sg "
-                                                                      "cuts into pieces are refused",
     ("xegpu-wg-to-sg.mlir", "test_scf_if_tensor_desc"): "an scf.if that yields descriptors of different memories "
                                                         "is refused by wg-to-sg",
 }

@@ -34,6 +34,7 @@ from xdsl.ir.affine import AffineDimExpr
 
 from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
+from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
 from simtify.layout.xegpu import SUBGROUP_FIELDS, Layout, delinearize, flatten, kept_dims, plan, strip
 from simtify.transforms import xegpu_annotations as notes
@@ -95,6 +96,48 @@ class SubgroupDistribution(XeGPULevel):
                 self.offset_cache[key] = self.prelude.apply(expr, [digit])
             out.append(self.offset_cache[key])
         return out
+
+    def split_argument(self, old: SSAValue, new: SSAValue, em: Emitter) -> list[SSAValue]:
+        """Every subgroup receives a vector argument whole (upstream leaves such an
+        argument as it is); its tiles are cut from it in registers. A tile's start
+        depends on the subgroup id, so per dim the tile at each start a subgroup can
+        have is cut and the one at this subgroup's start selected::
+
+            %a: vector<24x32xf32>    // #a: sg_layout = [2, 2], sg_data = [12, 32]
+          becomes, in subgroup (i, j), rows 12·i of it
+            %r0 = vector.extract_strided_slice %a {offsets = [0, 0], sizes = [12, 32] ..}
+            %r1 = vector.extract_strided_slice %a {offsets = [12, 0], sizes = [12, 32] ..}
+            %a0 = arith.select (12·i == 12), %r1, %r0"""
+        lay, vshape = self.layout_of(old), shape(old)
+        starts = self.host_offsets(lay, vshape)
+        out = []
+        tests: dict = {}  # (start, candidate): whether this subgroup's tile starts there
+        for q in product(*[range(n) for n in self.grid(lay, vshape)]):
+            v = new
+            for j, (off, (size, at)) in enumerate(zip(self.piece_offsets(lay, vshape, q, em), starts)):
+                piece = None
+                for c in sorted({int(x) for x in at[:, q[j]]}):
+                    cut = self.cut(v, j, c, size, em)
+                    if piece is not None:
+                        if (off, c) not in tests:
+                            tests[off, c] = em.cmpi("eq", self.index(em, off), self.const(em, c))
+                        cut = em.select(tests[off, c], cut, piece)
+                    piece = cut
+                v = piece
+            if v is not new:
+                notes.set_result_layout(v.owner, 0, self.piece_layout(lay))
+            out.append(v)
+        return out
+
+    def cut(self, v: SSAValue, dim: int, start: int, size: int, em: Emitter) -> SSAValue:
+        """`v`'s elements ``[start, start + size)`` along `dim` (`v` itself where that is all)."""
+        vshape = list(v.type.get_shape())
+        if start == 0 and size == vshape[dim]:
+            return v
+        offsets, sizes = [0] * len(vshape), list(vshape)
+        offsets[dim], sizes[dim] = start, size
+        return em.value(vector_ir.ExtractStridedSliceOp(v, offsets, sizes, [1] * len(vshape),
+                                                        VectorType(v.type.element_type, sizes)))
 
     # --- which subgroups hold what ------------------------------------------------------
 
