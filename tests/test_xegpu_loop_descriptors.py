@@ -86,30 +86,19 @@ ERRORS = {
                                "3:35: expected a list of indices [..]"),
 }
 
-# upstream's xegpu-wg-to-sg.mlir @scf_if_tensor_desc (before #193330): the branches yield descriptors over
-# two memrefs; upstream distributes each; simtify carries a descriptor as its origin, so it needs one memory
-IF_DESCRIPTORS = """gpu.module @test_distribution {
-  gpu.func @scf_if_tensor_desc(%arg0: memref<1024xf32>, %arg1: memref<1024xf32>) {
-    %c10 = arith.constant 10 : index
-    %id = gpu.subgroup_id : index
-    %t = xegpu.create_nd_tdesc %arg0[0] : memref<1024xf32> -> !xegpu.tensor_desc<256xf32, #l>
-    %d = xegpu.load_nd %t : !xegpu.tensor_desc<256xf32, #l> -> vector<256xf32>
-    %0 = arith.cmpi eq, %id, %c10 : index
-    %1 = scf.if %0 -> (!xegpu.tensor_desc<256xf32, #l>) {
-      %2 = xegpu.create_nd_tdesc %arg0[0] : memref<1024xf32> -> !xegpu.tensor_desc<256xf32, #l>
-      scf.yield %2 : !xegpu.tensor_desc<256xf32, #l>
-    } else {
-      %3 = xegpu.create_nd_tdesc %arg1[0] : memref<1024xf32> -> !xegpu.tensor_desc<256xf32, #l>
-      scf.yield %3 : !xegpu.tensor_desc<256xf32, #l>
-    }
-    xegpu.store_nd %d, %1 : vector<256xf32>, !xegpu.tensor_desc<256xf32, #l>
-    gpu.return
+ERRORS["branches yield descriptors over memories of two shapes"] = ("""func.func @f(%a: memref<256xf32>, %b: memref<128xf32>, %p: i1) {
+  %r = scf.if %p -> (!xegpu.tensor_desc<64xf32>) {
+    %ta = xegpu.create_nd_tdesc %a : memref<256xf32> -> !xegpu.tensor_desc<64xf32>
+    scf.yield %ta : !xegpu.tensor_desc<64xf32>
+  } else {
+    %tb = xegpu.create_nd_tdesc %b : memref<128xf32> -> !xegpu.tensor_desc<64xf32>
+    scf.yield %tb : !xegpu.tensor_desc<64xf32>
   }
+  %v = xegpu.load_nd %r[0] <{layout = #xegpu.layout<sg_layout = [4], sg_data = [16]>}> : !xegpu.tensor_desc<64xf32> -> vector<64xf32>
+  xegpu.store_nd %v, %r[0] <{layout = #xegpu.layout<sg_layout = [4], sg_data = [16]>}> : vector<64xf32>, !xegpu.tensor_desc<64xf32>
+  return
 }
-""".replace("#l", "#xegpu.layout<sg_layout = [8], sg_data = [16]>")
-ERRORS["branches yield descriptors over two memories"] = (
-    IF_DESCRIPTORS, ("8:5: scf.if carries descriptor #0 over different memories (or from different "
-                     "create_nd_tdesc ops); xegpu-wg-to-sg needs one create_nd_tdesc per carried descriptor"))
+""", "2:3: scf.if yields descriptor #0 over memories of different types or shapes (memref<256xf32>, memref<128xf32>)")
 
 ERRORS["a loop yields a descriptor made inside it"] = ("""func.func @f(%a: memref<64xf32>, %b: memref<64xf32>) {
   %c0 = arith.constant 0 : index
@@ -310,6 +299,42 @@ func.func @f(%src: memref<256xf32>, %dst: memref<64xf32>, %s0: i32) {
   return
 }
 """
+
+
+# upstream's xegpu-wg-to-sg.mlir @test_scf_if_tensor_desc (which branches on the subgroup id) with a
+# condition every subgroup shares, and an origin moved in one branch
+BRANCH_MEMORIES = """#l = #xegpu.layout<sg_layout = [4], sg_data = [16], lane_layout = [16], lane_data = [1]>
+func.func @f(%a: memref<256xf32>, %b: memref<256xf32>, %dst: memref<64xf32>, %s0: i32) {
+  %c50 = arith.constant 50 : i32
+  %big = arith.cmpi sgt, %s0, %c50 : i32
+  %u = scf.if %big -> (!xegpu.tensor_desc<64xf32>) {
+    %ta = xegpu.create_nd_tdesc %a : memref<256xf32> -> !xegpu.tensor_desc<64xf32>
+    %m = xegpu.update_nd_offset %ta, [128] : !xegpu.tensor_desc<64xf32>
+    scf.yield %m : !xegpu.tensor_desc<64xf32>
+  } else {
+    %tb = xegpu.create_nd_tdesc %b : memref<256xf32> -> !xegpu.tensor_desc<64xf32>
+    scf.yield %tb : !xegpu.tensor_desc<64xf32>
+  }
+  %v = xegpu.load_nd %u[32] <{layout = #l}> : !xegpu.tensor_desc<64xf32> -> vector<64xf32>
+  %td = xegpu.create_nd_tdesc %dst : memref<64xf32> -> !xegpu.tensor_desc<64xf32>
+  xegpu.store_nd %v, %td[0] <{layout = #l}> : vector<64xf32>, !xegpu.tensor_desc<64xf32>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("first", [7, 93])
+@pytest.mark.parametrize("stage", ["xegpu-wg-to-sg", "xegpu-distribute"])
+def test_a_branch_chooses_between_two_memories(stage, first):
+    """The scf.if yields the memory with the origin; the block descriptors are made after it."""
+    module = parse(BRANCH_MEMORIES, "b.mlir")
+    args = random_inputs(find_function(module, "f"), 0)
+    args["s0"] = np.asarray(first, dtype=np.int32)
+    out = check_xegpu(BRANCH_MEMORIES, "f", stage, inputs=args)
+    assert "-> (memref<256xf32>, index)" in out, out
+    got = run(module, "f", {k: v.copy() for k, v in args.items()}, target="xe", level="workgroup")
+    want = args["a"][160:224] if first > 50 else args["b"][32:96]
+    np.testing.assert_array_equal(got.arguments["dst"], want)
 
 
 @pytest.mark.parametrize("first", [7, 93])
