@@ -416,3 +416,42 @@ def test_a_while_loop_carries_descriptors(stage, n):
     np.testing.assert_allclose(got.arguments["dst"], want, rtol=1e-5)
     if stage == "xegpu-distribute":
         assert "scf.while" in out and "(index, index, index, index, i32, vector<" in out, out
+
+
+# upstream's xegpu-blocking.mlir @elementwise_1D (a rank-1 descriptor over a row of a rank-2 memref,
+# moved along the row in a loop), from a row the caller chooses and at every level
+ROW = """#l = #xegpu.layout<sg_layout = [2], sg_data = [32], inst_data = [16], lane_layout = [16], lane_data = [1]>
+func.func @f(%A: memref<8x256xf32>, %C: memref<8x256xf32>, %row: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %ta = xegpu.create_nd_tdesc %A[%row, 16] : memref<8x256xf32> -> !xegpu.tensor_desc<64xf32, #l>
+  %tc = xegpu.create_nd_tdesc %C[%row, 0] : memref<8x256xf32> -> !xegpu.tensor_desc<64xf32, #l>
+  %r:2 = scf.for %i = %c0 to %c3 step %c1 iter_args(%a = %ta, %c = %tc) -> (!xegpu.tensor_desc<64xf32, #l>, !xegpu.tensor_desc<64xf32, #l>) {
+    %v = xegpu.load_nd %a : !xegpu.tensor_desc<64xf32, #l> -> vector<64xf32>
+    %w = arith.mulf %v, %v {layout_result_0 = #l} : vector<64xf32>
+    xegpu.store_nd %w, %c : vector<64xf32>, !xegpu.tensor_desc<64xf32, #l>
+    %an = xegpu.update_nd_offset %a, [64] : !xegpu.tensor_desc<64xf32, #l>
+    %cn = xegpu.update_nd_offset %c, [64] : !xegpu.tensor_desc<64xf32, #l>
+    scf.yield %an, %cn : !xegpu.tensor_desc<64xf32, #l>, !xegpu.tensor_desc<64xf32, #l>
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("row", [0, 5])
+@pytest.mark.parametrize("stage", ["xegpu-wg-to-sg", "xegpu-blocking", "xegpu-distribute"])
+def test_a_rank_1_descriptor_over_a_row_of_a_rank_2_memref(stage, row):
+    """The row's offset goes on the block descriptors (nothing moves it), the offsets
+    along the row on the accesses."""
+    text = ROW if stage != "xegpu-blocking" else ROW.replace("sg_layout = [2], sg_data = [32], ", "")
+    module = parse(text, "row.mlir")
+    args = random_inputs(find_function(module, "f"), 0)
+    args["row"] = np.asarray(row, dtype=np.int64)
+    out = check_xegpu(text, "f", stage, inputs=args)
+    assert "[%row, 0]" in out, out
+    got = run(module, "f", {k: v.copy() for k, v in args.items()}, target="xe", level="workgroup")
+    want = args["C"].copy()
+    want[row, :192] = args["A"][row, 16:208] ** 2
+    np.testing.assert_allclose(got.arguments["C"], want, rtol=1e-6)

@@ -64,8 +64,6 @@ NOT_RUNNABLE = {
 }
 # distributes to something the check refuses today, or is refused: what simtify lacks
 GAPS = {
-    ("xegpu-blocking.mlir", "elementwise_1D"): "a rank-1 descriptor over a rank-2 memref with offsets is not "
-                                               "blocked",
 }
 
 

@@ -105,7 +105,7 @@ class ControlFlow(PieceRewriter):
                 marker = em.add(arith.ConstantOp(IntegerAttr(0, IndexType())))
                 self.markers.append(marker)
                 self.descs[r] = Descriptor(results[0], results[1:1 + r.type.rank], d.type,
-                                           self.emitter(em.block, before=marker), d.extent)
+                                           self.emitter(em.block, before=marker), d.extent, d.lead)
                 self.value_pieces[r] = []
                 results = results[1 + r.type.rank:]
                 continue
@@ -121,7 +121,7 @@ class ControlFlow(PieceRewriter):
             if not isinstance(a.type, xegpu_ir.TensorDescType) or self.descs[a].made is self.descs[b].made:
                 continue
             da, db = self.descs[a], self.descs[b]
-            if da.source.type != db.source.type or da.extent != db.extent:
+            if da.source.type != db.source.type or da.extent != db.extent or da.lead != db.lead:
                 raise SimtifyError(f"{op.name} yields descriptor #{i} over memories of different types or shapes "
                                    f"({da.source.type}, {db.source.type}); {self.level} needs them alike")
             self.origin_of(a)

@@ -239,11 +239,7 @@ class PieceRewriter:
         if d is None:
             raise SimtifyError(f"the descriptor must come from a create_nd_tdesc in this function to be "
                                f"distributed by {self.level}")
-        rank = tdesc.type.rank
-        if d.origin and len(d.origin) != rank:
-            raise SimtifyError(f"a rank-{rank} descriptor over a rank-{len(d.origin)} memref with offsets is not "
-                               f"moved or carried by {self.level}")
-        return list(d.origin) or [0] * rank
+        return list(d.origin) or [0] * tdesc.type.rank
 
     # --- driving --------------------------------------------------------------------
 
