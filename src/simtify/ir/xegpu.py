@@ -612,12 +612,12 @@ class LoadNdOp(_NdAccessOp):
 
 
 def _is_fragment_of(have: Sequence[int], want: Sequence[int], *, packed: bool) -> bool:
-    """A vector that is the whole block repacked (VNNI) or one lane's share of it (upstream's
-    lane-level IR holds it 1-D; simtify's xegpu-sg-to-lane still writes some 2-D shares)."""
+    """A vector that is the whole block repacked (VNNI) or one lane's share of it, 1-D as
+    upstream's lane-level IR holds it (an even share: the lanes split the block alike)."""
     total, part = prod(want), prod(have)
     if packed and part == total:
         return True
-    return part > 0 and total % part == 0 and part < total
+    return len(have) == 1 and part > 0 and total % part == 0 and part < total
 
 
 @mlir_op

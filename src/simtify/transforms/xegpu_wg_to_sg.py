@@ -226,9 +226,6 @@ class SubgroupDistribution(XeGPULevel):
             parent = parent.parent_op()
         return False
 
-    def slm(self, shape_, elt, em: Emitter) -> SSAValue:
-        return em.workgroup_alloc(list(shape_), elt)
-
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.result
         have, want = self.layout_of(src), self.layout_of(r)
@@ -251,24 +248,29 @@ class SubgroupDistribution(XeGPULevel):
         return all(x[0] == y[0] and np.array_equal(x[1], y[1]) for x, y in zip(ha, hb))
 
     def exchange(self, op, pieces, have, want, shape_, elt, em: Emitter) -> list[SSAValue]:
-        """The value written to shared local memory in `have`'s tiles, read in `want`'s."""
-        buf = self.slm(shape_, elt, em)
+        """The value stored to a shared local memory matrix in `have`'s tiles, loaded in
+        `want`'s (upstream's convert_layout across subgroups)::
+
+            %w = xegpu.convert_layout %v <{input_layout = #a, target_layout = #b}> : vector<32x64xf32>
+          becomes
+            %m = xegpu.create_mem_desc %slm : memref<8192xi8, 3> -> !xegpu.mem_desc<32x64xf32>
+            xegpu.store_matrix %v0, %m[%i, %j] <{layout = #a'}> : vector<32x16xf32>, ...   // one holder of each tile
+            gpu.barrier
+            %w0 = xegpu.load_matrix %m[%k, %l] <{layout = #b'}> : ... -> vector<16x32xf32>"""
+        mem = self.shared_matrix(shape_, elt, em)
         if self.in_loop(op):
             em.barrier()
-        tdesc_owner = _SharedBuffer(self, buf)
         guard = self.writer(have, shape_, em)
         target = em.if_then(guard) if guard is not None else em
         for q, piece in zip(product(*[range(n) for n in self.grid(have, shape_)]), pieces):
             offs = self.piece_offsets(have, shape_, q, target)
-            tdesc = tdesc_owner.descriptor(self.piece_shape(have, shape_), em)
-            self.make_access(xegpu_ir.StoreNdOp, [piece, tdesc], offs, {}, self.piece_layout(have), [], target)
+            self.make_access(xegpu_ir.StoreMatrixOp, [piece, mem], offs, {}, self.piece_layout(have), [], target)
         em.barrier()
         out = []
         pt = VectorType(elt, list(self.piece_shape(want, shape_)))
         for q in product(*[range(n) for n in self.grid(want, shape_)]):
             offs = self.piece_offsets(want, shape_, q, em)
-            tdesc = tdesc_owner.descriptor(self.piece_shape(want, shape_), em)
-            out.append(self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, {}, self.piece_layout(want), [pt],
+            out.append(self.make_access(xegpu_ir.LoadMatrixOp, [mem], offs, {}, self.piece_layout(want), [pt],
                                         em).results[0])
         return out
 
@@ -298,10 +300,9 @@ class SubgroupDistribution(XeGPULevel):
             rshape = shape(r)
             elt = r.type.element_type
         G = prod(groups)
-        buf = self.slm((G * rshape[0],) + rshape[1:], elt, em)
+        mem = self.shared_matrix((G * rshape[0],) + rshape[1:], elt, em)
         if self.in_loop(op):
             em.barrier()
-        shared = _SharedBuffer(self, buf)
         digits = self.digits(s_lay)
         kept = kept_dims(s_lay)
         conds = []
@@ -327,8 +328,7 @@ class SubgroupDistribution(XeGPULevel):
         for q, piece in zip(product(*[range(n) for n in grid]), partials):
             offs = self.piece_offsets(r_lay, rshape, q, target)
             offs[0] = self.add(target, target.apply(AffineDimExpr(0) * rshape[0], [gid]), offs[0])
-            self.make_access(xegpu_ir.StoreNdOp, [piece, shared.descriptor(pshape, em)], offs, {}, playout, [],
-                             target)
+            self.make_access(xegpu_ir.StoreMatrixOp, [piece, mem], offs, {}, playout, [], target)
         em.barrier()
         accs = self.pieces(op.acc)
         out = []
@@ -338,8 +338,7 @@ class SubgroupDistribution(XeGPULevel):
             for g in range(G):
                 offs = self.piece_offsets(r_lay, rshape, q, em)
                 offs[0] = self.add(em, offs[0], g * rshape[0])
-                v = self.make_access(xegpu_ir.LoadNdOp, [shared.descriptor(pshape, em)], offs, {}, playout, [pt],
-                                     em).results[0]
+                v = self.make_access(xegpu_ir.LoadMatrixOp, [mem], offs, {}, playout, [pt], em).results[0]
                 total = v if total is None else self.combine(em, kind, total, v, r)
             if scalar:  # the vector<1>'s element combined with the accumulator
                 out.append(em.multi_reduction(kind, total, accs[i], [0]))
@@ -351,25 +350,6 @@ class SubgroupDistribution(XeGPULevel):
         v = em.combine(kind, a, b)
         notes.set_result_layout(v.owner, 0, self.piece_layout(self.layout_of(like)))
         return v
-
-
-class _SharedBuffer:
-    """Descriptors over one shared-local-memory buffer, one per block shape."""
-
-    def __init__(self, owner: SubgroupDistribution, buf: SSAValue):
-        self.owner = owner
-        self.buf = buf
-        self.made: dict = {}
-
-    def descriptor(self, block, em: Emitter) -> SSAValue:
-        key = tuple(block)
-        if key not in self.made:
-            t = xegpu_ir.TensorDescType(list(block), self.buf.type.element_type)
-            new = xegpu_ir.CreateNdDescOp.build(operands=[self.buf, [], [], []], result_types=[t])
-            # right after the allocation, so that guarded stores and the loads share it
-            self.buf.owner.parent_block().insert_op_after(new, self.buf.owner)
-            self.made[key] = new.results[0]
-        return self.made[key]
 
 
 def _all(em: Emitter, conds: list[SSAValue]) -> SSAValue | None:

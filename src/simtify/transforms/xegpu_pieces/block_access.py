@@ -37,6 +37,13 @@ def flattened(v: SSAValue, em: Emitter) -> SSAValue:
     return em.shape_cast(v, want)
 
 
+def is_share(piece: VectorType, block: Sequence[int]) -> bool:
+    """Whether `piece` is a lane's share of `block` written 2-D (upstream's lane-level
+    accesses move 1-D shares: a vector of the block's shape or 1-D)."""
+    return piece.get_shape() != tuple(block) and len(piece.get_shape()) > 1 and \
+        prod(piece.get_shape()) < prod(block)
+
+
 class BlockAccess(PieceRewriter):
     def op_xegpu_create_nd_tdesc(self, op: Operation, em: Emitter) -> None:
         t = op.tensor_desc.type
@@ -125,9 +132,11 @@ class BlockAccess(PieceRewriter):
                                                                       "l3_hint")}
             piece = self.piece_type(r)
             packed = None if op.packed or perm else self.block_fragment(lay, shape(r), piece.element_type)
-            if packed is None:
-                new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, self.access_layout(lay), [piece], em)
-                out.append(new.results[0])
+            if packed is None:  # the access states its layout; a lane's share of the block is 1-D
+                share = is_share(piece, [block[p] for p in perm] if perm else block)
+                new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, self.access_layout(lay),
+                                       [flat_type(piece) if share else piece], em)
+                out.append(em.shape_cast(new.results[0], piece) if share else new.results[0])
                 continue
             if packed:
                 props["packed"] = UnitAttr()
@@ -147,6 +156,8 @@ class BlockAccess(PieceRewriter):
             layout = self.access_layout(lay)
             if self.block_fragment(lay, shape(v), piece.type.element_type) is False:
                 piece, layout = flattened(piece, target), None
+            elif is_share(piece.type, block):
+                piece = flattened(piece, target)
             self.make_access(xegpu_ir.StoreNdOp, [piece, tdesc], offs, props, layout, [], target)
 
     def op_xegpu_prefetch_nd(self, op: Operation, em: Emitter) -> None:

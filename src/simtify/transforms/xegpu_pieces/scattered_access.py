@@ -14,6 +14,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import xegpu as xegpu_ir
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
+from simtify.target.xe import element_bits
 from simtify.transforms.launch import recorded_threads
 from simtify.layout.xegpu import Layout, field_of
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter, linear_index, mixed_offsets
@@ -121,6 +122,21 @@ class ScatteredAccess(PieceRewriter):
         if self._lane_id is None:
             self._lane_id = self.prelude.value(gpu_ir.LaneIdOp())
         return target.if_then(target.cmpi("eq", self._lane_id, self.const(target, 0)))
+
+    def shared_matrix(self, shape_, elt, em: Emitter) -> SSAValue:
+        """A matrix of `shape_` in a new shared local memory buffer (bytes, memory space 3,
+        viewed by ``create_mem_desc``): where a level exchanges values between the
+        subgroups or lanes that hold them, as upstream's wg-to-sg does (2-D block
+        descriptors over shared local memory are not allowed upstream)."""
+        from math import prod
+
+        from xdsl.dialects import memref
+        from xdsl.dialects.builtin import IntegerType, i64
+
+        size = prod(shape_) * max(1, element_bits(elt) // 8)
+        buf = em.value(memref.AllocOp.get(IntegerType(8), shape=[size], memory_space=IntegerAttr(3, i64)))
+        md = xegpu_ir.MemDescType(list(shape_), elt)
+        return em.value(xegpu_ir.CreateMemDescOp.build(operands=[buf], result_types=[md]))
 
     def matrix_pieces(self, op: Operation, value: SSAValue, em: Emitter):
         """Per piece of `value`: its offsets in the matrix."""
