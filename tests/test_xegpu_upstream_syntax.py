@@ -131,12 +131,7 @@ UPSTREAM_REASONS = {
 
 # Cases upstream refuses that simtify still reads, and why (strict: each fails the test once
 # it is refused, so that the entry is removed).
-STILL_ACCEPTED = {
-    "test_create_nd_tdesc_vc_3": "xegpu-wg-to-sg exchanges values through 2-D block descriptors over shared "
-                                 "local memory, which upstream does not allow",
-    "test_create_nd_tdesc_vc_4": "the same exchanges give their shared-local-memory descriptors no "
-                                 "memory_space = slm",
-}
+STILL_ACCEPTED: dict[str, str] = {}
 
 
 def _invalid_cases() -> list[tuple[int, str, str]]:

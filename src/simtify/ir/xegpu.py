@@ -101,6 +101,7 @@ from simtify.ir.attribute_syntax import (
     check_mixed_indices,
     i64_array,
     layout_parse_error,
+    memory_space_name,
     parse_int_list,
     parse_keyed_int_lists,
     parse_mixed_indices,
@@ -323,6 +324,11 @@ class TensorDescType(ParametrizedAttribute, TypeAttribute):
         return self.block_attr.array_length if self.block_attr else 1
 
     @property
+    def memory_space(self) -> str:
+        """``global`` or ``slm`` (shared local memory), as the block attribute says."""
+        return self.block_attr.data[0] if self.block_attr else "global"
+
+    @property
     def distribute_layout(self) -> LayoutAttr | SliceAttr | None:
         return self.layout if isinstance(self.layout, LayoutAttr | SliceAttr) else None
 
@@ -369,6 +375,9 @@ class TensorDescType(ParametrizedAttribute, TypeAttribute):
             raise VerifyException("expected 1D or 2D tensor: a tensor_desc has at least one dim")
         if any(d <= 0 for d in self.get_shape()):
             raise VerifyException(f"a tensor_desc has a static positive shape, not {shape_text(self.get_shape())}")
+        if self.rank == 2 and self.memory_space == "slm":
+            raise VerifyException("SLM is not supported for 2D block tensor: Xe's 2D block accesses read and write "
+                                  "global memory (use xegpu.create_mem_desc with load_matrix / store_matrix)")
 
 
 # --- helpers -------------------------------------------------------------------------
@@ -561,6 +570,12 @@ class CreateNdDescOp(_XeGPUOp):
             raise VerifyException(f"{n_offsets} offsets for a source of rank {rank}")
         if tdesc.rank > rank:
             raise VerifyException(f"a rank-{tdesc.rank} descriptor cannot view a rank-{rank} source")
+        space = "slm" if isinstance(source, MemRefType) and memory_space_name(source.memory_space) == "workgroup" \
+            else "global"
+        if space != tdesc.memory_space:
+            raise VerifyException(f"Memory space mismatch: the source is in {space} memory, the descriptor in "
+                                  f"{tdesc.memory_space} (memory_space = slm on the descriptor means shared local "
+                                  "memory, memory space 3)")
         _check_fits(tdesc.distribute_layout, "the descriptor's layout", tdesc.get_shape(), "the block")
 
 
@@ -1021,8 +1036,6 @@ class CreateMemDescOp(_XeGPUOp):
     assembly_format = "$source attr-dict `:` type($source) `->` type($mem_desc)"
 
     def verify_(self) -> None:
-        from simtify.ir.attribute_syntax import memory_space_name
-
         src = self.source.type
         assert isinstance(src, MemRefType)
         if memory_space_name(src.memory_space) != "workgroup":

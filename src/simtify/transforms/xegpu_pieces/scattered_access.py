@@ -112,12 +112,14 @@ class ScatteredAccess(PieceRewriter):
 
     def single_writer(self, layout: Layout | None, vshape, em: Emitter) -> Emitter:
         """Where a scatter or a matrix store goes so that each element is written by one
-        thread: lanes that all hold the value (no lanes in its layout) leave it to lane 0."""
+        thread: at lane level, lanes that all hold the value (no lanes in its layout) leave
+        it to lane 0. (Above it, a value without lanes is the subgroup's, and may still be
+        split among the lanes later: a guard there would keep the other lanes' parts.)"""
         from simtify.ir import gpu as gpu_ir
         from simtify.layout.xegpu import has
 
         target = self.store_guard(layout, vshape, em)
-        if has(layout, "lane_layout") or not self.simt_program():
+        if has(layout, "lane_layout") or not self.simt_program() or self.holder != "lane":
             return target
         if self._lane_id is None:
             self._lane_id = self.prelude.value(gpu_ir.LaneIdOp())
