@@ -327,26 +327,29 @@ func.func @f(%a: memref<256xf32>, %b: memref<256xf32>, %dst: memref<64xf32>, %s0
 @pytest.mark.parametrize("stage", ["xegpu-wg-to-sg", "xegpu-distribute"])
 def test_a_branch_chooses_between_two_memories(stage, first):
     """The scf.if yields the memory with the origin; the block descriptors are made after it."""
-    module = parse(BRANCH_MEMORIES, "b.mlir")
-    args = random_inputs(find_function(module, "f"), 0)
-    args["s0"] = np.asarray(first, dtype=np.int32)
-    out = check_xegpu(BRANCH_MEMORIES, "f", stage, inputs=args)
+    out, args, got = checked_with(BRANCH_MEMORIES, stage, s0=np.int32(first))
     assert "-> (memref<256xf32>, index)" in out, out
-    got = run(module, "f", {k: v.copy() for k, v in args.items()}, target="xe", level="workgroup")
     want = args["a"][160:224] if first > 50 else args["b"][32:96]
-    np.testing.assert_array_equal(got.arguments["dst"], want)
+    np.testing.assert_array_equal(got["dst"], want)
+
+
+def checked_with(text: str, stage: str, **scalars):
+    """@f checked at `stage` on random inputs but `scalars`: (the output, the inputs,
+    the workgroup program's arguments after it ran)."""
+    module = parse(text, "f.mlir")
+    args = random_inputs(find_function(module, "f"), 0)
+    args.update({k: np.asarray(v) for k, v in scalars.items()})
+    out = check_xegpu(text, "f", stage, inputs=args)
+    got = run(module, "f", {k: v.copy() for k, v in args.items()}, target="xe", level="workgroup")
+    return out, args, got.arguments
 
 
 @pytest.mark.parametrize("first", [7, 93])
 @pytest.mark.parametrize("stage", ["xegpu-wg-to-sg", "xegpu-distribute"])
 def test_a_branch_chooses_between_two_origins_of_one_descriptor(stage, first):
-    module = parse(BRANCH, "b.mlir")
-    args = random_inputs(find_function(module, "f"), 0)
-    args["s0"] = np.asarray(first, dtype=np.int32)
-    check_xegpu(BRANCH, "f", stage, inputs=args)
-    got = run(module, "f", {k: v.copy() for k, v in args.items()}, target="xe", level="workgroup")
+    _, args, got = checked_with(BRANCH, stage, s0=np.int32(first))
     start = 32 + (128 if first > 50 else 0)
-    np.testing.assert_array_equal(got.arguments["dst"], args["src"][start:start + 64])
+    np.testing.assert_array_equal(got["dst"], args["src"][start:start + 64])
 
 
 # --- random layouts -------------------------------------------------------------------------------
@@ -446,12 +449,8 @@ def test_a_rank_1_descriptor_over_a_row_of_a_rank_2_memref(stage, row):
     """The row's offset goes on the block descriptors (nothing moves it), the offsets
     along the row on the accesses."""
     text = ROW if stage != "xegpu-blocking" else ROW.replace("sg_layout = [2], sg_data = [32], ", "")
-    module = parse(text, "row.mlir")
-    args = random_inputs(find_function(module, "f"), 0)
-    args["row"] = np.asarray(row, dtype=np.int64)
-    out = check_xegpu(text, "f", stage, inputs=args)
+    out, args, got = checked_with(text, stage, row=np.int64(row))
     assert "[%row, 0]" in out, out
-    got = run(module, "f", {k: v.copy() for k, v in args.items()}, target="xe", level="workgroup")
     want = args["C"].copy()
     want[row, :192] = args["A"][row, 16:208] ** 2
-    np.testing.assert_allclose(got.arguments["C"], want, rtol=1e-6)
+    np.testing.assert_allclose(got["C"], want, rtol=1e-6)

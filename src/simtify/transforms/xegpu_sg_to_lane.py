@@ -6,8 +6,8 @@ lane's local extent (``rounds · lane_data``), elements in row-major order of th
 index — the register order of `simtify.layout.xegpu`. A load or store whose lane layout
 is the fragment a 2D block access gives without one (lanes along the last dim; a VNNI
 pair of rows: ``packed``) is written as upstream's lane-level IR writes it, a 1-D vector
-and no layout; others keep the block and state the lane layout, so each lane reads its
-fragment. DPAS takes the fragments flattened and is checked against the target's DPAS
+and no layout; others state the lane layout and move each lane's fragment, 1-D as
+well (upstream's lane-level accesses take no 2-D shares). DPAS takes the fragments flattened and is checked against the target's DPAS
 lanes:
 
     %a = xegpu.load_nd %ta {layout = #A} : ... -> vector<8x16xf16>
@@ -20,7 +20,8 @@ lanes:
 Reductions reduce the lane's own elements, then across the lanes of the reduced dims
 with ``gpu.subgroup_reduce`` clusters (size ``lane_layout``, stride its lane-id stride).
 Lanes holding the same data store it once. A conversion between two lane layouts of a
-block goes through the subgroup's region of shared local memory.
+block goes through the subgroup's region of a shared local memory matrix (each lane
+stores and loads its own blocks with store_matrix / load_matrix).
 """
 
 from __future__ import annotations

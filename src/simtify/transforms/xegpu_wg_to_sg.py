@@ -13,7 +13,8 @@ cover (each round one op), shared tiles when it is smaller. The seed's example:
     %v1 = xegpu.load_nd %t'[%m + 32·i + 64, 0] <{layout = #a'}> -> vector<32x128xf16>
 
 (#a' is #a without its subgroup fields.) What needs other subgroups' data goes through
-shared local memory: a reduction over a dim split among subgroups writes each
+a shared local memory matrix (``create_mem_desc``, ``store_matrix`` / ``load_matrix``,
+as upstream does): a reduction over a dim split among subgroups writes each
 subgroup's partial (one copy of each, from the first subgroup holding it), waits at a
 barrier and reads back every partial; a ``convert_layout`` whose subgroup tiles differ
 writes the value once, waits, and reads the new tiles. A dpas needs, in each subgroup,
