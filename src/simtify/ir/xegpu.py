@@ -573,9 +573,10 @@ class CreateNdDescOp(_XeGPUOp):
         space = "slm" if isinstance(source, MemRefType) and memory_space_name(source.memory_space) == "workgroup" \
             else "global"
         if space != tdesc.memory_space:
-            raise VerifyException(f"Memory space mismatch: the source is in {space} memory, the descriptor in "
-                                  f"{tdesc.memory_space} (memory_space = slm on the descriptor means shared local "
-                                  "memory, memory space 3)")
+            names = {"slm": "shared local memory (memory space 3)", "global": "global memory"}
+            raise VerifyException(f"Memory space mismatch: the source is in {names[space]}, the descriptor in "
+                                  f"{names[tdesc.memory_space]} (#xegpu.block_tdesc_attr<memory_space = slm> "
+                                  "marks a descriptor of shared local memory)")
         _check_fits(tdesc.distribute_layout, "the descriptor's layout", tdesc.get_shape(), "the block")
 
 
