@@ -118,14 +118,16 @@ class ControlFlow(PieceRewriter):
         (of one type and extent: the ``scf.if`` can yield the memory)."""
         out = set()
         for i, (a, b) in enumerate(zip(*yields)):
-            if not isinstance(a.type, xegpu_ir.TensorDescType) or self.descs[a].made is self.descs[b].made:
+            if not isinstance(a.type, xegpu_ir.TensorDescType):
                 continue
+            self.origin_of(a)  # each made in this function (or refused, located)
+            self.origin_of(b)
             da, db = self.descs[a], self.descs[b]
+            if da.made is db.made:
+                continue
             if da.source.type != db.source.type or da.extent != db.extent or da.lead != db.lead:
                 raise SimtifyError(f"{op.name} yields descriptor #{i} over memories of different types or shapes "
                                    f"({da.source.type}, {db.source.type}); {self.level} needs them alike")
-            self.origin_of(a)
-            self.origin_of(b)
             out.add(i)
         return out
 
