@@ -86,30 +86,19 @@ ERRORS = {
                                "3:35: expected a list of indices [..]"),
 }
 
-# upstream's xegpu-wg-to-sg.mlir @scf_if_tensor_desc (before #193330): the branches yield descriptors over
-# two memrefs; upstream distributes each; simtify carries a descriptor as its origin, so it needs one memory
-IF_DESCRIPTORS = """gpu.module @test_distribution {
-  gpu.func @scf_if_tensor_desc(%arg0: memref<1024xf32>, %arg1: memref<1024xf32>) {
-    %c10 = arith.constant 10 : index
-    %id = gpu.subgroup_id : index
-    %t = xegpu.create_nd_tdesc %arg0[0] : memref<1024xf32> -> !xegpu.tensor_desc<256xf32, #l>
-    %d = xegpu.load_nd %t : !xegpu.tensor_desc<256xf32, #l> -> vector<256xf32>
-    %0 = arith.cmpi eq, %id, %c10 : index
-    %1 = scf.if %0 -> (!xegpu.tensor_desc<256xf32, #l>) {
-      %2 = xegpu.create_nd_tdesc %arg0[0] : memref<1024xf32> -> !xegpu.tensor_desc<256xf32, #l>
-      scf.yield %2 : !xegpu.tensor_desc<256xf32, #l>
-    } else {
-      %3 = xegpu.create_nd_tdesc %arg1[0] : memref<1024xf32> -> !xegpu.tensor_desc<256xf32, #l>
-      scf.yield %3 : !xegpu.tensor_desc<256xf32, #l>
-    }
-    xegpu.store_nd %d, %1 : vector<256xf32>, !xegpu.tensor_desc<256xf32, #l>
-    gpu.return
+ERRORS["branches yield descriptors over memories of two shapes"] = ("""func.func @f(%a: memref<256xf32>, %b: memref<128xf32>, %p: i1) {
+  %r = scf.if %p -> (!xegpu.tensor_desc<64xf32>) {
+    %ta = xegpu.create_nd_tdesc %a : memref<256xf32> -> !xegpu.tensor_desc<64xf32>
+    scf.yield %ta : !xegpu.tensor_desc<64xf32>
+  } else {
+    %tb = xegpu.create_nd_tdesc %b : memref<128xf32> -> !xegpu.tensor_desc<64xf32>
+    scf.yield %tb : !xegpu.tensor_desc<64xf32>
   }
+  %v = xegpu.load_nd %r[0] <{layout = #xegpu.layout<sg_layout = [4], sg_data = [16]>}> : !xegpu.tensor_desc<64xf32> -> vector<64xf32>
+  xegpu.store_nd %v, %r[0] <{layout = #xegpu.layout<sg_layout = [4], sg_data = [16]>}> : vector<64xf32>, !xegpu.tensor_desc<64xf32>
+  return
 }
-""".replace("#l", "#xegpu.layout<sg_layout = [8], sg_data = [16]>")
-ERRORS["branches yield descriptors over two memories"] = (
-    IF_DESCRIPTORS, ("8:5: scf.if carries descriptor #0 over different memories (or from different "
-                     "create_nd_tdesc ops); xegpu-wg-to-sg needs one create_nd_tdesc per carried descriptor"))
+""", "2:3: scf.if yields descriptor #0 over memories of different types or shapes (memref<256xf32>, memref<128xf32>)")
 
 ERRORS["a loop yields a descriptor made inside it"] = ("""func.func @f(%a: memref<64xf32>, %b: memref<64xf32>) {
   %c0 = arith.constant 0 : index
@@ -312,16 +301,55 @@ func.func @f(%src: memref<256xf32>, %dst: memref<64xf32>, %s0: i32) {
 """
 
 
+# upstream's xegpu-wg-to-sg.mlir @test_scf_if_tensor_desc (which branches on the subgroup id) with a
+# condition every subgroup shares, and an origin moved in one branch
+BRANCH_MEMORIES = """#l = #xegpu.layout<sg_layout = [4], sg_data = [16], lane_layout = [16], lane_data = [1]>
+func.func @f(%a: memref<256xf32>, %b: memref<256xf32>, %dst: memref<64xf32>, %s0: i32) {
+  %c50 = arith.constant 50 : i32
+  %big = arith.cmpi sgt, %s0, %c50 : i32
+  %u = scf.if %big -> (!xegpu.tensor_desc<64xf32>) {
+    %ta = xegpu.create_nd_tdesc %a : memref<256xf32> -> !xegpu.tensor_desc<64xf32>
+    %m = xegpu.update_nd_offset %ta, [128] : !xegpu.tensor_desc<64xf32>
+    scf.yield %m : !xegpu.tensor_desc<64xf32>
+  } else {
+    %tb = xegpu.create_nd_tdesc %b : memref<256xf32> -> !xegpu.tensor_desc<64xf32>
+    scf.yield %tb : !xegpu.tensor_desc<64xf32>
+  }
+  %v = xegpu.load_nd %u[32] <{layout = #l}> : !xegpu.tensor_desc<64xf32> -> vector<64xf32>
+  %td = xegpu.create_nd_tdesc %dst : memref<64xf32> -> !xegpu.tensor_desc<64xf32>
+  xegpu.store_nd %v, %td[0] <{layout = #l}> : vector<64xf32>, !xegpu.tensor_desc<64xf32>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("first", [7, 93])
+@pytest.mark.parametrize("stage", ["xegpu-wg-to-sg", "xegpu-distribute"])
+def test_a_branch_chooses_between_two_memories(stage, first):
+    """The scf.if yields the memory with the origin; the block descriptors are made after it."""
+    out, args, got = checked_with(BRANCH_MEMORIES, stage, s0=np.int32(first))
+    assert "-> (memref<256xf32>, index)" in out, out
+    want = args["a"][160:224] if first > 50 else args["b"][32:96]
+    np.testing.assert_array_equal(got["dst"], want)
+
+
+def checked_with(text: str, stage: str, **scalars):
+    """@f checked at `stage` on random inputs but `scalars`: (the output, the inputs,
+    the workgroup program's arguments after it ran)."""
+    module = parse(text, "f.mlir")
+    args = random_inputs(find_function(module, "f"), 0)
+    args.update({k: np.asarray(v) for k, v in scalars.items()})
+    out = check_xegpu(text, "f", stage, inputs=args)
+    got = run(module, "f", {k: v.copy() for k, v in args.items()}, target="xe", level="workgroup")
+    return out, args, got.arguments
+
+
 @pytest.mark.parametrize("first", [7, 93])
 @pytest.mark.parametrize("stage", ["xegpu-wg-to-sg", "xegpu-distribute"])
 def test_a_branch_chooses_between_two_origins_of_one_descriptor(stage, first):
-    module = parse(BRANCH, "b.mlir")
-    args = random_inputs(find_function(module, "f"), 0)
-    args["s0"] = np.asarray(first, dtype=np.int32)
-    check_xegpu(BRANCH, "f", stage, inputs=args)
-    got = run(module, "f", {k: v.copy() for k, v in args.items()}, target="xe", level="workgroup")
+    _, args, got = checked_with(BRANCH, stage, s0=np.int32(first))
     start = 32 + (128 if first > 50 else 0)
-    np.testing.assert_array_equal(got.arguments["dst"], args["src"][start:start + 64])
+    np.testing.assert_array_equal(got["dst"], args["src"][start:start + 64])
 
 
 # --- random layouts -------------------------------------------------------------------------------
@@ -391,3 +419,38 @@ def test_a_while_loop_carries_descriptors(stage, n):
     np.testing.assert_allclose(got.arguments["dst"], want, rtol=1e-5)
     if stage == "xegpu-distribute":
         assert "scf.while" in out and "(index, index, index, index, i32, vector<" in out, out
+
+
+# upstream's xegpu-blocking.mlir @elementwise_1D (a rank-1 descriptor over a row of a rank-2 memref,
+# moved along the row in a loop), from a row the caller chooses and at every level
+ROW = """#l = #xegpu.layout<sg_layout = [2], sg_data = [32], inst_data = [16], lane_layout = [16], lane_data = [1]>
+func.func @f(%A: memref<8x256xf32>, %C: memref<8x256xf32>, %row: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %ta = xegpu.create_nd_tdesc %A[%row, 16] : memref<8x256xf32> -> !xegpu.tensor_desc<64xf32, #l>
+  %tc = xegpu.create_nd_tdesc %C[%row, 0] : memref<8x256xf32> -> !xegpu.tensor_desc<64xf32, #l>
+  %r:2 = scf.for %i = %c0 to %c3 step %c1 iter_args(%a = %ta, %c = %tc) -> (!xegpu.tensor_desc<64xf32, #l>, !xegpu.tensor_desc<64xf32, #l>) {
+    %v = xegpu.load_nd %a : !xegpu.tensor_desc<64xf32, #l> -> vector<64xf32>
+    %w = arith.mulf %v, %v {layout_result_0 = #l} : vector<64xf32>
+    xegpu.store_nd %w, %c : vector<64xf32>, !xegpu.tensor_desc<64xf32, #l>
+    %an = xegpu.update_nd_offset %a, [64] : !xegpu.tensor_desc<64xf32, #l>
+    %cn = xegpu.update_nd_offset %c, [64] : !xegpu.tensor_desc<64xf32, #l>
+    scf.yield %an, %cn : !xegpu.tensor_desc<64xf32, #l>, !xegpu.tensor_desc<64xf32, #l>
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("row", [0, 5])
+@pytest.mark.parametrize("stage", ["xegpu-wg-to-sg", "xegpu-blocking", "xegpu-distribute"])
+def test_a_rank_1_descriptor_over_a_row_of_a_rank_2_memref(stage, row):
+    """The row's offset goes on the block descriptors (nothing moves it), the offsets
+    along the row on the accesses."""
+    text = ROW if stage != "xegpu-blocking" else ROW.replace("sg_layout = [2], sg_data = [32], ", "")
+    out, args, got = checked_with(text, stage, row=np.int64(row))
+    assert "[%row, 0]" in out, out
+    want = args["C"].copy()
+    want[row, :192] = args["A"][row, 16:208] ** 2
+    np.testing.assert_allclose(got["C"], want, rtol=1e-6)

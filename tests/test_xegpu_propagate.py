@@ -173,6 +173,6 @@ def test_lanes_alone_differ_through_each_subgroups_shared_memory():
     text = program(f"  xegpu.store_nd %a, %tb[0, 0] <{{layout = {other}}}> : vector<64x64xf32>, "
                    "!xegpu.tensor_desc<64x64xf32>")
     out = check_xegpu(text, "f")
-    assert "memref<64x16xf32, #gpu.address_space<workgroup>>" in out  # 8 subgroups x one 8x16 block
+    assert "memref<4096xi8, 3> -> !xegpu.mem_desc<64x16xf32>" in out  # 8 subgroups x one 8x16 block
     sg_level = distribute(text, "xegpu-wg-to-sg")
-    assert "#gpu.address_space<workgroup>" not in sg_level
+    assert "create_mem_desc" not in sg_level

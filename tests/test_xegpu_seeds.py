@@ -161,7 +161,7 @@ def test_gemm_layouts_follow_the_seeds_rules():
 def test_gemm_distributes_to_lanes():
     out = check_xegpu(GEMM, "f", "xegpu-distribute", rtol=1e-3, atol=1e-3)
     # the row sum crosses the 4 subgroups of a row: partials through shared memory
-    assert "#gpu.address_space<workgroup>" in out and out.count("gpu.barrier") == 1
+    assert "xegpu.create_mem_desc" in out and "xegpu.store_matrix" in out and out.count("gpu.barrier") == 1
     assert "gpu.subgroup_reduce add" in out
 
 

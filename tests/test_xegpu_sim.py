@@ -89,12 +89,11 @@ def test_lane_fragments_follow_the_lane_layout():
       attributes {{known_block_size = array<i32: 16, 1, 1>}} {{
   %t = xegpu.create_nd_tdesc %a : memref<8x32xf32> -> !xegpu.tensor_desc<8x32xf32>
   %u = xegpu.create_nd_tdesc %b : memref<8x32xf32> -> !xegpu.tensor_desc<8x32xf32>
-  %v = xegpu.load_nd %t[0, 0] <{{layout = {LANE}}}> : !xegpu.tensor_desc<8x32xf32> -> vector<4x4xf32>
-  xegpu.store_nd %v, %u[0, 0] <{{layout = {LANE}}}> : vector<4x4xf32>, !xegpu.tensor_desc<8x32xf32>
+  %v = xegpu.load_nd %t[0, 0] <{{layout = {LANE}}}> : !xegpu.tensor_desc<8x32xf32> -> vector<16xf32>
+  xegpu.store_nd %v, %u[0, 0] <{{layout = {LANE}}}> : vector<16xf32>, !xegpu.tensor_desc<8x32xf32>
   %l = gpu.lane_id
   %z = arith.constant 0 : index
-  %f = vector.shape_cast %v : vector<4x4xf32> to vector<16xf32>
-  vector.transfer_write %f, %out[%l, %z] {{in_bounds = [true]}} : vector<16xf32>, memref<16x16xf32>
+  vector.transfer_write %v, %out[%l, %z] {{in_bounds = [true]}} : vector<16xf32>, memref<16x16xf32>
   gpu.return
 }} }}"""
     a = np.arange(256, dtype=np.float32).reshape(8, 32)

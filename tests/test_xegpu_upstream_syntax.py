@@ -122,19 +122,16 @@ UPSTREAM_REASONS = {
     "test_atomic_rmw": "removed upstream",
     "tensor_desc_invalid_rank_1": "expected 1D or 2D tensor",
     "test_dpas_vc_1": "K differs",
+    "test_load_nd_vc_6": r"Result shape \[8, 1\] is not consistent with tensor descriptor",
+    "test_store_nd_vc_5": r"Value shape \[8, 1\] is not consistent with tensor descriptor",
+    "test_create_nd_tdesc_vc_3": "SLM is not supported for 2D block tensor",
+    "test_create_nd_tdesc_vc_4": "Memory space mismatch",
 }
 
 
 # Cases upstream refuses that simtify still reads, and why (strict: each fails the test once
 # it is refused, so that the entry is removed).
-STILL_ACCEPTED = {
-    "test_create_nd_tdesc_vc_3": "xegpu-wg-to-sg exchanges values through 2-D block descriptors over shared "
-                                 "local memory, which upstream does not allow",
-    "test_create_nd_tdesc_vc_4": "the same exchanges give their shared-local-memory descriptors no "
-                                 "memory_space = slm",
-    "test_load_nd_vc_6": "xegpu-sg-to-lane still writes 2-D lane shares (vector<1x4>) where upstream writes 1-D ones",
-    "test_store_nd_vc_5": "xegpu-sg-to-lane still writes 2-D lane shares (vector<1x4>) where upstream writes 1-D ones",
-}
+STILL_ACCEPTED: dict[str, str] = {}
 
 
 def _invalid_cases() -> list[tuple[int, str, str]]:

@@ -354,6 +354,11 @@ class TensorDescType(_DescType):
         return self.block_attr.array_length if self.block_attr else 1
 
     @property
+    def memory_space(self) -> str:
+        """``global`` or ``slm`` (shared local memory), as the block attribute says."""
+        return self.block_attr.data[0] if self.block_attr else "global"
+
+    @property
     def distribute_layout(self) -> LayoutAttr | SliceAttr | None:
         return self.layout if isinstance(self.layout, LayoutAttr | SliceAttr) else None
 
@@ -386,6 +391,9 @@ class TensorDescType(_DescType):
         if not self.get_shape():
             raise VerifyException("expected 1D or 2D tensor: a tensor_desc has at least one dim")
         super().verify()
+        if self.rank == 2 and self.memory_space == "slm":
+            raise VerifyException("SLM is not supported for 2D block tensor: Xe's 2D block accesses read and write "
+                                  "global memory (use xegpu.create_mem_desc with load_matrix / store_matrix)")
 
 
 # --- helpers -------------------------------------------------------------------------
@@ -582,6 +590,13 @@ class CreateNdDescOp(_XeGPUOp):
             raise VerifyException(f"{n_offsets} offsets for a source of rank {rank}")
         if tdesc.rank > rank:
             raise VerifyException(f"a rank-{tdesc.rank} descriptor cannot view a rank-{rank} source")
+        space = "slm" if isinstance(source, MemRefType) and memory_space_name(source.memory_space) == "workgroup" \
+            else "global"
+        if space != tdesc.memory_space:
+            names = {"slm": "shared local memory (memory space 3)", "global": "global memory"}
+            raise VerifyException(f"Memory space mismatch: the source is in {names[space]}, the descriptor in "
+                                  f"{names[tdesc.memory_space]} (#xegpu.block_tdesc_attr<memory_space = slm> "
+                                  "marks a descriptor of shared local memory)")
         _check_fits(tdesc.distribute_layout, "the descriptor's layout", tdesc.get_shape(), "the block")
 
 
@@ -628,12 +643,12 @@ class LoadNdOp(_NdAccessOp):
 
 
 def _is_fragment_of(have: Sequence[int], want: Sequence[int], *, packed: bool) -> bool:
-    """A vector that is the whole block repacked (VNNI) or one lane's share of it (upstream's
-    lane-level IR holds it 1-D; simtify's xegpu-sg-to-lane still writes some 2-D shares)."""
+    """A vector that is the whole block repacked (VNNI) or one lane's share of it, 1-D as
+    upstream's lane-level IR holds it (an even share: the lanes split the block alike)."""
     total, part = prod(want), prod(have)
     if packed and part == total:
         return True
-    return part > 0 and total % part == 0 and part < total
+    return len(have) == 1 and part > 0 and total % part == 0 and part < total
 
 
 @mlir_op

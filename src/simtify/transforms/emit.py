@@ -89,6 +89,9 @@ class Emitter:
 
         return self.value(arith_ir.CmpiOp(a, b, pred))
 
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.value(arith.SelectOp(cond, a, b))
+
     def andi(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.value(arith.AndIOp(a, b))
 

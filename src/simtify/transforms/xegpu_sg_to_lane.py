@@ -6,8 +6,8 @@ lane's local extent (``rounds · lane_data``), elements in row-major order of th
 index — the register order of `simtify.layout.xegpu`. A load or store whose lane layout
 is the fragment a 2D block access gives without one (lanes along the last dim; a VNNI
 pair of rows: ``packed``) is written as upstream's lane-level IR writes it, a 1-D vector
-and no layout; others keep the block and state the lane layout, so each lane reads its
-fragment. DPAS takes the fragments flattened and is checked against the target's DPAS
+and no layout; others state the lane layout and move each lane's fragment, 1-D as
+well (upstream's lane-level accesses take no 2-D shares). DPAS takes the fragments flattened and is checked against the target's DPAS
 lanes:
 
     %a = xegpu.load_nd %ta {layout = #A} : ... -> vector<8x16xf16>
@@ -20,7 +20,8 @@ lanes:
 Reductions reduce the lane's own elements, then across the lanes of the reduced dims
 with ``gpu.subgroup_reduce`` clusters (size ``lane_layout``, stride its lane-id stride).
 Lanes holding the same data store it once. A conversion between two lane layouts of a
-block goes through the subgroup's region of shared local memory.
+block goes through the subgroup's region of a shared local memory matrix (each lane
+stores and loads its own blocks with store_matrix / load_matrix).
 """
 
 from __future__ import annotations
@@ -160,15 +161,14 @@ class LaneDistribution(XeGPULevel):
         apart."""
         if layout is None:
             return [tuple((0, 0, n) for n in vshape)]
-        if isinstance(layout, XeGPUSlice):
-            raise SimtifyError(f"matrix accesses with a slice layout ({layout}) are not distributed to lanes")
-        digits = self.lane_digits(layout)
+        digits = self.lane_digits(layout) if has(layout, "lane_layout") else None
+        kept = kept_dims(layout)
         per_dim = []
         for d, p in enumerate(self._plans(layout, vshape)):
-            if p.LL == 1 or digits[d] is None:
+            if p.LL == 1 or digits is None or digits[kept[d]] is None:
                 per_dim.append([(0, 0, p.lane_extent)])
                 continue
-            per_dim.append([(em.apply(AffineDimExpr(0) * p.LD + r * p.LL * p.LD, [digits[d]]), r * p.LD, p.LD)
+            per_dim.append([(em.apply(AffineDimExpr(0) * p.LD + r * p.LL * p.LD, [digits[kept[d]]]), r * p.LD, p.LD)
                             for r in range(p.R2)])
         return list(product(*per_dim))
 
@@ -176,33 +176,41 @@ class LaneDistribution(XeGPULevel):
         r = op.data
         if not is_vector(r):
             raise SimtifyError(f"a scalar load_matrix is not distributed by {self.level}")
-        pt = self.piece_type(r)
         base = next(iter(self.matrix_pieces(op, r, em)))
-        k = len(base) - len(shape(r))
-        runs = self.lane_runs(self.layout_of(r), shape(r), em)
-        out = None
-        for run in runs:
-            offs = base[:k] + [self.add(em, b, m) for b, (m, _, _) in zip(base[k:], run)]
-            vt = VectorType(pt.element_type, [n for _, _, n in run])
-            v = self.make_access(xegpu_ir.LoadMatrixOp, [self.one(op.mem_desc)], offs, {}, None, [vt], em).results[0]
-            if len(runs) == 1:
-                out = v
-                break
-            if out is None:
-                zero = 0.0 if isinstance(pt.element_type, AnyFloat) else 0
-                out = self.splat(em, zero, pt, None)
-            out = em.insert_strided(v, out, [at for _, at, _ in run])
-        self.value_pieces[r] = [out]
+        self.value_pieces[r] = [self.load_runs(self.one(op.mem_desc), base, self.layout_of(r), shape(r),
+                                               self.piece_type(r), em)]
 
     def op_xegpu_store_matrix(self, op: Operation, em: Emitter) -> None:
         v = op.data
         if not is_vector(v):
             raise SimtifyError(f"a scalar store_matrix is not distributed by {self.level}")
         target = self.single_writer(self.layout_of(v), shape(v), em)
-        piece = self.one(v)
         base = next(iter(self.matrix_pieces(op, v, target)))
-        k = len(base) - len(shape(v))
-        runs = self.lane_runs(self.layout_of(v), shape(v), em)
+        self.store_runs(self.one(v), self.one(op.mem_desc), base, self.layout_of(v), shape(v), target)
+
+    def load_runs(self, mem: SSAValue, base: list[Index], layout, vshape, pt: VectorType, em: Emitter) -> SSAValue:
+        """This lane's share (`pt`) of the block at `base` of matrix `mem` held in
+        `layout`: one load_matrix of the lane's own block per run."""
+        k = len(base) - len(vshape)
+        runs = self.lane_runs(layout, vshape, em)
+        out = None
+        for run in runs:
+            offs = base[:k] + [self.add(em, b, m) for b, (m, _, _) in zip(base[k:], run)]
+            vt = VectorType(pt.element_type, [n for _, _, n in run])
+            v = self.make_access(xegpu_ir.LoadMatrixOp, [mem], offs, {}, None, [vt], em).results[0]
+            if len(runs) == 1:
+                return v
+            if out is None:
+                zero = 0.0 if isinstance(pt.element_type, AnyFloat) else 0
+                out = self.splat(em, zero, pt, None)
+            out = em.insert_strided(v, out, [at for _, at, _ in run])
+        return out
+
+    def store_runs(self, piece: SSAValue, mem: SSAValue, base: list[Index], layout, vshape, target: Emitter) -> None:
+        """This lane's share `piece` of the block at `base` of matrix `mem` held in
+        `layout`: one store_matrix of the lane's own block per run."""
+        k = len(base) - len(vshape)
+        runs = self.lane_runs(layout, vshape, target)
         for run in runs:
             offs = base[:k] + [self.add(target, b, m) for b, (m, _, _) in zip(base[k:], run)]
             part = piece
@@ -211,7 +219,7 @@ class LaneDistribution(XeGPULevel):
                 part = target.value(vector_ir.ExtractStridedSliceOp(
                     piece, [at for _, at, _ in run], sizes, [1] * len(sizes),
                     VectorType(piece.type.element_type, sizes)))
-            self.make_access(xegpu_ir.StoreMatrixOp, [part, self.one(op.mem_desc)], offs, {}, None, [], target)
+            self.make_access(xegpu_ir.StoreMatrixOp, [part, mem], offs, {}, None, [], target)
 
     # --- ids ----------------------------------------------------------------------------
 
@@ -308,9 +316,7 @@ class LaneDistribution(XeGPULevel):
             return
         elt = src.type.element_type
         rows = vshape[0]
-        buf = em.workgroup_alloc([self.num_subgroups * rows] + list(vshape[1:]), elt)
-        t = xegpu_ir.TensorDescType(list(vshape), elt)
-        tdesc = em.value(xegpu_ir.CreateNdDescOp.build(operands=[buf, [], [], []], result_types=[t]))
+        mem = self.shared_matrix([self.num_subgroups * rows] + list(vshape[1:]), elt, em)
         if self.num_subgroups > 1:
             row = em.apply(AffineDimExpr(0) * rows, [self.subgroup_id()])
         else:
@@ -318,11 +324,9 @@ class LaneDistribution(XeGPULevel):
         offs = [row] + [0] * (len(vshape) - 1)
         if _in_loop(op, self.func):
             em.barrier()
-        target = self.store_guard(have, vshape, em)
-        self.make_access(xegpu_ir.StoreNdOp, [self.one(src), tdesc], offs, {}, have, [], target)
+        self.store_runs(self.one(src), mem, offs, have, vshape, self.store_guard(have, vshape, em))
         em.barrier()
-        self.value_pieces[r] = [self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, {}, want, [self.piece_type(r)],
-                                         em).results[0]]
+        self.value_pieces[r] = [self.load_runs(mem, offs, want, vshape, self.piece_type(r), em)]
 
     # --- re-cut blocks from blocking --------------------------------------------------------
 

@@ -13,7 +13,8 @@ cover (each round one op), shared tiles when it is smaller. The seed's example:
     %v1 = xegpu.load_nd %t'[%m + 32·i + 64, 0] <{layout = #a'}> -> vector<32x128xf16>
 
 (#a' is #a without its subgroup fields.) What needs other subgroups' data goes through
-shared local memory: a reduction over a dim split among subgroups writes each
+a shared local memory matrix (``create_mem_desc``, ``store_matrix`` / ``load_matrix``,
+as upstream does): a reduction over a dim split among subgroups writes each
 subgroup's partial (one copy of each, from the first subgroup holding it), waits at a
 barrier and reads back every partial; a ``convert_layout`` whose subgroup tiles differ
 writes the value once, waits, and reads the new tiles. A dpas needs, in each subgroup,
@@ -34,6 +35,7 @@ from xdsl.ir.affine import AffineDimExpr
 
 from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
+from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
 from simtify.layout.xegpu import SUBGROUP_FIELDS, Layout, delinearize, flatten, kept_dims, plan, strip
 from simtify.transforms import xegpu_annotations as notes
@@ -95,6 +97,48 @@ class SubgroupDistribution(XeGPULevel):
                 self.offset_cache[key] = self.prelude.apply(expr, [digit])
             out.append(self.offset_cache[key])
         return out
+
+    def split_argument(self, old: SSAValue, new: SSAValue, em: Emitter) -> list[SSAValue]:
+        """Every subgroup receives a vector argument whole (upstream leaves such an
+        argument as it is); its tiles are cut from it in registers. A tile's start
+        depends on the subgroup id, so per dim the tile at each start a subgroup can
+        have is cut and the one at this subgroup's start selected::
+
+            %a: vector<24x32xf32>    // #a: sg_layout = [2, 2], sg_data = [12, 32]
+          becomes, in subgroup (i, j), rows 12·i of it
+            %r0 = vector.extract_strided_slice %a {offsets = [0, 0], sizes = [12, 32] ..}
+            %r1 = vector.extract_strided_slice %a {offsets = [12, 0], sizes = [12, 32] ..}
+            %a0 = arith.select (12·i == 12), %r1, %r0"""
+        lay, vshape = self.layout_of(old), shape(old)
+        starts = self.host_offsets(lay, vshape)
+        out = []
+        tests: dict = {}  # (start, candidate): whether this subgroup's tile starts there
+        for q in product(*[range(n) for n in self.grid(lay, vshape)]):
+            v = new
+            for j, (off, (size, at)) in enumerate(zip(self.piece_offsets(lay, vshape, q, em), starts)):
+                piece = None
+                for c in sorted({int(x) for x in at[:, q[j]]}):
+                    cut = self.cut(v, j, c, size, em)
+                    if piece is not None:
+                        if (off, c) not in tests:
+                            tests[off, c] = em.cmpi("eq", self.index(em, off), self.const(em, c))
+                        cut = em.select(tests[off, c], cut, piece)
+                    piece = cut
+                v = piece
+            if v is not new:
+                notes.set_result_layout(v.owner, 0, self.piece_layout(lay))
+            out.append(v)
+        return out
+
+    def cut(self, v: SSAValue, dim: int, start: int, size: int, em: Emitter) -> SSAValue:
+        """`v`'s elements ``[start, start + size)`` along `dim` (`v` itself where that is all)."""
+        vshape = list(v.type.get_shape())
+        if start == 0 and size == vshape[dim]:
+            return v
+        offsets, sizes = [0] * len(vshape), list(vshape)
+        offsets[dim], sizes[dim] = start, size
+        return em.value(vector_ir.ExtractStridedSliceOp(v, offsets, sizes, [1] * len(vshape),
+                                                        VectorType(v.type.element_type, sizes)))
 
     # --- which subgroups hold what ------------------------------------------------------
 
@@ -183,9 +227,6 @@ class SubgroupDistribution(XeGPULevel):
             parent = parent.parent_op()
         return False
 
-    def slm(self, shape_, elt, em: Emitter) -> SSAValue:
-        return em.workgroup_alloc(list(shape_), elt)
-
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.result
         have, want = self.layout_of(src), self.layout_of(r)
@@ -208,24 +249,29 @@ class SubgroupDistribution(XeGPULevel):
         return all(x[0] == y[0] and np.array_equal(x[1], y[1]) for x, y in zip(ha, hb))
 
     def exchange(self, op, pieces, have, want, shape_, elt, em: Emitter) -> list[SSAValue]:
-        """The value written to shared local memory in `have`'s tiles, read in `want`'s."""
-        buf = self.slm(shape_, elt, em)
+        """The value stored to a shared local memory matrix in `have`'s tiles, loaded in
+        `want`'s (upstream's convert_layout across subgroups)::
+
+            %w = xegpu.convert_layout %v <{input_layout = #a, target_layout = #b}> : vector<32x64xf32>
+          becomes
+            %m = xegpu.create_mem_desc %slm : memref<8192xi8, 3> -> !xegpu.mem_desc<32x64xf32>
+            xegpu.store_matrix %v0, %m[%i, %j] <{layout = #a'}> : vector<32x16xf32>, ...   // one holder of each tile
+            gpu.barrier
+            %w0 = xegpu.load_matrix %m[%k, %l] <{layout = #b'}> : ... -> vector<16x32xf32>"""
+        mem = self.shared_matrix(shape_, elt, em)
         if self.in_loop(op):
             em.barrier()
-        tdesc_owner = _SharedBuffer(self, buf)
         guard = self.writer(have, shape_, em)
         target = em.if_then(guard) if guard is not None else em
         for q, piece in zip(product(*[range(n) for n in self.grid(have, shape_)]), pieces):
             offs = self.piece_offsets(have, shape_, q, target)
-            tdesc = tdesc_owner.descriptor(self.piece_shape(have, shape_), em)
-            self.make_access(xegpu_ir.StoreNdOp, [piece, tdesc], offs, {}, self.piece_layout(have), [], target)
+            self.make_access(xegpu_ir.StoreMatrixOp, [piece, mem], offs, {}, self.piece_layout(have), [], target)
         em.barrier()
         out = []
         pt = VectorType(elt, list(self.piece_shape(want, shape_)))
         for q in product(*[range(n) for n in self.grid(want, shape_)]):
             offs = self.piece_offsets(want, shape_, q, em)
-            tdesc = tdesc_owner.descriptor(self.piece_shape(want, shape_), em)
-            out.append(self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, {}, self.piece_layout(want), [pt],
+            out.append(self.make_access(xegpu_ir.LoadMatrixOp, [mem], offs, {}, self.piece_layout(want), [pt],
                                         em).results[0])
         return out
 
@@ -255,10 +301,9 @@ class SubgroupDistribution(XeGPULevel):
             rshape = shape(r)
             elt = r.type.element_type
         G = prod(groups)
-        buf = self.slm((G * rshape[0],) + rshape[1:], elt, em)
+        mem = self.shared_matrix((G * rshape[0],) + rshape[1:], elt, em)
         if self.in_loop(op):
             em.barrier()
-        shared = _SharedBuffer(self, buf)
         digits = self.digits(s_lay)
         kept = kept_dims(s_lay)
         conds = []
@@ -284,8 +329,7 @@ class SubgroupDistribution(XeGPULevel):
         for q, piece in zip(product(*[range(n) for n in grid]), partials):
             offs = self.piece_offsets(r_lay, rshape, q, target)
             offs[0] = self.add(target, target.apply(AffineDimExpr(0) * rshape[0], [gid]), offs[0])
-            self.make_access(xegpu_ir.StoreNdOp, [piece, shared.descriptor(pshape, em)], offs, {}, playout, [],
-                             target)
+            self.make_access(xegpu_ir.StoreMatrixOp, [piece, mem], offs, {}, playout, [], target)
         em.barrier()
         accs = self.pieces(op.acc)
         out = []
@@ -295,8 +339,7 @@ class SubgroupDistribution(XeGPULevel):
             for g in range(G):
                 offs = self.piece_offsets(r_lay, rshape, q, em)
                 offs[0] = self.add(em, offs[0], g * rshape[0])
-                v = self.make_access(xegpu_ir.LoadNdOp, [shared.descriptor(pshape, em)], offs, {}, playout, [pt],
-                                     em).results[0]
+                v = self.make_access(xegpu_ir.LoadMatrixOp, [mem], offs, {}, playout, [pt], em).results[0]
                 total = v if total is None else self.combine(em, kind, total, v, r)
             if scalar:  # the vector<1>'s element combined with the accumulator
                 out.append(em.multi_reduction(kind, total, accs[i], [0]))
@@ -308,25 +351,6 @@ class SubgroupDistribution(XeGPULevel):
         v = em.combine(kind, a, b)
         notes.set_result_layout(v.owner, 0, self.piece_layout(self.layout_of(like)))
         return v
-
-
-class _SharedBuffer:
-    """Descriptors over one shared-local-memory buffer, one per block shape."""
-
-    def __init__(self, owner: SubgroupDistribution, buf: SSAValue):
-        self.owner = owner
-        self.buf = buf
-        self.made: dict = {}
-
-    def descriptor(self, block, em: Emitter) -> SSAValue:
-        key = tuple(block)
-        if key not in self.made:
-            t = xegpu_ir.TensorDescType(list(block), self.buf.type.element_type)
-            new = xegpu_ir.CreateNdDescOp.build(operands=[self.buf, [], [], []], result_types=[t])
-            # right after the allocation, so that guarded stores and the loads share it
-            self.buf.owner.parent_block().insert_op_after(new, self.buf.owner)
-            self.made[key] = new.results[0]
-        return self.made[key]
 
 
 def _all(em: Emitter, conds: list[SSAValue]) -> SSAValue | None:

@@ -14,6 +14,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.errors import SimtifyError
 from simtify.ir import xegpu as xegpu_ir
+from simtify.ir.attribute_syntax import DYNAMIC, i64_array
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
 from simtify.layout.xegpu import Layout
@@ -36,16 +37,24 @@ def flattened(v: SSAValue, em: Emitter) -> SSAValue:
     return em.shape_cast(v, want)
 
 
+def is_share(piece: VectorType, block: Sequence[int]) -> bool:
+    """Whether `piece` is a lane's share of `block` written 2-D (upstream's lane-level
+    accesses move 1-D shares: a vector of the block's shape or 1-D)."""
+    return piece.get_shape() != tuple(block) and len(piece.get_shape()) > 1 and \
+        prod(piece.get_shape()) < prod(block)
+
+
 class BlockAccess(PieceRewriter):
     def op_xegpu_create_nd_tdesc(self, op: Operation, em: Emitter) -> None:
         t = op.tensor_desc.type
         origin = mixed_offsets(op.const_offsets, [self.one(o) for o in op.offsets])
+        lead = origin[:len(origin) - t.rank] if origin else []
         extent = ([self.one(v) for v in op.shape], [self.one(v) for v in op.strides],
                   {k: op.properties[k] for k in ("const_shape", "const_strides") if k in op.properties})
         marker = em.add(arith.ConstantOp(IntegerAttr(0, IndexType())))
         self.markers.append(marker)
-        self.descs[op.tensor_desc] = Descriptor(self.one(op.source), origin, t,
-                                                  self.emitter(em.block, before=marker), extent)
+        self.descs[op.tensor_desc] = Descriptor(self.one(op.source), origin[len(lead):], t,
+                                                  self.emitter(em.block, before=marker), extent, lead)
         self.value_pieces[op.tensor_desc] = []
 
     def descriptor(self, tdesc: SSAValue, block: Sequence[int], layout: Layout | None, em: Emitter) -> SSAValue:
@@ -59,13 +68,18 @@ class BlockAccess(PieceRewriter):
             t = xegpu_ir.TensorDescType(list(block), d.type.element_type, d.type.encoding if d.type.block_attr
                                         else None, notes.to_attr(layout) if layout is not None else None)
             sizes, strides, static = d.extent
-            new = xegpu_ir.CreateNdDescOp.build(operands=[d.source, [], sizes, strides], result_types=[t],
-                                                properties=dict(static))
+            props = dict(static)
+            lead = [x for x in d.lead if not isinstance(x, int)]
+            if d.lead:  # the outer dims' offsets on the descriptor, the descriptor's own on the accesses
+                props["const_offsets"] = i64_array([x if isinstance(x, int) else DYNAMIC for x in d.lead]
+                                                   + [0] * len(block))
+            new = xegpu_ir.CreateNdDescOp.build(operands=[d.source, lead, sizes, strides], result_types=[t],
+                                                properties=props)
             src = d.source
             # over a function argument (and sizes that are arguments or constants): at the
             # entry, so that loops reuse it
             at = self.prelude if all(isinstance(v.owner, Block) and v.owner is self.prelude.block
-                                     for v in [src, *sizes, *strides]) else d.at
+                                     for v in [src, *lead, *sizes, *strides]) else d.at
             d.made[key] = at.value(new)
         return d.made[key]
 
@@ -74,9 +88,6 @@ class BlockAccess(PieceRewriter):
         own = mixed_offsets(op.const_offsets, [self.one(o) for o in op.offsets])
         rank = len(tdesc.type.get_shape())
         if d is not None and d.origin:
-            if len(d.origin) != rank:
-                raise SimtifyError(f"offsets on a rank-{rank} descriptor over a rank-{len(d.origin)} memref "
-                                   f"are not distributed by {self.level}")
             return [x if not own else self.add(em, x, y) for x, y in zip(d.origin, own or [0] * rank)]
         return own or [0] * rank
 
@@ -121,9 +132,11 @@ class BlockAccess(PieceRewriter):
                                                                       "l3_hint")}
             piece = self.piece_type(r)
             packed = None if op.packed or perm else self.block_fragment(lay, shape(r), piece.element_type)
-            if packed is None:
-                new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, self.access_layout(lay), [piece], em)
-                out.append(new.results[0])
+            if packed is None:  # the access states its layout; a lane's share of the block is 1-D
+                share = is_share(piece, [block[p] for p in perm] if perm else block)
+                new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, self.access_layout(lay),
+                                       [flat_type(piece) if share else piece], em)
+                out.append(em.shape_cast(new.results[0], piece) if share else new.results[0])
                 continue
             if packed:
                 props["packed"] = UnitAttr()
@@ -143,6 +156,8 @@ class BlockAccess(PieceRewriter):
             layout = self.access_layout(lay)
             if self.block_fragment(lay, shape(v), piece.type.element_type) is False:
                 piece, layout = flattened(piece, target), None
+            elif is_share(piece.type, block):
+                piece = flattened(piece, target)
             self.make_access(xegpu_ir.StoreNdOp, [piece, tdesc], offs, props, layout, [], target)
 
     def op_xegpu_prefetch_nd(self, op: Operation, em: Emitter) -> None:

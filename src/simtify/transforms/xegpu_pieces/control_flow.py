@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from xdsl.dialects import scf
-from xdsl.dialects.builtin import IndexType
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from simtify.errors import SimtifyError
 from simtify.ir import xegpu as xegpu_ir
 from simtify.transforms.emit import Emitter, if_regions
+from simtify.transforms.xegpu_pieces.descriptors import Descriptor
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter
 
 
@@ -79,11 +80,66 @@ class ControlFlow(PieceRewriter):
         self.bind_carried(list(op.results), list(new.results), passed)
 
     def op_scf_if(self, op: Operation, em: Emitter) -> None:
-        types = [t for r in op.results for t in self.piece_types(r)]
+        """A descriptor the branches make over different memories is yielded as its
+        memory too (the block descriptors are made after the ``scf.if``, over the memory
+        it yields)::
+
+            %t = scf.if %p -> (!xegpu.tensor_desc<256xf32, #l>) { .. yield %ta } else { .. yield %tb }
+          becomes
+            %m, %i = scf.if %p -> (memref<1024xf32>, index) { .. yield %a, %c0 } else { .. yield %b, %c0 }"""
         regions = if_regions(op, lambda old, block: self.rewrite_block(old, self.emitter(block)))
+        yields = [list(r.blocks.first.ops.last.operands) if r.blocks else [] for r in op.regions]
+        switched = self.switched_memories(op, yields) if yields[0] and yields[1] else set()
+        for region, yielded in zip(regions, yields):
+            if switched and region is not None:
+                self.yield_memories(op, region.blocks.first, yielded, switched)
+        types = []
+        for i, r in enumerate(op.results):
+            types += ([self.descs[yields[0][i]].source.type] if i in switched else []) + self.piece_types(r)
         new = scf.IfOp(self.one(op.operands[0]), types, regions[0], regions[1])
         em.add(new)
-        yields = [list(r.blocks.first.ops.last.operands) if r.blocks else [] for r in op.regions]
-        if yields[0] and yields[1]:
-            self.check_same_memory(op, zip(yields[0], yields[1]))
-        self.bind_carried(list(op.results), list(new.results), yields[0] or [None] * len(op.results))
+        results = list(new.results)
+        for i, r in enumerate(op.results):
+            if i in switched:
+                d = self.descs[yields[0][i]]
+                marker = em.add(arith.ConstantOp(IntegerAttr(0, IndexType())))
+                self.markers.append(marker)
+                self.descs[r] = Descriptor(results[0], results[1:1 + r.type.rank], d.type,
+                                           self.emitter(em.block, before=marker), d.extent, d.lead)
+                self.value_pieces[r] = []
+                results = results[1 + r.type.rank:]
+                continue
+            n = len(self.piece_types(r))
+            self.bind_carried([r], results[:n], [yields[0][i] if yields[0] else None])
+            results = results[n:]
+
+    def switched_memories(self, op: Operation, yields) -> set[int]:
+        """The results whose descriptors the two branches make over different memories
+        (of one type and extent: the ``scf.if`` can yield the memory)."""
+        out = set()
+        for i, (a, b) in enumerate(zip(*yields)):
+            if not isinstance(a.type, xegpu_ir.TensorDescType):
+                continue
+            self.origin_of(a)  # each made in this function (or refused, located)
+            self.origin_of(b)
+            da, db = self.descs[a], self.descs[b]
+            if da.made is db.made:
+                continue
+            if da.source.type != db.source.type or da.extent != db.extent or da.lead != db.lead:
+                raise SimtifyError(f"{op.name} yields descriptor #{i} over memories of different types or shapes "
+                                   f"({da.source.type}, {db.source.type}); {self.level} needs them alike")
+            out.add(i)
+        return out
+
+    def yield_memories(self, op: Operation, block: Block, yielded, switched: set[int]) -> None:
+        """The branch's ``scf.yield`` with the memory before the origin of each switched descriptor."""
+        old = block.ops.last
+        flat = list(old.operands)
+        operands = []
+        for i, (v, r) in enumerate(zip(yielded, op.results)):
+            n = len(self.piece_types(r))
+            operands += ([self.descs[v].source] if i in switched else []) + flat[:n]
+            flat = flat[n:]
+        block.insert_op_before(scf.YieldOp(*operands), old)
+        old.detach()
+        old.erase()

@@ -14,12 +14,15 @@ Index = int | SSAValue
 class Descriptor:
     """What the rewritten program needs to make a descriptor of any block shape over
     the same memory: the (new) source, the origin older IR put on the descriptor (or
-    `update_nd_offset` moved it to, or a loop carries)."""
+    `update_nd_offset` moved it to, or a loop carries), one index per descriptor dim;
+    where the memory has more dims than the descriptor, the offsets older IR gave the
+    outer ones (`lead`: nothing moves them, the block descriptors start there)."""
 
     def __init__(self, source: SSAValue, origin: list[Index], tdesc_type: xegpu_ir.TensorDescType, at: Emitter,
-                 extent: tuple[list[SSAValue], list[SSAValue], dict] = ([], [], {})):
+                 extent: tuple[list[SSAValue], list[SSAValue], dict] = ([], [], {}), lead: list[Index] = ()):
         self.source = source
         self.origin = origin
+        self.lead = list(lead)
         self.type = tdesc_type
         self.at = at  # where the original descriptor was made: new ones go there
         # the memory's shape and strides where the source does not say them (a raw
@@ -30,6 +33,6 @@ class Descriptor:
     def moved(self, origin: list[Index]) -> Descriptor:
         """The same memory from another origin: the block descriptors (which carry no
         offsets) are shared."""
-        new = Descriptor(self.source, list(origin), self.type, self.at, self.extent)
+        new = Descriptor(self.source, list(origin), self.type, self.at, self.extent, self.lead)
         new.made = self.made
         return new

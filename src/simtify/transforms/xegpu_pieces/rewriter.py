@@ -239,11 +239,7 @@ class PieceRewriter:
         if d is None:
             raise SimtifyError(f"the descriptor must come from a create_nd_tdesc in this function to be "
                                f"distributed by {self.level}")
-        rank = tdesc.type.rank
-        if d.origin and len(d.origin) != rank:
-            raise SimtifyError(f"a rank-{rank} descriptor over a rank-{len(d.origin)} memref with offsets is not "
-                               f"moved or carried by {self.level}")
-        return list(d.origin) or [0] * rank
+        return list(d.origin) or [0] * tdesc.type.rank
 
     # --- driving --------------------------------------------------------------------
 
@@ -291,10 +287,10 @@ class PieceRewriter:
         marker = arith.ConstantOp(IntegerAttr(0, IndexType()))
         new_entry.add_op(marker)
         self.prelude = self.emitter(new_entry, before=marker)
+        self.start(self.prelude)  # the ids, which cutting an argument may need
         for old, new in zip(old_entry.args, new_entry.args):
             new.name_hint = old.name_hint
             self.value_pieces[old] = self.split_argument(old, new, self.prelude) if is_vector(old) else [new]
-        self.start(self.prelude)
         body = self.emitter(new_entry)
         results = self.rewrite_block(old_entry, body)
         terminator = old_entry.ops.last

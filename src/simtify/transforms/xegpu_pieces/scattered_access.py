@@ -14,6 +14,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import xegpu as xegpu_ir
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
+from simtify.target.xe import element_bits
 from simtify.transforms.launch import recorded_threads
 from simtify.layout.xegpu import Layout, field_of
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter, linear_index, mixed_offsets
@@ -111,16 +112,33 @@ class ScatteredAccess(PieceRewriter):
 
     def single_writer(self, layout: Layout | None, vshape, em: Emitter) -> Emitter:
         """Where a scatter or a matrix store goes so that each element is written by one
-        thread: lanes that all hold the value (no lanes in its layout) leave it to lane 0."""
+        thread: at lane level, lanes that all hold the value (no lanes in its layout) leave
+        it to lane 0. (Above it, a value without lanes is the subgroup's, and may still be
+        split among the lanes later: a guard there would keep the other lanes' parts.)"""
         from simtify.ir import gpu as gpu_ir
         from simtify.layout.xegpu import has
 
         target = self.store_guard(layout, vshape, em)
-        if has(layout, "lane_layout") or not self.simt_program():
+        if has(layout, "lane_layout") or not self.simt_program() or self.holder != "lane":
             return target
         if self._lane_id is None:
             self._lane_id = self.prelude.value(gpu_ir.LaneIdOp())
         return target.if_then(target.cmpi("eq", self._lane_id, self.const(target, 0)))
+
+    def shared_matrix(self, shape_, elt, em: Emitter) -> SSAValue:
+        """A matrix of `shape_` in a new shared local memory buffer (bytes, memory space 3,
+        viewed by ``create_mem_desc``): where a level exchanges values between the
+        subgroups or lanes that hold them, as upstream's wg-to-sg does (2-D block
+        descriptors over shared local memory are not allowed upstream)."""
+        from math import prod
+
+        from xdsl.dialects import memref
+        from xdsl.dialects.builtin import IntegerType, i64
+
+        size = prod(shape_) * max(1, element_bits(elt) // 8)
+        buf = em.value(memref.AllocOp.get(IntegerType(8), shape=[size], memory_space=IntegerAttr(3, i64)))
+        md = xegpu_ir.MemDescType(list(shape_), elt)
+        return em.value(xegpu_ir.CreateMemDescOp.build(operands=[buf], result_types=[md]))
 
     def matrix_pieces(self, op: Operation, value: SSAValue, em: Emitter):
         """Per piece of `value`: its offsets in the matrix."""
