@@ -17,7 +17,10 @@ and instruction distribution unroll, each with the lane's flattened vector.
 
 Even distributability follows the seed dim by dim (``n / sg_layout`` divides or
 ``sg_layout / n`` does; then ``sg_data`` divides that or is a multiple of it; instruction
-and lane levels divide exactly). Upstream's ``isEvenlyDistributable`` compares whole
+and lane levels divide exactly, or wrap: an ``inst_data`` that is a multiple of the tile
+is the whole tile, and more lanes (of ``lane_data`` 1) than a block has elements wrap
+around it, lane ``l`` owning element ``l % block`` — upstream's "wrap-around" dims, e.g.
+a 16x1 vector on ``lane_layout = [1, 16]``). Upstream's ``isEvenlyDistributable`` compares whole
 arrays and rejects the seed's own 128x128 ``sg_data = [32, 128]`` example. We also
 refuse ``sg_data`` larger than the dim, which would have a subgroup hold an element twice
 — except on a dim no subgroups share out (``sg_layout`` 1) that the data is a multiple
@@ -260,6 +263,11 @@ class DimPlan:
     def lane_extent(self) -> int:
         return self.R2 * self.LD
 
+    @property
+    def wraps(self) -> bool:
+        """The lanes wrap around the block: lane ``l`` starts at ``l·LD % I``."""
+        return self.LL * self.LD > self.I
+
 
 def _field(layout: XeGPULayout, name: str, dim: int) -> int | None:
     v = getattr(layout, name)
@@ -295,15 +303,21 @@ def plan_dims(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ...
             raise SimtifyError(f"dim {j}: sg_data {D} exceeds the size {n}: a subgroup would hold elements twice")
         U = min(n, L * D)
         I = _field(base, "inst_data", d) or D
+        if I > D and I % D == 0:
+            I = D  # an instruction as wide as a multiple of the tile holds the whole tile
         if D % I:
             raise SimtifyError(f"dim {j}: inst_data {I} does not divide the subgroup tile {D}")
         LL = _field(base, "lane_layout", d) or 1
-        if I % LL:
+        if I % LL and LL % I:
             raise SimtifyError(f"dim {j}: lane_layout {LL} does not divide the {'instruction' if base.inst_data else 'subgroup'} tile {I}")
-        LD = _field(base, "lane_data", d) or I // LL
-        if I % (LL * LD):
+        LD = _field(base, "lane_data", d) or max(1, I // LL)
+        if I % (LL * LD) == 0:
+            R2 = I // (LL * LD)
+        elif LD == 1 and LL > I and LL % I == 0:
+            R2 = 1  # more lanes than elements: they wrap around the block
+        else:
             raise SimtifyError(f"dim {j}: lane_layout {LL} × lane_data {LD} does not divide the tile {I}")
-        plans.append(DimPlan(n, L, D, U, n // U, I, D // I, LL, LD, I // (LL * LD)))
+        plans.append(DimPlan(n, L, D, U, n // U, I, D // I, LL, LD, R2))
     return plans
 
 
@@ -369,7 +383,7 @@ def _ownership(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ..
     for j, (d, p) in enumerate(zip(kept, plans)):
         q, bl, loc = regs[j], regs[k + j], regs[2 * k + j]
         reg_part = q * p.U + bl * p.I + (loc // p.LD) * (p.LL * p.LD) + loc % p.LD
-        thread_part = sg_ids[:, d] * p.D + lane_ids[:, d] * p.LD
+        thread_part = sg_ids[:, d] * p.D + (lane_ids[:, d] * p.LD) % p.I
         flat += ((thread_part[:, None] + reg_part[None, :]) % p.n) * row_strides[j]
     return OwnershipMap(shape, subgroup_size, flat, rows_distinct=True)
 
@@ -603,6 +617,15 @@ def plan(layout: Layout | None, shape: Sequence[int]):
         return plan_dims(XeGPULayout(), (), shape)
     base, removed = flatten(layout)
     return plan_dims(base, removed, shape)
+
+
+def check_block(layout: Layout, shape: Sequence[int]) -> None:
+    """`check_shape` for a memory block: its lanes may not wrap around a dim (a block
+    access gives each element one lane), as upstream's descriptors require."""
+    layout.check_shape(tuple(shape))
+    for j, p in enumerate(plan(layout, shape)):
+        if p.wraps:
+            raise SimtifyError(f"dim {j}: cannot distribute {p.I} over {p.LL} lanes with {p.LD} elements each")
 
 
 def check_fits(layout: Layout | None, shape: Sequence[int], what: str) -> None:

@@ -57,6 +57,7 @@ from simtify.layout.xegpu import (
     bitcast_layout,
     broadcast_result,
     broadcast_source,
+    check_block,
     flatten,
     gather_offsets_layout,
     gather_value_layout,
@@ -251,7 +252,9 @@ class ConvertLayout(XeGPURule):
         return [(op.result, op.target_layout.data), (op.result, p.L(op.source))]
 
     def needs(self, p, op):
-        return [(op.source, op.input_layout.data)]
+        # without an input_layout it anchors: the value is held as the target says
+        given = op.input_layout if op.input_layout is not None else op.target_layout
+        return [(op.source, given.data)]
 
 
 class MultiReduction(XeGPURule):
@@ -295,7 +298,7 @@ def _holding(layout: Layout | None, op: Operation) -> bool:
     whole = op.source if op.name == "vector.extract_strided_slice" else op.dest
     part = op.results[0] if op.name == "vector.extract_strided_slice" else op.value_to_store
     try:
-        layout.check_shape(shape(part))
+        check_block(layout, shape(part))  # lanes wrapping around the part hold no slice of it
         return lane_slice(layout, shape(whole), _ints(op.offsets), shape(part)) is not None
     except SimtifyError:
         return False

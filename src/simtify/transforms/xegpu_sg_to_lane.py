@@ -94,7 +94,7 @@ class LaneDistribution(XeGPULevel):
         out = []
         for j, p in enumerate(plans):
             digit = digits[kept[j]]
-            offset = 0 if digit is None else self.prelude.apply(AffineDimExpr(0) * p.LD, [digit])
+            offset = 0 if digit is None else self.prelude.apply(AffineDimExpr(0) * p.LD % p.I, [digit])
             out.append((offset, [k // p.LD * p.LL * p.LD + k % p.LD for k in range(p.lane_extent)]))
         return out
 
@@ -112,6 +112,8 @@ class LaneDistribution(XeGPULevel):
         each, or a VNNI pair (quad) of rows for a packed load."""
         if not isinstance(layout, XeGPULayout) or len(vshape) not in (1, 2) or has(layout, "inst_data"):
             return None
+        if any(p.wraps for p in plan(layout, vshape)):
+            return None  # lanes wrapping around the block hold it more than once
         bits, sg = element_bits(element_type), self.analysis.subgroup_size
         for packed in (False, True) if len(vshape) == 2 and vnni_factor(bits) > 1 else (False,):
             want = block_load_layout(len(vshape), bits, packed, sg)
@@ -168,7 +170,7 @@ class LaneDistribution(XeGPULevel):
             if p.LL == 1 or digits[d] is None:
                 per_dim.append([(0, 0, p.lane_extent)])
                 continue
-            per_dim.append([(em.apply(AffineDimExpr(0) * p.LD + r * p.LL * p.LD, [digits[d]]), r * p.LD, p.LD)
+            per_dim.append([(em.apply(AffineDimExpr(0) * p.LD % p.I + r * p.LL * p.LD, [digits[d]]), r * p.LD, p.LD)
                             for r in range(p.R2)])
         return list(product(*per_dim))
 
