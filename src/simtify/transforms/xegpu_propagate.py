@@ -285,6 +285,13 @@ class ShapeCast(XeGPURule):
         return [(op.source, shape_cast_layout(p.L(op.results[0]), shape(op.results[0]), shape(op.source)))]
 
 
+def _read_whole(v: SSAValue) -> bool:
+    """Is `v` only read element by element (scalar ``vector.extract``s, as the pieces of
+    a vector with no linear rule take theirs)? Every thread then holds it whole."""
+    return bool(v.uses) and all(u.operation.name == "vector.extract" and not is_vector(u.operation.results[0])
+                                for u in v.uses)
+
+
 def _ints(attr) -> list[int]:
     return [int(x.value.data) for x in attr.data]
 
@@ -555,6 +562,8 @@ class Propagation(Engine):
                 if not is_vector(v) or is_complete(cur, inst=self.inst, lanes=self.lanes):
                     continue
                 if isinstance(cur, XeGPUSlice) != slices or (cur is None and self.result.workgroup_level):
+                    continue
+                if cur is None and _read_whole(v):
                     continue
                 op = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
                 try:

@@ -82,6 +82,7 @@ class PieceRewriter:
         self.func = func
         self.analysis = analysis
         self.value_pieces: dict[SSAValue, list[SSAValue]] = {}
+        self.whole_constants: dict[Operation, SSAValue] = {}  # constants pieces take elements from
         self.descs: dict[SSAValue, Descriptor] = {}
         self.consts: dict = {}
         self.markers: list[Operation] = []
@@ -344,6 +345,8 @@ class PieceRewriter:
             handler(op, em)
         elif is_per_element(op):
             self.elementwise(op, em)
+        elif self.held_whole(op):
+            self.cloned(op, em)
         elif any(is_vector(v) for v in list(op.operands) + list(op.results)) or op.regions or any(
                 isinstance(v.type, xegpu_ir.TensorDescType) for v in op.operands):
             hint = ""
@@ -352,10 +355,20 @@ class PieceRewriter:
                         "vector programs with the nested-distribute pipelines)")
             raise SimtifyError(f"'{op.name}' is not distributed by {self.level}{hint}")
         else:
-            clone = op.clone(value_mapper={k: v[0] for k, v in self.value_pieces.items() if len(v) == 1})
-            em.add(clone)
-            for old, new in zip(op.results, clone.results):
-                self.value_pieces[old] = [new]
+            self.cloned(op, em)
+
+    def held_whole(self, op: Operation) -> bool:
+        """Is `op` a scalar ``vector.extract`` from a vector every thread holds whole (no
+        layout: the whole vector pieces of a non-linear one take elements from)? Then it
+        runs as written, in each thread."""
+        return (op.name == "vector.extract" and not is_vector(op.results[0]) and self.layout_of(op.vector) is None
+                and len(self.value_pieces.get(op.vector, ())) == 1)
+
+    def cloned(self, op: Operation, em: Emitter) -> None:
+        clone = op.clone(value_mapper={k: v[0] for k, v in self.value_pieces.items() if len(v) == 1})
+        em.add(clone)
+        for old, new in zip(op.results, clone.results):
+            self.value_pieces[old] = [new]
 
     def elementwise(self, op: Operation, em: Emitter) -> None:
         r = op.results[0]
