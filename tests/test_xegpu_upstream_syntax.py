@@ -33,14 +33,15 @@ def functions_of(chunk: str) -> list[tuple[str, str]]:
     preamble: list[str] = []
     containers: list[tuple[str, int]] = []  # header line, depth inside it
     functions: list[tuple[str, str]] = []
-    depth, current, name, start_depth = 0, None, "", 0
+    depth, current, name, start_depth, entered = 0, None, "", 0, False
     for line in chunk.split("\n"):
         code = _code(line)
         opened, closed = code.count("{"), code.count("}")
         if current is not None:
             current.append(line)
             depth += opened - closed
-            if depth == start_depth:
+            entered = entered or depth > start_depth
+            if depth == start_depth and entered:
                 body = preamble + [h for h, _ in containers] + current + ["}"] * len(containers)
                 functions.append((name, "\n".join(body)))
                 current = None
@@ -49,7 +50,10 @@ def functions_of(chunk: str) -> list[tuple[str, str]]:
         if found:
             name, start_depth, current = found.group(2), depth, [line]
             depth += opened - closed
-            if depth == start_depth:  # a declaration without a body
+            entered = depth > start_depth  # else its header goes on below (these files declare none)
+            if opened and depth == start_depth:  # a body on the same line
+                body = preamble + [h for h, _ in containers] + current + ["}"] * len(containers)
+                functions.append((name, "\n".join(body)))
                 current = None
             continue
         if _CONTAINER.match(code) and opened > closed:

@@ -66,6 +66,8 @@ NOT_RUNNABLE = {
 }
 UNREGISTERED = ("it makes its values with upstream's test-only ops (\"some_op\", \"test.some_op\"), which simtify "
                 "refuses where they are used (tested in test_xegpu_upstream_syntax): nothing gives them values")
+RAW_POINTER = ("it scatters through a raw address taken from a memref (extract_aligned_pointer_as_index), "
+               "which the simulator cannot give memory")
 WARP_REGION = ("its input is already a lane-level warp region taking the lane id as an argument (upstream's "
                "-test-xegpu-sg-distribute starts there); simtify's XeGPU stages start from a subgroup's program")
 NOT_RUNNABLE.update({
@@ -83,6 +85,18 @@ NOT_RUNNABLE.update({
     ("subgroup-distribute-unit.mlir", "scatter_ops_with_leading_dims"): WARP_REGION,
     ("subgroup-distribute.mlir", "create_nd_tdesc_non_memref"): "it reads through descriptors over raw addresses, "
                                                                 "which the simulator cannot give memory",
+    ("propagate-layout-inst-data.mlir", "store_matrix"): MATRIX_ARGUMENTS,
+    ("propagate-layout-inst-data.mlir", "load_store_matrix"): MATRIX_ARGUMENTS,
+    ("propagate-layout-inst-data.mlir", "broadcast_both_leadingdims_innerdims"): RAW_POINTER,
+    ("propagate-layout-inst-data.mlir", "shape_cast_collapse_dims_with_order"): RAW_POINTER,
+    ("propagate-layout-inst-data.mlir", "bitcast_ui8_to_f4"): "it makes f4E2M1FN values, which the simulator "
+                                                             "cannot hold",
+    ("propagate-layout-inst-data.mlir", "bitcast_ui16_to_f4"): "it makes f4E2M1FN values, which the simulator "
+                                                              "cannot hold",
+    ("propagate-layout-inst-data.mlir", "dpas_mx_f8e5m2"): "the simulator does not run dpas_mx (nor hold f8E5M2 "
+                                                          "values)",
+    ("propagate-layout-inst-data.mlir", "dpas_mx_f4e2m1"): "the simulator does not run dpas_mx (nor hold "
+                                                          "f4E2M1FN values)",
 })
 # distributes to something the check refuses today, or is refused: what simtify lacks
 GAPS = {
