@@ -692,15 +692,45 @@ def unit_dims_map(src_shape, res_shape) -> tuple[list[int], list[int]] | None:
 
 
 def shape_cast_layout(layout: Layout | None, from_shape, to_shape) -> Layout | None:
-    """The layout of the other side of a unit-dim shape_cast (None for any other)."""
+    """The layout of the other side of a shape_cast: a unit-dim one keeps the layout on
+    the other dims; any other where `layout` distributes only its last dim, in units
+    that tile the other side's last dim (upstream's expanded and collapsed dims: a
+    1024-vector in 16-blocks is an 8x8x16 one in 1x1x16-blocks); None where neither
+    gives every thread the same elements in the same order."""
     if layout is None:
         return None
     m = unit_dims_map(from_shape, to_shape)
     if m is None:
-        return None
+        return _last_dim_reshaped(layout, tuple(from_shape), tuple(to_shape))
     drop, add = m
     lay = remove_dims(layout, drop)
     return insert_dims(lay, add, [1] * len(add)) if add else lay
+
+
+def _last_dim_reshaped(layout: Layout, from_shape: tuple, to_shape: tuple) -> Layout | None:
+    if not isinstance(layout, XeGPULayout) or layout.rank != len(from_shape) or not to_shape:
+        return None
+    f = fields(layout)
+    if f["order"] is not None or any(v is not None and any(x != 1 for x in v[:-1]) for k, v in f.items()
+                                     if k != "order"):
+        return None
+    last = {k: v[-1] for k, v in f.items() if v is not None}
+    units = [last.get("inst_data", 1), last.get("lane_layout", 1) * last.get("lane_data", 1),
+             last.get("sg_layout", 1) * last.get("sg_data", 1)]
+    if any(from_shape[-1] % u or to_shape[-1] % u for u in units):  # whole units on both sides
+        return None
+    g = {k: ([1] * (len(to_shape) - 1) + [v[-1]] if v is not None else None) for k, v in f.items()}
+    try:
+        new = build(g)
+        if new is None:
+            return None
+        new.check_shape(to_shape)
+        sg, threads = launch(layout, None, None)
+        same_owners = np.array_equal(layout.ownership(from_shape, sg, threads).flat,
+                                     new.ownership(to_shape, sg, threads).flat)
+    except SimtifyError:
+        return None
+    return new if same_owners else None
 
 
 # --- what ops do to layouts (the rules of XeGPU propagation) ------------------------

@@ -79,6 +79,19 @@ class LaneDistribution(XeGPULevel):
     def access_layout(self, layout):
         return layout
 
+    def reshapes_pieces(self, src, r, em):
+        """A lane's fragment of `r` holds the elements of its fragment of `src` in the
+        same order (the ownership maps, by row-major element index, agree)."""
+        lay_s, lay_r = self.layout_of(src), self.layout_of(r)
+        if lay_s is None or lay_r is None:
+            return lay_s is None and lay_r is None
+        sg = self.analysis.subgroup_size
+        try:
+            a, b = lay_s.ownership(shape(src), sg, sg), lay_r.ownership(shape(r), sg, sg)
+        except SimtifyError:
+            return False
+        return a.flat.shape == b.flat.shape and bool((a.flat == b.flat).all())
+
     def piece_offsets(self, layout, shape_, q, em):
         return [0] * len(shape_)
 
