@@ -107,7 +107,8 @@ class LaneDistribution(XeGPULevel):
         out = []
         for j, p in enumerate(plans):
             digit = digits[kept[j]]
-            offset = 0 if digit is None else self.prelude.apply(AffineDimExpr(0) * p.LD % p.I, [digit])
+            start = AffineDimExpr(0) * p.LD % p.I if p.wraps else AffineDimExpr(0) * p.LD
+            offset = 0 if digit is None else self.prelude.apply(start, [digit])
             out.append((offset, [k // p.LD * p.LL * p.LD + k % p.LD for k in range(p.lane_extent)]))
         return out
 
@@ -183,8 +184,8 @@ class LaneDistribution(XeGPULevel):
             if p.LL == 1 or digits[d] is None:
                 per_dim.append([(0, 0, p.lane_extent)])
                 continue
-            per_dim.append([(em.apply(AffineDimExpr(0) * p.LD % p.I + r * p.LL * p.LD, [digits[d]]), r * p.LD, p.LD)
-                            for r in range(p.R2)])
+            start = AffineDimExpr(0) * p.LD % p.I if p.wraps else AffineDimExpr(0) * p.LD
+            per_dim.append([(em.apply(start + r * p.LL * p.LD, [digits[d]]), r * p.LD, p.LD) for r in range(p.R2)])
         return list(product(*per_dim))
 
     def op_xegpu_load_matrix(self, op: Operation, em: Emitter) -> None:
