@@ -115,6 +115,8 @@ GAPS = {
                                                         "is refused by wg-to-sg",
 }
 GAPS.update({
+    ("xegpu-wg-to-sg-rr.mlir", "scf_if_tensor_desc"): "an scf.if that yields descriptors of different memories "
+                                                      "is refused by wg-to-sg",
     ("subgroup-distribute.mlir", "load_nd_array_length"): "an array_length load's 3-D result (this older file's "
                                                           "form: 2x16x16 for two 16x16 blocks) is refused",
     ("sg-to-lane-distribute-unit.mlir", "create_mask_1d_multi_unit"): "a lane_layout of fewer lanes than the "
