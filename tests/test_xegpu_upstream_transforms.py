@@ -68,16 +68,15 @@ UNREGISTERED = ("it makes its values with upstream's test-only ops (\"some_op\",
                 "refuses where they are used (tested in test_xegpu_upstream_syntax): nothing gives them values")
 RAW_POINTER = ("it scatters through a raw address taken from a memref (extract_aligned_pointer_as_index), "
                "which the simulator cannot give memory")
+UNSIZED = "its memref<?xf16> argument has no static size to make random inputs of"
+F4_VALUES = "it makes f4E2M1FN values, which the simulator cannot hold"
+DPAS_MX = "the simulator does not run dpas_mx (nor hold its f8 and f4 values)"
 WARP_REGION = ("its input is already a lane-level warp region taking the lane id as an argument (upstream's "
                "-test-xegpu-sg-distribute starts there); simtify's XeGPU stages start from a subgroup's program")
 NOT_RUNNABLE.update({
-    ("sg-to-lane-distribute-unit.mlir", "load_store_matrix_1"): MATRIX_ARGUMENTS,
-    ("sg-to-lane-distribute-unit.mlir", "load_store_matrix_2"): MATRIX_ARGUMENTS,
-    ("sg-to-lane-distribute-unit.mlir", "load_store_matrix_3"): MATRIX_ARGUMENTS,
-    ("sg-to-lane-distribute-unit.mlir", "xegpu_dpas_mx"): "the simulator does not run dpas_mx (nor its unused "
-                                                          "mem_desc arguments)",
-    ("sg-to-lane-distribute-unit.mlir", "convert_layout_partial_subgroup"): "the simulator does not run dpas_mx "
-                                                                            "nor hold f4E2M1FN values",
+    **{("sg-to-lane-distribute-unit.mlir", f"load_store_matrix_{i}"): MATRIX_ARGUMENTS for i in (1, 2, 3)},
+    **{("sg-to-lane-distribute-unit.mlir", name): DPAS_MX for name in ("xegpu_dpas_mx",
+                                                                      "convert_layout_partial_subgroup")},
     ("sg-to-lane-distribute-unit.mlir", "create_mask_3d"): "its only vector values are 3-D masks; the check stores "
                                                            "a 1-D or 2-D value",
     ("subgroup-distribute-unit.mlir", "scatter_ops_chunksize"): WARP_REGION,
@@ -85,23 +84,15 @@ NOT_RUNNABLE.update({
     ("subgroup-distribute-unit.mlir", "scatter_ops_with_leading_dims"): WARP_REGION,
     ("subgroup-distribute.mlir", "create_nd_tdesc_non_memref"): "it reads through descriptors over raw addresses, "
                                                                 "which the simulator cannot give memory",
-    ("xegpu-wg-to-sg-unify-ops.mlir", "load_gather"): "its memref<?xf16> argument has no static size to make "
-                                                      "random inputs of",
-    ("xegpu-wg-to-sg-unify-ops.mlir", "load_with_non_unit_chunk_size"): "its memref<?xf16> argument has no static "
-                                                                        "size to make random inputs of",
+    ("xegpu-wg-to-sg-unify-ops.mlir", "load_gather"): UNSIZED,
+    ("xegpu-wg-to-sg-unify-ops.mlir", "load_with_non_unit_chunk_size"): UNSIZED,
     ("xegpu-wg-to-sg-unify-ops.mlir", "distribute_load_matrix"): "it reads shared memory nothing wrote",
     ("propagate-layout-inst-data.mlir", "store_matrix"): MATRIX_ARGUMENTS,
     ("propagate-layout-inst-data.mlir", "load_store_matrix"): MATRIX_ARGUMENTS,
     ("propagate-layout-inst-data.mlir", "broadcast_both_leadingdims_innerdims"): RAW_POINTER,
     ("propagate-layout-inst-data.mlir", "shape_cast_collapse_dims_with_order"): RAW_POINTER,
-    ("propagate-layout-inst-data.mlir", "bitcast_ui8_to_f4"): "it makes f4E2M1FN values, which the simulator "
-                                                             "cannot hold",
-    ("propagate-layout-inst-data.mlir", "bitcast_ui16_to_f4"): "it makes f4E2M1FN values, which the simulator "
-                                                              "cannot hold",
-    ("propagate-layout-inst-data.mlir", "dpas_mx_f8e5m2"): "the simulator does not run dpas_mx (nor hold f8E5M2 "
-                                                          "values)",
-    ("propagate-layout-inst-data.mlir", "dpas_mx_f4e2m1"): "the simulator does not run dpas_mx (nor hold "
-                                                          "f4E2M1FN values)",
+    **{("propagate-layout-inst-data.mlir", f"bitcast_ui{bits}_to_f4"): F4_VALUES for bits in (8, 16)},
+    **{("propagate-layout-inst-data.mlir", f"dpas_mx_{kind}"): DPAS_MX for kind in ("f8e5m2", "f4e2m1")},
 })
 # distributes to something the check refuses today, or is refused: what simtify lacks
 GAPS = {
