@@ -23,6 +23,7 @@ STAGES = {
     # upstream runs the two unit files through test-only passes (-test-xegpu-sg-to-lane-distribute,
     # -test-xegpu-sg-distribute): their nearest stage distributes a subgroup's program to lanes
     "sg-to-lane-distribute-unit.mlir": "xegpu-sg-to-lane",
+    "sg-to-lane-distribute-convert-layout-slice.mlir": "xegpu-sg-to-lane",  # every function: test-dialect sources
     "subgroup-distribute-unit.mlir": "xegpu-sg-to-lane",
     "subgroup-distribute-no-target.mlir": "xegpu-sg-to-lane",
     "subgroup-distribute.mlir": "xegpu-sg-to-lane",
