@@ -245,6 +245,13 @@ def inputs_for(text: str, header: dict, seed: int = 0) -> dict | None:
 STORED = "upstream_last_value"
 
 
+def _wraps(layout, shape) -> bool:
+    """Do the layout's lanes wrap around a dim of `shape` (more lanes than elements)?"""
+    from simtify.layout.xegpu import plan
+
+    return any(p.wraps for p in plan(layout, shape))
+
+
 def store_last_value(text: str, func: str) -> str | None:
     """`text` with `func`'s last 1-D or 2-D vector value (of its body, not nested) stored
     through a block descriptor, with the value's layout, to a new memref argument: for
@@ -270,6 +277,9 @@ def store_last_value(text: str, func: str) -> str | None:
         layout = notes.result_layout(op, index)
     shape = "x".join(map(str, value.type.get_shape()))
     memref = f"memref<{shape}x{value.type.element_type}>"
+    on_store = ""
+    if layout is not None and _wraps(layout, value.type.get_shape()):  # a block descriptor may not hold it
+        layout, on_store = None, f" <{{layout = {notes.to_attr(layout)}}}>"
     desc = f"!xegpu.tensor_desc<{shape}x{value.type.element_type}{', ' + str(notes.to_attr(layout)) if layout else ''}>"
     lines = print_module(module).split("\n")
     head = next(i for i, line in enumerate(lines) if re.search(rf"func(\.func)? @{re.escape(func)}\(", line))
@@ -286,5 +296,5 @@ def store_last_value(text: str, func: str) -> str | None:
                if lines[i] in (f"{body}gpu.return", f"{body}func.return"))
     zeros = ", ".join("0" for _ in value.type.get_shape())
     lines[ret:ret] = [f"{body}%{STORED}_desc = xegpu.create_nd_tdesc %{STORED}_out[{zeros}] : {memref} -> {desc}",
-                      f"{body}xegpu.store_nd %{STORED}, %{STORED}_desc : {value.type}, {desc}"]
+                      f"{body}xegpu.store_nd %{STORED}, %{STORED}_desc{on_store} : {value.type}, {desc}"]
     return "\n".join(lines)

@@ -58,6 +58,9 @@ def _candidate(layout: XeGPULayout | XeGPUSlice, shape: tuple[int, ...]) -> Nest
         f["subgroup_tile"].append(S)
         f["subgroup_strides"].append(sg_strides[d] if S > 1 else 0)
         f["batch_tile"].append(batch)
+        if p.wraps:
+            raise SimtifyError(f"dim {j}: {p.LL} lanes of {p.LD} wrap around a block of {p.I}, which no nested "
+                               "thread tile repeats")
         f["outer_tile"].append(p.R2)
         f["thread_tile"].append(p.LL)
         f["thread_strides"].append(lane_strides[d] if p.LL > 1 else 0)

@@ -17,7 +17,10 @@ and instruction distribution unroll, each with the lane's flattened vector.
 
 Even distributability follows the seed dim by dim (``n / sg_layout`` divides or
 ``sg_layout / n`` does; then ``sg_data`` divides that or is a multiple of it; instruction
-and lane levels divide exactly). Upstream's ``isEvenlyDistributable`` compares whole
+and lane levels divide exactly, or wrap: an ``inst_data`` that is a multiple of the tile
+is the whole tile, and more lanes (of ``lane_data`` 1) than a block has elements wrap
+around it, lane ``l`` owning element ``l % block`` — upstream's "wrap-around" dims, e.g.
+a 16x1 vector on ``lane_layout = [1, 16]``). Upstream's ``isEvenlyDistributable`` compares whole
 arrays and rejects the seed's own 128x128 ``sg_data = [32, 128]`` example. We also
 refuse ``sg_data`` larger than the dim, which would have a subgroup hold an element twice
 — except on a dim no subgroups share out (``sg_layout`` 1) that the data is a multiple
@@ -252,6 +255,11 @@ class DimPlan:
     def lane_extent(self) -> int:
         return self.R2 * self.LD
 
+    @property
+    def wraps(self) -> bool:
+        """The lanes wrap around the block: lane ``l`` starts at ``l·LD % I``."""
+        return self.LL * self.LD > self.I
+
 
 def _field(layout: XeGPULayout, name: str, dim: int) -> int | None:
     v = getattr(layout, name)
@@ -287,15 +295,21 @@ def plan_dims(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ...
             raise SimtifyError(f"dim {j}: sg_data {D} exceeds the size {n}: a subgroup would hold elements twice")
         U = min(n, L * D)
         I = _field(base, "inst_data", d) or D
+        if I > D and I % D == 0:
+            I = D  # an instruction as wide as a multiple of the tile holds the whole tile
         if D % I:
             raise SimtifyError(f"dim {j}: inst_data {I} does not divide the subgroup tile {D}")
         LL = _field(base, "lane_layout", d) or 1
-        if I % LL:
+        if I % LL and LL % I:
             raise SimtifyError(f"dim {j}: lane_layout {LL} does not divide the {'instruction' if base.inst_data else 'subgroup'} tile {I}")
-        LD = _field(base, "lane_data", d) or I // LL
-        if I % (LL * LD):
+        LD = _field(base, "lane_data", d) or max(1, I // LL)
+        if I % (LL * LD) == 0:
+            R2 = I // (LL * LD)
+        elif LD == 1 and LL > I and LL % I == 0:
+            R2 = 1  # more lanes than elements: they wrap around the block
+        else:
             raise SimtifyError(f"dim {j}: lane_layout {LL} × lane_data {LD} does not divide the tile {I}")
-        plans.append(DimPlan(n, L, D, U, n // U, I, D // I, LL, LD, I // (LL * LD)))
+        plans.append(DimPlan(n, L, D, U, n // U, I, D // I, LL, LD, R2))
     return plans
 
 
@@ -361,7 +375,7 @@ def _ownership(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ..
     for j, (d, p) in enumerate(zip(kept, plans)):
         q, bl, loc = regs[j], regs[k + j], regs[2 * k + j]
         reg_part = q * p.U + bl * p.I + (loc // p.LD) * (p.LL * p.LD) + loc % p.LD
-        thread_part = sg_ids[:, d] * p.D + lane_ids[:, d] * p.LD
+        thread_part = sg_ids[:, d] * p.D + (lane_ids[:, d] * p.LD) % p.I
         flat += ((thread_part[:, None] + reg_part[None, :]) % p.n) * row_strides[j]
     return OwnershipMap(shape, subgroup_size, flat, rows_distinct=True)
 
@@ -597,6 +611,15 @@ def plan(layout: Layout | None, shape: Sequence[int]):
     return plan_dims(base, removed, shape)
 
 
+def check_block(layout: Layout, shape: Sequence[int]) -> None:
+    """`check_shape` for a memory block: its lanes may not wrap around a dim (a block
+    access gives each element one lane), as upstream's descriptors require."""
+    layout.check_shape(tuple(shape))
+    for j, p in enumerate(plan(layout, shape)):
+        if p.wraps:
+            raise SimtifyError(f"dim {j}: cannot distribute {p.I} over {p.LL} lanes with {p.LD} elements each")
+
+
 def check_fits(layout: Layout | None, shape: Sequence[int], what: str) -> None:
     """`check_shape` with an error that names `what` holds the value."""
     if layout is None:
@@ -661,15 +684,45 @@ def unit_dims_map(src_shape, res_shape) -> tuple[list[int], list[int]] | None:
 
 
 def shape_cast_layout(layout: Layout | None, from_shape, to_shape) -> Layout | None:
-    """The layout of the other side of a unit-dim shape_cast (None for any other)."""
+    """The layout of the other side of a shape_cast: a unit-dim one keeps the layout on
+    the other dims; any other where `layout` distributes only its last dim, in units
+    that tile the other side's last dim (upstream's expanded and collapsed dims: a
+    1024-vector in 16-blocks is an 8x8x16 one in 1x1x16-blocks); None where neither
+    gives every thread the same elements in the same order."""
     if layout is None:
         return None
     m = unit_dims_map(from_shape, to_shape)
     if m is None:
-        return None
+        return _last_dim_reshaped(layout, tuple(from_shape), tuple(to_shape))
     drop, add = m
     lay = remove_dims(layout, drop)
     return insert_dims(lay, add, [1] * len(add)) if add else lay
+
+
+def _last_dim_reshaped(layout: Layout, from_shape: tuple, to_shape: tuple) -> Layout | None:
+    if not isinstance(layout, XeGPULayout) or layout.rank != len(from_shape) or not to_shape:
+        return None
+    f = fields(layout)
+    if f["order"] is not None or any(v is not None and any(x != 1 for x in v[:-1]) for k, v in f.items()
+                                     if k != "order"):
+        return None
+    last = {k: v[-1] for k, v in f.items() if v is not None}
+    units = [last.get("inst_data", 1), last.get("lane_layout", 1) * last.get("lane_data", 1),
+             last.get("sg_layout", 1) * last.get("sg_data", 1)]
+    if any(from_shape[-1] % u or to_shape[-1] % u for u in units):  # whole units on both sides
+        return None
+    g = {k: ([1] * (len(to_shape) - 1) + [v[-1]] if v is not None else None) for k, v in f.items()}
+    try:
+        new = build(g)
+        if new is None:
+            return None
+        new.check_shape(to_shape)
+        sg, threads = launch(layout, None, None)
+        same_owners = np.array_equal(layout.ownership(from_shape, sg, threads).flat,
+                                     new.ownership(to_shape, sg, threads).flat)
+    except SimtifyError:
+        return None
+    return new if same_owners else None
 
 
 # --- what ops do to layouts (the rules of XeGPU propagation) ------------------------

@@ -25,7 +25,7 @@ from xdsl.ir import Operation, SSAValue
 from simtify.errors import SimtifyError
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import XeGPULayout, explicit_lane_data, has, plan, strip
+from simtify.layout.xegpu import XeGPULayout, check_block, explicit_lane_data, has, plan, strip
 from simtify.target import get_target
 from simtify.target.xe import check_dpas_shape
 from simtify.transforms import xegpu_annotations as notes
@@ -217,8 +217,9 @@ class _Recording:
 
 
 def _fits(layout, size) -> bool:
+    """Do `layout`'s lanes hold a block of `size`, each element in one lane?"""
     try:
-        layout.check_shape(tuple(size))
+        check_block(layout, size)
     except SimtifyError:
         return False
     return True

@@ -57,6 +57,7 @@ from simtify.layout.xegpu import (
     bitcast_layout,
     broadcast_result,
     broadcast_source,
+    check_block,
     flatten,
     gather_offsets_layout,
     gather_value_layout,
@@ -251,7 +252,9 @@ class ConvertLayout(XeGPURule):
         return [(op.result, op.target_layout.data), (op.result, p.L(op.source))]
 
     def needs(self, p, op):
-        return [(op.source, op.input_layout.data)]
+        # without an input_layout it anchors: the value is held as the target says
+        given = op.input_layout if op.input_layout is not None else op.target_layout
+        return [(op.source, given.data)]
 
 
 class MultiReduction(XeGPURule):
@@ -282,6 +285,13 @@ class ShapeCast(XeGPURule):
         return [(op.source, shape_cast_layout(p.L(op.results[0]), shape(op.results[0]), shape(op.source)))]
 
 
+def _read_whole(v: SSAValue) -> bool:
+    """Is `v` only read element by element (scalar ``vector.extract``s, as the pieces of
+    a vector with no linear rule take theirs)? Every thread then holds it whole."""
+    return bool(v.uses) and all(u.operation.name == "vector.extract" and not is_vector(u.operation.results[0])
+                                for u in v.uses)
+
+
 def _ints(attr) -> list[int]:
     return [int(x.value.data) for x in attr.data]
 
@@ -295,7 +305,7 @@ def _holding(layout: Layout | None, op: Operation) -> bool:
     whole = op.source if op.name == "vector.extract_strided_slice" else op.dest
     part = op.results[0] if op.name == "vector.extract_strided_slice" else op.value_to_store
     try:
-        layout.check_shape(shape(part))
+        check_block(layout, shape(part))  # lanes wrapping around the part hold no slice of it
         return lane_slice(layout, shape(whole), _ints(op.offsets), shape(part)) is not None
     except SimtifyError:
         return False
@@ -552,6 +562,8 @@ class Propagation(Engine):
                 if not is_vector(v) or is_complete(cur, inst=self.inst, lanes=self.lanes):
                     continue
                 if isinstance(cur, XeGPUSlice) != slices or (cur is None and self.result.workgroup_level):
+                    continue
+                if cur is None and _read_whole(v):
                     continue
                 op = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
                 try:

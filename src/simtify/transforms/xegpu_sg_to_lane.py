@@ -80,6 +80,19 @@ class LaneDistribution(XeGPULevel):
     def access_layout(self, layout):
         return layout
 
+    def reshapes_pieces(self, src, r, em):
+        """A lane's fragment of `r` holds the elements of its fragment of `src` in the
+        same order (the ownership maps, by row-major element index, agree)."""
+        lay_s, lay_r = self.layout_of(src), self.layout_of(r)
+        if lay_s is None or lay_r is None:
+            return lay_s is None and lay_r is None
+        sg = self.analysis.subgroup_size
+        try:
+            a, b = lay_s.ownership(shape(src), sg, sg), lay_r.ownership(shape(r), sg, sg)
+        except SimtifyError:
+            return False
+        return a.flat.shape == b.flat.shape and bool((a.flat == b.flat).all())
+
     def piece_offsets(self, layout, shape_, q, em):
         return [0] * len(shape_)
 
@@ -95,7 +108,8 @@ class LaneDistribution(XeGPULevel):
         out = []
         for j, p in enumerate(plans):
             digit = digits[kept[j]]
-            offset = 0 if digit is None else self.prelude.apply(AffineDimExpr(0) * p.LD, [digit])
+            start = AffineDimExpr(0) * p.LD % p.I if p.wraps else AffineDimExpr(0) * p.LD
+            offset = 0 if digit is None else self.prelude.apply(start, [digit])
             out.append((offset, [k // p.LD * p.LL * p.LD + k % p.LD for k in range(p.lane_extent)]))
         return out
 
@@ -113,6 +127,8 @@ class LaneDistribution(XeGPULevel):
         each, or a VNNI pair (quad) of rows for a packed load."""
         if not isinstance(layout, XeGPULayout) or len(vshape) not in (1, 2) or has(layout, "inst_data"):
             return None
+        if any(p.wraps for p in plan(layout, vshape)):
+            return None  # lanes wrapping around the block hold it more than once
         bits, sg = element_bits(element_type), self.analysis.subgroup_size
         for packed in (False, True) if len(vshape) == 2 and vnni_factor(bits) > 1 else (False,):
             want = block_load_layout(len(vshape), bits, packed, sg)
@@ -168,7 +184,8 @@ class LaneDistribution(XeGPULevel):
             if p.LL == 1 or digits is None or digits[kept[d]] is None:
                 per_dim.append([(0, 0, p.lane_extent)])
                 continue
-            per_dim.append([(em.apply(AffineDimExpr(0) * p.LD + r * p.LL * p.LD, [digits[kept[d]]]), r * p.LD, p.LD)
+            start = AffineDimExpr(0) * p.LD % p.I if p.wraps else AffineDimExpr(0) * p.LD
+            per_dim.append([(em.apply(start + r * p.LL * p.LD, [digits[kept[d]]]), r * p.LD, p.LD)
                             for r in range(p.R2)])
         return list(product(*per_dim))
 

@@ -21,6 +21,11 @@ writes the value once, waits, and reads the new tiles. A dpas needs, in each sub
 the A rows and B columns of its C tiles with the whole K; propagation converts operands
 whose layouts give it less (upstream distributes them anyway and computes partial sums it
 never adds), and what still gives it less here is an error.
+
+An ``scf.if`` with ``sg_id_range = #xegpu.range<[a, b]>`` hands its body to subgroups
+``a`` to ``b - 1``: its layouts must use ``b - a`` subgroups, which take ids ``sgid - a``
+there, and the distributed ``scf.if`` also asks ``a <= sgid < b``, so that the subgroups
+outside the range do nothing whatever the condition says.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
@@ -52,8 +58,10 @@ class SubgroupDistribution(XeGPULevel):
     def __init__(self, func: Operation, analysis: XeGPULayouts):
         super().__init__(func, analysis)
         self.num_subgroups = analysis.num_subgroups
-        self.digit_cache: dict = {}
+        self.digit_caches: dict[int, dict] = {}  # per start of a subgroup range
         self.offset_cache: dict = {}
+        self.range: tuple[int, int] | None = None  # the sg_id_range of the region being rewritten
+        self.ranged_ids: dict[int, SSAValue] = {}
 
     # --- pieces -----------------------------------------------------------------------
 
@@ -70,11 +78,22 @@ class SubgroupDistribution(XeGPULevel):
         self.sgid = prelude.value(gpu_ir.SubgroupIdOp())
         self.sgid.name_hint = "sgid"
 
+    def subgroup(self) -> SSAValue:
+        """This subgroup's id among those running the region: ``sgid - a`` in a range
+        starting at ``a``."""
+        start = self.range[0] if self.range else 0
+        if start == 0:
+            return self.sgid
+        if start not in self.ranged_ids:
+            self.ranged_ids[start] = self.prelude.apply(AffineDimExpr(0) - start, [self.sgid])
+        return self.ranged_ids[start]
+
     def digits(self, layout: Layout | None) -> list[SSAValue | None]:
         """Per base dim, this subgroup's digit of `layout`'s sg_layout (None: layout 1)."""
         if layout is None:
             return []
-        return self.id_digits(layout, "sg_layout", lambda: self.sgid, self.digit_cache)
+        cache = self.digit_caches.setdefault(self.range[0] if self.range else 0, {})
+        return self.id_digits(layout, "sg_layout", self.subgroup, cache)
 
     def piece_offsets(self, layout, shape_, q, em) -> list[Index]:
         plans = plan(layout, shape_)
@@ -163,12 +182,13 @@ class SubgroupDistribution(XeGPULevel):
         """True in one subgroup among those holding the same tiles (None: no sharing);
         base dims in `skip` are the caller's business."""
         conds = []
+        running = self.range[1] - self.range[0] if self.range else self.num_subgroups
         if layout is None or flatten(layout)[0].sg_layout is None:
-            return em.cmpi("eq", self.sgid, self.const(em, 0)) if self.num_subgroups > 1 else None
+            return em.cmpi("eq", self.subgroup(), self.const(em, 0)) if running > 1 else None
         base, removed = flatten(layout)
         digits = self.digits(layout)
-        if base.num_subgroups < self.num_subgroups:  # later subgroups wrap around onto the first ones
-            conds.append(em.cmpi("ult", self.sgid, self.const(em, base.num_subgroups)))
+        if base.num_subgroups < running:  # later subgroups wrap around onto the first ones
+            conds.append(em.cmpi("ult", self.subgroup(), self.const(em, base.num_subgroups)))
         for d in removed:
             if digits[d] is not None and d not in skip:
                 conds.append(em.cmpi("eq", digits[d], self.const(em, 0)))
@@ -226,6 +246,35 @@ class SubgroupDistribution(XeGPULevel):
                 return True
             parent = parent.parent_op()
         return False
+
+    def op_scf_if(self, op: Operation, em: Emitter) -> None:
+        """A branch handed to a range of subgroups (``sg_id_range``): its ids count from
+        the range's start, and only the range enters it."""
+        rng = _range_of(op)
+        if rng is None:
+            return super().op_scf_if(op, em)
+        self.check_range(op, rng)
+        cond = op.operands[0]
+        given = self.value_pieces[cond]
+        self.value_pieces[cond] = [_all(em, [self.one(cond), em.cmpi("uge", self.sgid, self.const(em, rng[0])),
+                                             em.cmpi("ult", self.sgid, self.const(em, rng[1]))])]
+        outer, self.range = self.range, rng
+        try:
+            super().op_scf_if(op, em)
+        finally:
+            self.range, self.value_pieces[cond] = outer, given
+
+    def check_range(self, op: Operation, rng: tuple[int, int]) -> None:
+        """Every layout in the branch uses as many subgroups as the range holds (upstream
+        leaves an op whose layout does not unconverted)."""
+        for inner in op.walk():
+            for v in inner.results:
+                layout = self.analysis.layouts.get(v)
+                base = flatten(layout)[0] if layout is not None else None
+                if base is not None and base.sg_layout is not None and base.num_subgroups != rng[1] - rng[0]:
+                    raise SimtifyError(f"{layout} uses {base.num_subgroups} subgroups, but the sg_id_range "
+                                       f"[{rng[0]}, {rng[1]}] of the enclosing scf.if holds {rng[1] - rng[0]}",
+                                       location_of(inner))
 
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.result
@@ -351,6 +400,11 @@ class SubgroupDistribution(XeGPULevel):
         v = em.combine(kind, a, b)
         notes.set_result_layout(v.owner, 0, self.piece_layout(self.layout_of(like)))
         return v
+
+
+def _range_of(op: Operation) -> tuple[int, int] | None:
+    attr = op.attributes.get("sg_id_range")
+    return attr.data if isinstance(attr, xegpu_ir.RangeAttr) else None
 
 
 def _all(em: Emitter, conds: list[SSAValue]) -> SSAValue | None:

@@ -28,8 +28,12 @@ def _is_uniform(sim, a) -> tuple[bool, object]:
 
 @handles("scf.if")
 def _if(sim, op):
-    cond = np.asarray(sim.get(op.operands[0]), dtype=bool)
     then_r, else_r = op.regions[0], op.regions[1]
+    if sim.launch.level != "simt" and "sg_id_range" in op.attributes:
+        # workgroup-level code a range of subgroups runs together (XeGPU's sg_id_range):
+        # for the workgroup, the branch runs
+        return sim.run_region(then_r, [])
+    cond = np.asarray(sim.get(op.operands[0]), dtype=bool)
     uniform, value = _is_uniform(sim, cond)
     if uniform:
         if value is None:  # no active thread: the results are never observed

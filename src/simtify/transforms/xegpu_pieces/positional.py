@@ -12,7 +12,9 @@ a fixed vector plus a splat of the offset, as upstream writes it:
     %s0 = arith.addi %b, (vector.broadcast %o) : vector<8xindex>
 
 A constant is distributed where its values are linear in their coordinates (upstream's
-condition), or where every piece's offset is known; a mask piece of a box is the box
+condition), or where every piece's offset is known; otherwise each piece takes its
+elements out of the whole constant at its coordinates (``vector.extract`` at dynamic
+positions, ``vector.from_elements``), as upstream's lane level does; a mask piece of a box is the box
 clamped (``create_mask max(0, min(m - offset, size))``), of a fragment the comparison of
 each element's coordinate with the bound.
 """
@@ -20,6 +22,7 @@ each element's coordinate with the bound.
 from __future__ import annotations
 
 from itertools import product
+from math import prod
 
 import numpy as np
 from xdsl.dialects import arith
@@ -33,6 +36,10 @@ from simtify.transforms.emit import Emitter
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter
 from simtify.transforms.xegpu_propagate import shape
+
+
+# the most elements a piece of a non-linear constant takes one by one
+MAX_GATHERED = 1024
 
 
 class PositionalOps(PieceRewriter):
@@ -78,10 +85,43 @@ class PositionalOps(PieceRewriter):
             if all(isinstance(o, int) for o, _ in coords):
                 out.append(self.fixed(em, r, values[np.ix_(*[[o + k for k in steps] for o, steps in coords])]))
             elif strides is None:
-                raise SimtifyError(f"a non-splat constant is distributed by {self.level} where its values are linear in "
-                                   "their coordinates (each a start plus a fixed step per dim), as upstream requires")
+                if op not in self.whole_constants:
+                    self.whole_constants[op] = em.value(arith.ConstantOp(op.value, r.type))
+                out.append(self.gathered(em, self.whole_constants[op], r, coords))
             else:
                 out.append(self.plus_offset(em, r, values[np.ix_(*[steps for _, steps in coords])], strides, coords))
+        self.value_pieces[r] = out
+
+    def gathered(self, em: Emitter, whole: SSAValue, r: SSAValue, coords) -> SSAValue:
+        """A piece of `r` whose values follow no linear rule: its elements taken out of
+        `whole` (all of `r`, which every thread holds) one by one."""
+        pt = self.piece_type(r)
+        if pt.get_num_dims() and prod(pt.get_shape()) > MAX_GATHERED:
+            raise SimtifyError(f"a vector whose values are not linear in their coordinates is distributed by "
+                               f"{self.level} element by element, up to {MAX_GATHERED} per piece, "
+                               f"not {prod(pt.get_shape())}")
+        per_dim = [[o + k if isinstance(o, int) else (em.apply(AffineDimExpr(0) + k, [o]) if k else o) for k in steps]
+                   for o, steps in coords]
+        elements = [em.extract(whole, list(at), pt.element_type) for at in product(*per_dim)]
+        return em.value(self.annotate(vector_ir.FromElementsOp.build(operands=[elements], result_types=[pt]), r))
+
+    def op_vector_from_elements(self, op: Operation, em: Emitter) -> None:
+        """A vector of scalars every thread holds: each piece the scalars at its
+        coordinates, picked out of the whole vector where they depend on the id."""
+        r = op.results[0]
+        scalars = np.array([self.one(e) for e in op.operands], dtype=object).reshape(shape(r))
+        whole = None
+        out = []
+        for coords in self.coordinates_of(r, em):
+            if all(isinstance(o, int) for o, _ in coords):
+                picked = scalars[np.ix_(*[[o + k for k in steps] for o, steps in coords])].reshape(-1).tolist()
+                out.append(em.value(self.annotate(vector_ir.FromElementsOp.build(
+                    operands=[picked], result_types=[self.piece_type(r)]), r)))
+                continue
+            if whole is None:
+                whole = em.value(vector_ir.FromElementsOp.build(operands=[scalars.reshape(-1).tolist()],
+                                                                result_types=[r.type]))
+            out.append(self.gathered(em, whole, r, coords))
         self.value_pieces[r] = out
 
     def op_vector_create_mask(self, op: Operation, em: Emitter) -> None:

@@ -5,8 +5,11 @@ by op (``op_<dialect>_<name>`` methods, elementwise ops, scalar ops cloned)."""
 
 from __future__ import annotations
 
+from itertools import product
 from math import prod
 from typing import Sequence
+
+import numpy as np
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
@@ -82,6 +85,7 @@ class PieceRewriter:
         self.func = func
         self.analysis = analysis
         self.value_pieces: dict[SSAValue, list[SSAValue]] = {}
+        self.whole_constants: dict[Operation, SSAValue] = {}  # constants pieces take elements from
         self.descs: dict[SSAValue, Descriptor] = {}
         self.consts: dict = {}
         self.markers: list[Operation] = []
@@ -98,6 +102,25 @@ class PieceRewriter:
 
     def piece_layout(self, layout: Layout | None) -> Layout | None:
         raise NotImplementedError
+
+    def reshapes_pieces(self, src: SSAValue, r: SSAValue, em: Emitter) -> bool:
+        """Does each piece of `r` (a shape_cast of `src`) hold the elements of `src`'s
+        piece of the same rank in the grid, in the same row-major order? Then each piece
+        is the cast of its own. Pieces that are boxes at known offsets, compared element
+        by element (the lane level, whose pieces are fragments, answers otherwise)."""
+        lay_s, lay_r, sshape, rshape = self.layout_of(src), self.layout_of(r), shape(src), shape(r)
+        qs = list(product(*[range(n) for n in self.grid(lay_s, sshape)]))
+        qr = list(product(*[range(n) for n in self.grid(lay_r, rshape)]))
+        if len(qs) != len(qr):
+            return False
+        for a, b in zip(qs, qr):
+            oa, ob = self.piece_offsets(lay_s, sshape, a, em), self.piece_offsets(lay_r, rshape, b, em)
+            if not all(isinstance(o, int) for o in list(oa) + list(ob)):
+                return False
+            if not np.array_equal(box_elements(sshape, oa, self.piece_shape(lay_s, sshape)),
+                                  box_elements(rshape, ob, self.piece_shape(lay_r, rshape))):
+                return False
+        return True
 
     def piece_offsets(self, layout: Layout | None, shape_, q: tuple[int, ...], em: Emitter) -> list[Index]:
         """Where piece `q` starts in the value, per dim."""
@@ -340,6 +363,8 @@ class PieceRewriter:
             handler(op, em)
         elif is_per_element(op):
             self.elementwise(op, em)
+        elif self.held_whole(op):
+            self.cloned(op, em)
         elif any(is_vector(v) for v in list(op.operands) + list(op.results)) or op.regions or any(
                 isinstance(v.type, xegpu_ir.TensorDescType) for v in op.operands):
             hint = ""
@@ -348,10 +373,20 @@ class PieceRewriter:
                         "vector programs with the nested-distribute pipelines)")
             raise SimtifyError(f"'{op.name}' is not distributed by {self.level}{hint}")
         else:
-            clone = op.clone(value_mapper={k: v[0] for k, v in self.value_pieces.items() if len(v) == 1})
-            em.add(clone)
-            for old, new in zip(op.results, clone.results):
-                self.value_pieces[old] = [new]
+            self.cloned(op, em)
+
+    def held_whole(self, op: Operation) -> bool:
+        """Is `op` a scalar ``vector.extract`` from a vector every thread holds whole (no
+        layout: the whole vector pieces of a non-linear one take elements from)? Then it
+        runs as written, in each thread."""
+        return (op.name == "vector.extract" and not is_vector(op.results[0]) and self.layout_of(op.vector) is None
+                and len(self.value_pieces.get(op.vector, ())) == 1)
+
+    def cloned(self, op: Operation, em: Emitter) -> None:
+        clone = op.clone(value_mapper={k: v[0] for k, v in self.value_pieces.items() if len(v) == 1})
+        em.add(clone)
+        for old, new in zip(op.results, clone.results):
+            self.value_pieces[old] = [new]
 
     def elementwise(self, op: Operation, em: Emitter) -> None:
         r = op.results[0]
@@ -392,6 +427,13 @@ class PieceRewriter:
         new = cls.build(operands=[*leading, dynamic], result_types=result_types, properties=props)
         em.add(new)
         return new
+
+
+def box_elements(shape_, starts, sizes) -> np.ndarray:
+    """The row-major indices, in a value of `shape_`, of the box at `starts` of `sizes`,
+    in the box's own row-major order."""
+    grids = np.indices(tuple(sizes)).reshape(len(sizes), -1)
+    return np.ravel_multi_index(tuple(g + o for g, o in zip(grids, starts)), tuple(shape_))
 
 
 def linear_index(q: Sequence[int], grid: Sequence[int]) -> int:

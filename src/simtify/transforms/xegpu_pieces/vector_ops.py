@@ -115,8 +115,14 @@ class VectorOps(PieceRewriter):
         src, r = op.source, op.results[0]
         m = unit_dims_map(shape(src), shape(r))
         if m is None:
-            raise SimtifyError(f"only shape_casts that add or drop unit dims are distributed, not "
-                               f"{src.type} to {r.type}")
+            if not self.reshapes_pieces(src, r, em):
+                raise SimtifyError(f"a shape_cast of {src.type} to {r.type} is distributed where it adds or drops "
+                                   f"unit dims, or where each piece of the result holds the elements of the "
+                                   f"source's piece in the same order; {self.layout_of(src)} and "
+                                   f"{self.layout_of(r)} do not")
+            self.value_pieces[r] = [em.value(self.annotate(vector_ir.ShapeCastOp(piece, self.piece_type(r)), r))
+                                    for piece in self.pieces(src)]
+            return
         drop, add = m
         sgrid, rgrid = self.grid_of(src), self.grid_of(r)
         spieces = self.pieces(src)

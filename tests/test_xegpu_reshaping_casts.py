@@ -1,0 +1,71 @@
+"""Shape casts that expand or merge non-unit dims (upstream's collapsed and expanded
+dims): propagation carries a layout that distributes only the last dim across them,
+and each piece is the cast of the piece holding the same elements in the same order.
+Upstream's propagate-layout-inst-data tests (a 1x16x4 cast feeding a reduction among
+them) and a lane-level cast are checked by simulation."""
+
+from __future__ import annotations
+
+import pytest
+from test_xegpu_upstream_syntax import FIXTURES, functions_of
+from xegpu_harness import check_xegpu
+
+from simtify.cli.opt_cmd import split_chunks
+from simtify.errors import SimtifyError
+from simtify.layout.xegpu import XeGPULayout, shape_cast_layout
+
+
+def upstream(name: str) -> str:
+    for chunk in split_chunks((FIXTURES / "propagate-layout-inst-data.mlir").read_text()):
+        for found, text in functions_of(chunk):
+            if found == name:
+                return text
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize("name", ["vector_shape_cast_expand_non_unit_dims", "vector_shape_cast_expand_and_merge",
+                                  "vector_2d_reduction_with_fractional_subgroup_size_1x4x1",
+                                  "vector_2d_reduction_with_fractional_subgroup_size"])
+def test_upstream_reshaping_casts_are_blocked(name):
+    out = check_xegpu(upstream(name), name, "xegpu-blocking", rtol=1e-2, atol=1e-2)
+    assert "vector.shape_cast" in out
+
+
+def test_the_layout_across_a_reshaping_cast():
+    lay = XeGPULayout.parse("#xegpu.layout<inst_data = [16], lane_layout = [16], lane_data = [1]>")
+    assert str(shape_cast_layout(lay, (1024,), (8, 8, 16))) == \
+        "#xegpu.layout<inst_data = [1, 1, 16], lane_layout = [1, 1, 16], lane_data = [1, 1, 1]>"
+    back = XeGPULayout.parse("#xegpu.layout<inst_data = [1, 1, 32]>")
+    assert str(shape_cast_layout(back, (2, 4, 32), (256,))) == "#xegpu.layout<inst_data = [32]>"
+    # blocks that do not tile the other side's last dim, or a layout on leading dims: none
+    assert shape_cast_layout(XeGPULayout.parse("#xegpu.layout<inst_data = [32]>"), (256,), (16, 16)) is None
+    assert shape_cast_layout(XeGPULayout.parse("#xegpu.layout<inst_data = [2, 16]>"), (4, 16), (64,)) is None
+
+
+LANES = """gpu.module @m {
+gpu.func @f(%src: memref<256xf32>, %dst: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %mask = arith.constant {layout_result_0 = #xegpu.layout<lane_layout = [16], lane_data = [1]>} dense<true> : vector<256xi1>
+  %offsets = vector.step {layout_result_0 = #xegpu.layout<lane_layout = [16], lane_data = [1]>} : vector<256xindex>
+  %v = xegpu.load %src[%offsets], %mask <{layout = #xegpu.layout<lane_layout = [16], lane_data = [1]>}> : memref<256xf32>, vector<256xindex>, vector<256xi1> -> vector<256xf32>
+  %m = vector.shape_cast %v {layout_result_0 = #xegpu.layout<lane_layout = [1, 16], lane_data = [1, 1]>} : vector<256xf32> to vector<16x16xf32>
+  %e = math.exp %m {layout_result_0 = #xegpu.layout<lane_layout = [1, 16], lane_data = [1, 1]>} : vector<16x16xf32>
+  %t = xegpu.create_nd_tdesc %dst : memref<16x16xf32> -> !xegpu.tensor_desc<16x16xf32>
+  xegpu.store_nd %e, %t[%c0, %c0] <{layout = #xegpu.layout<lane_layout = [1, 16], lane_data = [1, 1]>}> : vector<16x16xf32>, !xegpu.tensor_desc<16x16xf32>
+  gpu.return
+}
+}"""
+
+
+def test_a_lane_fragment_is_reshaped_where_it_holds_the_same_elements():
+    """Lane l holds elements l, l + 16, ... of the 256-vector: column l of the 16x16 one."""
+    out = check_xegpu(LANES, "f", "xegpu-sg-to-lane", block=(16,))
+    assert "vector<16xf32> to vector<16x1xf32>" in out
+
+
+def test_a_cast_whose_fragments_differ_is_refused():
+    text = LANES.replace("lane_layout = [1, 16], lane_data = [1, 1]>} : vector<256xf32> to",
+                         "lane_layout = [16, 1], lane_data = [1, 1]>} : vector<256xf32> to")
+    with pytest.raises(SimtifyError, match=r"input\.mlir:7:\d+: .*shape_cast of vector<256xf32> to "
+                                           r"vector<16x16xf32> is distributed where"):
+        check_xegpu(text, "f", "xegpu-sg-to-lane", block=(16,))
