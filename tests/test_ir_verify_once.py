@@ -74,3 +74,18 @@ func.func @f(%v: vector<4xf32>) -> f32 {
 """
     with pytest.raises(SimtifyError, match=r"t.mlir:5:3: .*position 7 is out of bounds"):
         parse(text, "t.mlir")
+
+
+def test_the_memo_is_bounded_and_checks_again_once_cleared(monkeypatch):
+    """Each distinct type object is kept (so that its id stays its own) up to the limit;
+    then the memo starts again, and a wrong op is still found."""
+    monkeypatch.setattr(verify_once, "MEMO_LIMIT", 16)
+    lines = [f"  %x{i} = vector.broadcast %s : f32 to vector<{i + 1}xf32>" for i in range(40)]
+    text = "func.func @f(%s: f32) {\n" + "\n".join(lines) + "\n  return\n}\n"
+    module = parse(text, "t.mlir")
+    assert len(verify_once._definitions.by_identity) <= 16
+    verify(module)
+    wrong = next(op for op in module.walk() if op.name == "vector.broadcast")
+    wrong.results[0]._type = VectorType(f64, [1])  # f32 broadcast to f64: not a broadcast
+    with pytest.raises(SimtifyError, match="vector.broadcast"):
+        verify(module)
