@@ -13,7 +13,10 @@
    inputs both distribute); then the same on generated functions of 10 / 100 / 1000 /
    5000 distributed units (read, anchor, an elementwise op, write: 4 ops a unit).
 
-Prints the measurements and their ratios; every number comes from this one run.
+Prints the measurements and their ratios; every number comes from this one run. Whole
+processes run simtify as installed: a copy of the package with its bytecode compiled
+(`pip install` compiles it); the lit inputs are also timed from the source tree without
+bytecode (``PYTHONDONTWRITEBYTECODE=1``: every simtify module compiled anew).
 
     python bench/bench_ir.py [--ops 10000] [--repeat 3] [--units 10,100,1000,5000]
 """
@@ -21,6 +24,7 @@ Prints the measurements and their ratios; every number comes from this one run.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -86,10 +90,29 @@ def best_of(repeat: int, action) -> float:
     return min(times)
 
 
-def timed_run(command: list[str]) -> tuple[bool, float]:
+# The environment of the whole processes: simtify as installed, its bytecode compiled
+# (`install_compiled`), or the source tree without bytecode (`SOURCE_ENV`).
+ENV = dict(os.environ)
+SOURCE_ENV = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+
+
+def install_compiled(directory: Path) -> None:
+    """Copy the simtify package into `directory` and compile its bytecode there, as
+    `pip install` does; the whole processes then import it from there."""
+    import simtify
+
+    shutil.copytree(Path(simtify.__file__).parent, directory / "simtify",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(directory / "simtify")], check=True,
+                   stdout=subprocess.DEVNULL)
+    path = os.pathsep.join(p for p in (str(directory), os.environ.get("PYTHONPATH")) if p)
+    ENV.update(PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1")
+
+
+def timed_run(command: list[str], env: dict[str, str] | None = None) -> tuple[bool, float]:
     """(whether it succeeded, its wall time) of one whole process."""
     start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or ENV)
     return done.returncode == 0, time.perf_counter() - start
 
 
@@ -98,7 +121,7 @@ def process_time(command: list[str], repeat: int) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -130,8 +153,11 @@ def main() -> int:
     print(f"  print is {parse_s / print_s:.1f}x faster than parse; round trip {count / (parse_s + print_s):,.0f} ops/s")
 
     with tempfile.TemporaryDirectory() as directory:
+        install_compiled(Path(directory) / "installed")
         small = Path(directory) / "small.mlir"
         small.write_text(generate(args.small))
+        version = process_time([sys.executable, "-m", "simtify.cli.main", "--version"], args.repeat)
+        print(f"simtify --version, whole process: {version:.3f} s")
         ours = process_time([sys.executable, "-m", "simtify.cli.main", "opt", str(small)], args.repeat)
         print(f"simtify opt, {args.small}-op file, whole process: {ours:.2f} s")
         iree_opt = shutil.which("iree-opt")
@@ -155,16 +181,19 @@ def distribution(iree_opt: str, directory: Path, units: list[int], repeat: int) 
     generated functions of growing size."""
     ours_cmd = [sys.executable, "-m", "simtify.cli.main", "opt", "--pipeline", "nested-distribute"]
     lit = sorted((Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "iree_nested").glob("*.mlir"))
-    ours = theirs = 0.0
+    ours = theirs = source = 0.0
     both = 0
     for p in lit:  # one run each: the files that both tools distribute count
         times = [timed_run(cmd + [str(p)]) for cmd in (ours_cmd, [iree_opt, IREE_DISTRIBUTE])]
+        uncompiled = timed_run(ours_cmd + [str(p)], SOURCE_ENV)
         if all(ok for ok, _ in times):
             both += 1
-            ours, theirs = ours + times[0][1], theirs + times[1][1]
+            ours, theirs, source = ours + times[0][1], theirs + times[1][1], source + uncompiled[1]
     print(f"nested distribution of IREE's lit inputs ({both} of {len(lit)} files both distribute), "
           f"whole processes, summed: simtify {ours:.2f} s, iree-opt {theirs:.2f} s "
           f"(simtify / iree-opt = {ours / theirs:.1f}x)")
+    print(f"  without bytecode (a source tree, PYTHONDONTWRITEBYTECODE=1): simtify {source:.2f} s "
+          f"({source / theirs:.1f}x)")
     print("| units | ops | simtify s | iree-opt s | simtify / iree-opt | simtify ms per unit |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in units:
