@@ -79,21 +79,36 @@ def _flatten(args: Sequence[Any], kinds: tuple[int, ...], item: type) -> tuple[l
     flat: list = []
     sizes: list[int] = []
     for arg, kind in zip(args, kinds):
-        if isinstance(arg, item) and not isinstance(arg, Sequence):
-            flat.append(arg)
-            sizes.append(1)
-        elif arg is None:
-            if kind != _OPTIONAL:
-                return None
-            sizes.append(0)
-        elif isinstance(arg, list | tuple) and all(isinstance(a, item) for a in arg):
+        cls = type(arg)
+        if cls is list or cls is tuple:
+            for a in arg:
+                if not isinstance(a, item):
+                    return None
             if len(arg) != 1 and (kind == _SINGLE or (kind == _OPTIONAL and len(arg) > 1)):
                 return None
             flat.extend(arg)
             sizes.append(len(arg))
+        elif arg is None:
+            if kind != _OPTIONAL:
+                return None
+            sizes.append(0)
+        elif isinstance(arg, item) and not _is_sequence(cls):
+            flat.append(arg)
+            sizes.append(1)
         else:
             return None
     return flat, sizes
+
+
+_sequence_types: dict[type, bool] = {}
+
+
+def _is_sequence(cls: type) -> bool:
+    """Whether xDSL takes a `cls` argument as a list of them (decided once per class)."""
+    known = _sequence_types.get(cls)
+    if known is None:
+        known = _sequence_types[cls] = issubclass(cls, Sequence)
+    return known
 
 
 _segment_sizes: dict[tuple[int, ...], DenseArrayBase] = {}

@@ -38,7 +38,7 @@ from xdsl.ir import Operation, SSAValue
 
 
 def is_vector(v: SSAValue) -> bool:
-    return isinstance(v.type, VectorType) and len(v.type.get_shape()) > 0
+    return isinstance(v.type, VectorType) and v.type.get_num_dims() > 0
 
 
 class OpRule:
