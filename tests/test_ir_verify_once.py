@@ -89,3 +89,16 @@ def test_the_memo_is_bounded_and_checks_again_once_cleared(monkeypatch):
     wrong.results[0]._type = VectorType(f64, [1])  # f32 broadcast to f64: not a broadcast
     with pytest.raises(SimtifyError, match="vector.broadcast"):
         verify(module)
+
+
+def test_a_signature_looked_up_before_the_memo_was_cleared_is_not_remembered(monkeypatch):
+    module = parse("func.func @f(%v: vector<4xf32>) -> vector<4xf32> {\n"
+                   "  %a = arith.addf %v, %v : vector<4xf32>\n  return %a : vector<4xf32>\n}\n")
+    add = next(op for op in module.walk() if op.name == "arith.addf")
+    signatures = verify_once._Signatures()
+    token = signatures.passed(type(add), add)
+    monkeypatch.setattr(verify_once, "MEMO_LIMIT", 1)
+    signatures.passed(type(add), add)  # over the limit: cleared
+    signatures.remember(token)
+    assert not signatures.by_value
+    assert signatures.passed(type(add), add) is not None

@@ -37,6 +37,7 @@ class _Signatures:
         self.by_value: set[tuple] = set()
         self.canonical: dict[Any, Any] = {}
         self.by_identity: dict[int, tuple[Any, int]] = {}
+        self.generation = 0  # how many times the memo was cleared
 
     def _part(self, part: Any) -> int:
         known = self.by_identity.get(id(part))
@@ -47,19 +48,24 @@ class _Signatures:
         return id(same)
 
     def passed(self, owner: object, op: Any) -> tuple | None:
-        """None if `op`'s signature passed; else the key to `remember` once it does."""
+        """None if `op`'s signature passed; else the token to `remember` once it does."""
         if len(self.by_identity) >= MEMO_LIMIT:
             self.by_value.clear()
             self.canonical.clear()
             self.by_identity.clear()
+            self.generation += 1
         part = self._part
         value = (id(owner), *[part(v.type) for v in op.operands], None, *[part(r.type) for r in op.results], None,
                  *[(k, part(v)) for k, v in op.properties.items()], None,
                  *[(k, part(v)) for k, v in op.attributes.items()])
-        return None if value in self.by_value else value
+        return None if value in self.by_value else (self.generation, value)
 
-    def remember(self, value: tuple) -> None:
-        self.by_value.add(value)
+    def remember(self, token: tuple) -> None:
+        """Remember a signature that passed, unless the memo was cleared since it was
+        looked up (its ids may no longer be those of live objects)."""
+        generation, value = token
+        if generation == self.generation:
+            self.by_value.add(value)
 
 
 _definitions = _Signatures()
