@@ -94,3 +94,11 @@ def test_an_operation_given_for_a_value_is_its_result():
     constant = arith.ConstantOp(IntegerAttr(1, i1))
     add = arith.AndIOp(constant, constant)
     assert list(add.operands) == [constant.result, constant.result]
+
+
+def test_variadic_accessors_read_the_sizes_of_their_own_op():
+    module = parse(PROGRAM)
+    first, second = [op for op in module.walk() if op.name == "vector.transfer_read"]
+    for _ in range(2):  # decoded, then remembered
+        assert len(first.indices) == 2 and first.mask is None
+        assert len(second.indices) == 2 and second.mask is not None

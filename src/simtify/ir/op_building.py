@@ -12,7 +12,8 @@ segments, any argument xDSL would refuse) goes to xDSL's `irdl_op_init`, which b
 
 The segment sizes (``operandSegmentSizes = array<i32: 1, 1, 2, 0>``) are shared: a
 transfer op built a thousand times makes one attribute, not a thousand equal ones to
-build, hash and verify.
+build, hash and verify; and an accessor of a variadic operand (``op.indices``) decodes a
+shared attribute's sizes once, not on every access.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from xdsl.irdl.operations import (
     AttrSizedOperandSegments,
     AttrSizedResultSegments,
     AttrSizedSegments,
+    BaseAttrAccessor,
     OpDef,
     OptionalDef,
     SameVariadicSize,
@@ -144,4 +146,23 @@ def _op_init(self: Operation, op_def: OpDef, *, operands: Sequence[Any], result_
                   attributes=attributes, successors=successors, regions=regions)
 
 
+# id of a segment-size attribute -> (the attribute, kept alive so the id stays its own; its sizes)
+_sizes_read: dict[int, tuple[DenseArrayBase, tuple[int, ...]]] = {}
+_accessor_get = BaseAttrAccessor.__get__
+
+
+def _accessor_get_sizes_once(self: BaseAttrAccessor, obj: Operation | None, objtype: Any = None) -> Any:
+    """`BaseAttrAccessor.__get__`, the sizes of one attribute object decoded once."""
+    if obj is None:
+        return _accessor_get(self, obj, objtype)
+    attr = self.option.container(obj)[self.option.attribute_name]
+    known = _sizes_read.get(id(attr))
+    if known is None:
+        if len(_sizes_read) >= 4096:
+            _sizes_read.clear()
+        known = _sizes_read[id(attr)] = (attr, attr.get_values())
+    return self.index(known[1], operations.get_op_constructs(obj, self.construct))
+
+
 operations.irdl_op_init = _op_init
+BaseAttrAccessor.__get__ = _accessor_get_sizes_once  # type: ignore[method-assign]
