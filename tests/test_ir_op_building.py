@@ -4,12 +4,12 @@ same op as xDSL's own builder makes, and xDSL's errors for arguments it refuses.
 from __future__ import annotations
 
 import pytest
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, VectorType, f32, i1
 from xdsl.ir import Block
 
 from simtify.ir import op_building, parse, print_module
 from simtify.ir.vector import TransferReadOp
-from xdsl.dialects import arith
 
 PROGRAM = """
 func.func @f(%m: memref<8x8xf32>, %i: index, %p: f32, %k: vector<4xi1>, %v: vector<4xf32>) -> vector<4xf32> {
