@@ -13,7 +13,12 @@
    inputs both distribute); then the same on generated functions of 10 / 100 / 1000 /
    5000 distributed units (read, anchor, an elementwise op, write: 4 ops a unit).
 
-Prints the measurements and their ratios; every number comes from this one run.
+Prints the measurements and their ratios; every number comes from this one run. Whole
+processes run simtify as installed: a copy of the package with its bytecode compiled
+(`pip install` compiles it); the lit inputs are also timed from the source tree without
+bytecode (``PYTHONDONTWRITEBYTECODE=1``: every simtify module compiled anew). Beside the
+wall times, the distributions' CPU times (user and system) are compared: on a machine
+other work keeps busy, wall times include waiting for a core.
 
     python bench/bench_ir.py [--ops 10000] [--repeat 3] [--units 10,100,1000,5000]
 """
@@ -21,6 +26,8 @@ Prints the measurements and their ratios; every number comes from this one run.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -86,21 +93,43 @@ def best_of(repeat: int, action) -> float:
     return min(times)
 
 
-def timed_run(command: list[str]) -> tuple[bool, float]:
-    """(whether it succeeded, its wall time) of one whole process."""
+# The environment of the whole processes: simtify as installed, its bytecode compiled
+# (`install_compiled`), or the source tree without bytecode (`SOURCE_ENV`).
+ENV = dict(os.environ)
+SOURCE_ENV = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+
+
+def install_compiled(directory: Path) -> None:
+    """Copy the simtify package into `directory` and compile its bytecode there, as
+    `pip install` does; the whole processes then import it from there."""
+    import simtify
+
+    shutil.copytree(Path(simtify.__file__).parent, directory / "simtify",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(directory / "simtify")], check=True,
+                   stdout=subprocess.DEVNULL)
+    path = os.pathsep.join(p for p in (str(directory), os.environ.get("PYTHONPATH")) if p)
+    ENV.update(PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1")
+
+
+def timed_run(command: list[str], env: dict[str, str] | None = None) -> tuple[bool, float, float]:
+    """(whether it succeeded, its wall time, its CPU time) of one whole process. The CPU
+    time (user and system, every thread) is what a busy machine leaves comparable: the
+    wall time there includes waiting for a core."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return done.returncode == 0, time.perf_counter() - start
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or ENV)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done.returncode == 0, wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
-def process_time(command: list[str], repeat: int) -> float:
-    """Median wall time of a whole process (start-up included)."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def process_time(command: list[str], repeat: int) -> tuple[float, float]:
+    """Median wall and CPU times of a whole process (start-up included)."""
+    runs = [timed_run(command) for _ in range(repeat)]
+    if not all(ok for ok, _, _ in runs):
+        raise SystemExit(f"failed: {' '.join(command)}")
+    return statistics.median(w for _, w, _ in runs), statistics.median(c for _, _, c in runs)
 
 
 def main() -> int:
@@ -130,17 +159,20 @@ def main() -> int:
     print(f"  print is {parse_s / print_s:.1f}x faster than parse; round trip {count / (parse_s + print_s):,.0f} ops/s")
 
     with tempfile.TemporaryDirectory() as directory:
+        install_compiled(Path(directory) / "installed")
         small = Path(directory) / "small.mlir"
         small.write_text(generate(args.small))
-        ours = process_time([sys.executable, "-m", "simtify.cli.main", "opt", str(small)], args.repeat)
+        version, _ = process_time([sys.executable, "-m", "simtify.cli.main", "--version"], args.repeat)
+        print(f"simtify --version, whole process: {version:.3f} s")
+        ours, _ = process_time([sys.executable, "-m", "simtify.cli.main", "opt", str(small)], args.repeat)
         print(f"simtify opt, {args.small}-op file, whole process: {ours:.2f} s")
         iree_opt = shutil.which("iree-opt")
         if iree_opt is None:
             print("iree-opt not installed (pip install iree-base-compiler==3.12.0): no comparison")
         else:
-            theirs = process_time([iree_opt, str(small)], args.repeat)
+            theirs, _ = process_time([iree_opt, str(small)], args.repeat)
             print(f"iree-opt,    {args.small}-op file, whole process: {theirs:.2f} s  (simtify opt / iree-opt = {ours / theirs:.1f}x)")
-        idle = process_time([sys.executable, "-c", "import simtify.ir; simtify.ir.make_context()"], args.repeat)
+        idle, _ = process_time([sys.executable, "-c", "import simtify.ir; simtify.ir.make_context()"], args.repeat)
         print(f"  of which interpreter start + imports + context: {idle:.2f} s ({idle / ours:.0%})")
         if iree_opt is not None:
             distribution(iree_opt, Path(directory), [int(u) for u in args.units.split(",")], args.repeat)
@@ -155,25 +187,32 @@ def distribution(iree_opt: str, directory: Path, units: list[int], repeat: int) 
     generated functions of growing size."""
     ours_cmd = [sys.executable, "-m", "simtify.cli.main", "opt", "--pipeline", "nested-distribute"]
     lit = sorted((Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "iree_nested").glob("*.mlir"))
-    ours = theirs = 0.0
+    ours = theirs = source = ours_cpu = theirs_cpu = 0.0
     both = 0
     for p in lit:  # one run each: the files that both tools distribute count
-        times = [timed_run(cmd + [str(p)]) for cmd in (ours_cmd, [iree_opt, IREE_DISTRIBUTE])]
-        if all(ok for ok, _ in times):
+        runs = [timed_run(cmd + [str(p)]) for cmd in (ours_cmd, [iree_opt, IREE_DISTRIBUTE])]
+        uncompiled = timed_run(ours_cmd + [str(p)], SOURCE_ENV)
+        if all(ok for ok, _, _ in runs):
             both += 1
-            ours, theirs = ours + times[0][1], theirs + times[1][1]
+            ours, theirs, source = ours + runs[0][1], theirs + runs[1][1], source + uncompiled[1]
+            ours_cpu, theirs_cpu = ours_cpu + runs[0][2], theirs_cpu + runs[1][2]
     print(f"nested distribution of IREE's lit inputs ({both} of {len(lit)} files both distribute), "
           f"whole processes, summed: simtify {ours:.2f} s, iree-opt {theirs:.2f} s "
           f"(simtify / iree-opt = {ours / theirs:.1f}x)")
-    print("| units | ops | simtify s | iree-opt s | simtify / iree-opt | simtify ms per unit |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print(f"  CPU time: simtify {ours_cpu:.2f} s, iree-opt {theirs_cpu:.2f} s ({ours_cpu / theirs_cpu:.1f}x)")
+    print(f"  without bytecode (a source tree, PYTHONDONTWRITEBYTECODE=1): simtify {source:.2f} s "
+          f"({source / theirs:.1f}x)")
+    print("| units | ops | simtify s | iree-opt s | simtify / iree-opt | CPU time: simtify / iree-opt "
+          "| simtify ms per unit |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for n in units:
         path = directory / f"units_{n}.mlir"
         path.write_text(generate_units(n))
         times = max(1, repeat if n <= 1000 else 1)
-        ours = process_time(ours_cmd + [str(path)], times)
-        theirs = process_time([iree_opt, IREE_DISTRIBUTE, str(path)], times)
-        print(f"| {n} | {len(UNIT) * n + 3} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.1f} | {ours / n * 1e3:.2f} |")
+        ours, ours_cpu = process_time(ours_cmd + [str(path)], times)
+        theirs, theirs_cpu = process_time([iree_opt, IREE_DISTRIBUTE, str(path)], times)
+        print(f"| {n} | {len(UNIT) * n + 3} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.1f} "
+              f"| {ours_cpu / theirs_cpu:.1f} | {ours / n * 1e3:.2f} |")
 
 
 if __name__ == "__main__":

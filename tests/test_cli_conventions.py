@@ -287,3 +287,17 @@ def test_no_file_or_dash_reads_standard_input(monkeypatch, capsys):
     code, _, err = opt(capsys, "-", "--split-input-file")
     assert code == 2 and err.startswith("<stdin>:2:8: error: unknown operation 'vector.frobnicate'\n")
 
+
+
+def test_a_command_collects_garbage_less_often_and_restores_the_setting(monkeypatch, capsys):
+    import gc
+
+    from simtify.cli import main as cli_main
+
+    seen = []
+    real_run = cli_main._run
+    monkeypatch.setattr(cli_main, "_run", lambda argv: seen.append(gc.get_threshold()) or real_run(argv))
+    before = gc.get_threshold()
+    assert main(["opt", "example:row-max"]) == 0
+    assert seen == [(cli_main.COLLECT_EVERY, *before[1:])] and gc.get_threshold() == before
+    capsys.readouterr()

@@ -71,3 +71,25 @@ def test_repeated_dialect_attributes_read_the_same():
     bad = LAYOUTS.replace("element_tile = [1, 4], subgroup_strides", "element_tile = [1, 2], subgroup_strides")
     with pytest.raises(SimtifyError, match="bad.mlir:8:"):
         parse(bad, "bad.mlir")
+
+
+def test_repeated_attribute_dictionaries_share_their_values_not_their_dicts():
+    text = """
+func.func @f(%m: memref<8x4xf32>, %i: index, %p: f32) {
+  %a = vector.transfer_read %m[%i, %i], %p {in_bounds = [true, true]} : memref<8x4xf32>, vector<8x4xf32>
+  %b = vector.transfer_read %m[%i, %i], %p {in_bounds = [true, true]} : memref<8x4xf32>, vector<8x4xf32>
+  %c = vector.transfer_read %m[%i, %i], %p {in_bounds = [false, true]} : memref<8x4xf32>, vector<8x4xf32>
+  %d = "arith.constant"() {value = 1 : i32, s = "a}b", n = {x = 1 : i32}} : () -> i32
+  %e = "arith.constant"() {value = 1 : i32, s = "a}b", n = {x = 1 : i32}} : () -> i32
+  return
+}
+"""
+    module = parse(text)
+    a, b, c = [op for op in module.walk() if op.name == "vector.transfer_read"]
+    assert a.properties["in_bounds"] is b.properties["in_bounds"]
+    assert str(c.properties["in_bounds"]) == "[false, true]"
+    first, second = [op for op in module.walk() if op.name == "arith.constant"]
+    assert first.attributes is not second.attributes
+    assert first.attributes["s"].data == "a}b" and str(first.attributes["n"]) == "{x = 1 : i32}"
+    printed = print_module(module)
+    assert print_module(parse(printed)) == printed

@@ -370,6 +370,32 @@ def test_hex_float_elements(literal, expected):
     assert value.get_values()[-1] == expected
 
 
+@pytest.mark.parametrize(
+    "literal",
+    ["dense<true> : vector<4x3xi1>", "dense<-1> : vector<5xi8>", "dense<255> : vector<2xi8>",
+     "dense<0.0> : vector<3x2xf16>", "dense<-0.0> : vector<3xf64>", "dense<1.5> : tensor<2x2xbf16>",
+     "dense<0xFF800000> : vector<2xf32>", "dense<3> : vector<4xindex>", "dense<7> : vector<2xf32>",
+     "dense<2.0> : vector<f32>", "dense<0> : vector<0xi32>"],
+)
+def test_splat_reads_as_xdsl_reads_it_element_by_element(literal):
+    """A splat is converted once and its bytes repeated: the same attribute as xDSL's
+    element-by-element reading."""
+    from xdsl.parser.attribute_parser import AttrParser
+
+    from simtify.ir.context import make_context
+    from simtify.ir.parser import MLIRParser
+
+    (value,) = _constants(f"%0 = arith.constant {literal}\n")
+    parser = MLIRParser(make_context(), literal)
+    parser.parse_characters("dense")
+    assert value == AttrParser.parse_dense_int_or_fp_elements_attr(parser, None)
+
+
+def test_large_splat_holds_every_element():
+    (value,) = _constants("%0 = arith.constant dense<true> : vector<32x256x64xi1>\n")
+    assert len(value) == 32 * 256 * 64 and set(value.data.data) == {255}
+
+
 def test_special_floats_print_like_mlir():
     text = (
         "%0 = arith.constant dense<0xFF800000> : vector<2xf32>\n"

@@ -74,3 +74,31 @@ func.func @f(%v: vector<4xf32>) -> f32 {
 """
     with pytest.raises(SimtifyError, match=r"t.mlir:5:3: .*position 7 is out of bounds"):
         parse(text, "t.mlir")
+
+
+def test_the_memo_is_bounded_and_checks_again_once_cleared(monkeypatch):
+    """Each distinct type object is kept (so that its id stays its own) up to the limit;
+    then the memo starts again, and a wrong op is still found."""
+    monkeypatch.setattr(verify_once, "MEMO_LIMIT", 16)
+    lines = [f"  %x{i} = vector.broadcast %s : f32 to vector<{i + 1}xf32>" for i in range(40)]
+    text = "func.func @f(%s: f32) {\n" + "\n".join(lines) + "\n  return\n}\n"
+    module = parse(text, "t.mlir")
+    assert len(verify_once._definitions.by_identity) <= 16
+    verify(module)
+    wrong = next(op for op in module.walk() if op.name == "vector.broadcast")
+    wrong.results[0]._type = VectorType(f64, [1])  # f32 broadcast to f64: not a broadcast
+    with pytest.raises(SimtifyError, match="vector.broadcast"):
+        verify(module)
+
+
+def test_a_signature_looked_up_before_the_memo_was_cleared_is_not_remembered(monkeypatch):
+    module = parse("func.func @f(%v: vector<4xf32>) -> vector<4xf32> {\n"
+                   "  %a = arith.addf %v, %v : vector<4xf32>\n  return %a : vector<4xf32>\n}\n")
+    add = next(op for op in module.walk() if op.name == "arith.addf")
+    signatures = verify_once._Signatures()
+    token = signatures.passed(type(add), add)
+    monkeypatch.setattr(verify_once, "MEMO_LIMIT", 1)
+    signatures.passed(type(add), add)  # over the limit: cleared
+    signatures.remember(token)
+    assert not signatures.by_value
+    assert signatures.passed(type(add), add) is not None

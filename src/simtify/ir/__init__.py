@@ -13,8 +13,9 @@ where it does not (see `simtify.ir.context`).
 from __future__ import annotations
 
 # first: every dialect defined after this reads its assembly formats when first used,
-# and ops are checked against their definitions once per signature
-from simtify.ir import lazy_formats, verify_once  # noqa: F401  (isort: skip)
+# ops are checked against their definitions once per signature, ops are built from a
+# plan made once per definition, and a type hint's constraint is built once
+from simtify.ir import hint_constraints, lazy_formats, op_building, verify_once  # noqa: F401  (isort: skip)
 
 import io
 import re

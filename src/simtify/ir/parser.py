@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AnyFloat,
     ComplexType,
+    DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -66,18 +67,20 @@ _REMEMBERED_TYPES = ("vector<", "memref<", "tensor<")
 
 
 _ANGLE_OR_STOP = re.compile(r'[<>(\-"\n{]')
+_BRACE_OR_STOP = re.compile(r'[{}"\n]')
 
 
-def _closing_angle(text: str, start: int) -> int:
-    """The offset after the ``>`` closing the ``<`` opened after `start`; -1 where the
-    type's text holds anything but nested angle brackets (an affine map's ``->``, a
-    string, a line break): such text is parsed, not remembered."""
+def _closing(text: str, start: int, stops: re.Pattern = _ANGLE_OR_STOP, pair: str = "<>", limit: int = 512) -> int:
+    """The offset after the bracket closing the one opened at or after `start` (``<>``
+    or ``{}``); -1 where the text holds one of `stops` other than the brackets (for a
+    type: an affine map's ``->``, a string, a line break): such text is parsed, not
+    remembered."""
     depth = 0
-    for found in _ANGLE_OR_STOP.finditer(text, start, min(len(text), start + 512)):
+    for found in stops.finditer(text, start, min(len(text), start + limit)):
         bracket = found.group()
-        if bracket not in "<>":
+        if bracket not in pair:
             return -1
-        depth += 1 if bracket == "<" else -1
+        depth += 1 if bracket == pair[0] else -1
         if depth == 0:
             return found.end()
     return -1
@@ -110,6 +113,11 @@ REMOVED_UPSTREAM = {
 def removed_upstream(name: str, kind: str) -> str:
     return f"{kind} '{name}' was removed upstream: {REMOVED_UPSTREAM[name]}"
 
+
+# What follows ``dense<`` when the literal is not one plain value: a list, a hex
+# string, nothing, a complex number.
+_NOT_A_SPLAT = frozenset({MLIRTokenKind.L_SQUARE, MLIRTokenKind.STRING_LIT, MLIRTokenKind.GREATER,
+                          MLIRTokenKind.L_PAREN})
 
 # The largest dense literal read (elements, splats included).
 MAX_DENSE_ELEMENTS = 1 << 26
@@ -149,7 +157,7 @@ class MLIRParser(Parser):
     def _parse_optional_builtin_type(self):
         """As xDSL, but a shaped type whose text was read before is not built again."""
         text, start = self.lexer.input.content, self.pos
-        if not text.startswith(_REMEMBERED_TYPES, start) or (end := _closing_angle(text, start)) < 0:
+        if not text.startswith(_REMEMBERED_TYPES, start) or (end := _closing(text, start)) < 0:
             return super()._parse_optional_builtin_type()
         return self._read_once(text[start:end], end, super()._parse_optional_builtin_type)
 
@@ -157,10 +165,19 @@ class MLIRParser(Parser):
         """As xDSL, but a dialect attribute or type (``#iree_vector_ext.nested_layout<..>``)
         whose text was read before is not built again."""
         text, start = self.lexer.input.content, self.pos
-        if "." not in name or not text.startswith("<", start) or (end := _closing_angle(text, start)) < 0:
+        if "." not in name or not text.startswith("<", start) or (end := _closing(text, start)) < 0:
             return super()._parse_extended_type_or_attribute(name, is_type)
         return self._read_once((name, is_type, text[start:end]), end,
                                lambda: super(MLIRParser, self)._parse_extended_type_or_attribute(name, is_type))
+
+    def parse_optional_dictionary_attr_dict(self):
+        """As xDSL, but a dictionary whose text was read before gives the same attributes
+        (in a new dict), not built again: ``{in_bounds = [true, true]}`` is on every
+        transfer. Text with a string or a line break is parsed each time."""
+        text, start = self.lexer.input.content, self.pos
+        if not text.startswith("{", start) or (end := _closing(text, start, _BRACE_OR_STOP, "{}", 2048)) < 0:
+            return super().parse_optional_dictionary_attr_dict()
+        return dict(self._read_once(text[start:end], end, super().parse_optional_dictionary_attr_dict))
 
     def _read_once(self, key, end: int, parse):
         """The value of the text ending at `end` (`key`), parsed the first time only;
@@ -234,6 +251,25 @@ class MLIRParser(Parser):
             self.raise_error(f"a dense literal of {prod(type_.get_shape())} elements is more than simtify holds "
                              f"({MAX_DENSE_ELEMENTS})", start, self.pos)
         return type_
+
+    def parse_dense_int_or_fp_elements_attr(self, type):
+        """As xDSL, but a splat (``dense<0.0> : vector<32x256x64xf16>``) is converted and
+        packed once and its bytes repeated: xDSL converts the value once per element
+        (half a million masks' worth took 0.4 s). Anything else is xDSL's reading."""
+        start = self.pos
+        self.parse_punctuation("<", " in dense attribute")
+        if self._current_token.kind in _NOT_A_SPLAT:
+            self._resume_from(start)
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        element = self._parse_tensor_literal_element()
+        self.parse_punctuation(">", " in dense attribute")
+        if type is None:
+            self.parse_punctuation(":", " in dense attribute")
+            type = self._parse_dense_literal_type()
+        if isinstance(type.element_type, ComplexType):
+            self._resume_from(start)  # xDSL's own error
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        return DenseIntOrFPElementsAttr.from_list(type, [element.to_type(self, type.element_type)])
 
     def _parse_tensor_literal_element(self) -> AttrParser._TensorLiteralElement:
         element = super()._parse_tensor_literal_element()

@@ -7,8 +7,9 @@ distributed kernel repeats a few signatures thousands of times: that check is ha
 verifying one. Importing this module (the package does) remembers the signatures that
 passed and, for an op with no regions or successors whose signature passed before, runs
 only the traits (which may look at the op's parent or neighbours). Signatures compare
-types and attributes by value: equal attributes satisfy the same constraints. An op's
-own ``verify_`` that looks at nothing else says so with `once_per_signature`.
+types and attributes by value (each object hashed once): equal attributes satisfy the
+same constraints. An op's own ``verify_`` that looks at nothing else says so with
+`once_per_signature`.
 """
 
 from __future__ import annotations
@@ -26,36 +27,45 @@ _verify_in_full = OpDef.verify
 
 
 class _Signatures:
-    """The signatures that passed a check. Looked up by the identity of their parts
-    first (hashing a type walks all of it; the parts are kept alive with the key, so
-    that no id is reused), then by value (a pass builds equal types anew)."""
+    """The signatures that passed a check. A signature is made of the identities of
+    canonical parts: each type or attribute object is looked up by identity, and only
+    an object met for the first time is hashed, to find the equal one met before (a
+    pass builds equal types anew; hashing a type walks all of it). The objects are kept
+    alive with their entries, so that no id is reused."""
 
     def __init__(self) -> None:
         self.by_value: set[tuple] = set()
-        self.by_identity: dict[tuple, tuple] = {}
+        self.canonical: dict[Any, Any] = {}
+        self.by_identity: dict[int, tuple[Any, int]] = {}
+        self.generation = 0  # how many times the memo was cleared
+
+    def _part(self, part: Any) -> int:
+        known = self.by_identity.get(id(part))
+        if known is not None:
+            return known[1]
+        same = self.canonical.setdefault(part, part)
+        self.by_identity[id(part)] = (part, id(same))
+        return id(same)
 
     def passed(self, owner: object, op: Any) -> tuple | None:
-        """None if `op`'s signature passed; else the key to `remember` once it does."""
-        parts = (owner, tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
-                 tuple(op.properties.items()), tuple(op.attributes.items()))
-        identities = (id(owner), *map(id, parts[1]), None, *map(id, parts[2]), None,
-                      *(k for k, _ in parts[3]), *(id(v) for _, v in parts[3]), None,
-                      *(k for k, _ in parts[4]), *(id(v) for _, v in parts[4]))
-        if identities in self.by_identity:
-            return None
-        value = (id(owner),) + parts[1:]
-        if value in self.by_value:
-            if len(self.by_identity) >= MEMO_LIMIT:
-                self.by_identity.clear()
-            self.by_identity[identities] = parts
-            return None
-        return value
-
-    def remember(self, value: tuple) -> None:
-        if len(self.by_value) >= MEMO_LIMIT:
+        """None if `op`'s signature passed; else the token to `remember` once it does."""
+        if len(self.by_identity) >= MEMO_LIMIT:
             self.by_value.clear()
+            self.canonical.clear()
             self.by_identity.clear()
-        self.by_value.add(value)
+            self.generation += 1
+        part = self._part
+        value = (id(owner), *[part(v.type) for v in op.operands], None, *[part(r.type) for r in op.results], None,
+                 *[(k, part(v)) for k, v in op.properties.items()], None,
+                 *[(k, part(v)) for k, v in op.attributes.items()])
+        return None if value in self.by_value else (self.generation, value)
+
+    def remember(self, token: tuple) -> None:
+        """Remember a signature that passed, unless the memo was cleared since it was
+        looked up (its ids may no longer be those of live objects)."""
+        generation, value = token
+        if generation == self.generation:
+            self.by_value.add(value)
 
 
 _definitions = _Signatures()

@@ -21,6 +21,10 @@ from simtify.sim.values import bool_array
 
 AXES = {"x": 0, "y": 1, "z": 2}
 
+# The workgroup count a kernel generator recorded on the function (``simtify.workgroup_count
+# = array<i64: X, Y, Z>``); `run` launches that grid when none is given.
+WORKGROUP_COUNT = "simtify.workgroup_count"
+
 
 def known_grid_size(func: Operation) -> tuple[int, ...] | None:
     """A gpu.func's ``known_grid_size``."""

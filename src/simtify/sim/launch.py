@@ -13,6 +13,7 @@ from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
 from simtify.sim.counters import Counters
+from simtify.sim.grid import WORKGROUP_COUNT
 from simtify.sim.interpreter import BatchState, Interpreter
 from simtify.sim.liveness import max_registers_per_thread
 from simtify.sim.memory import GLOBAL, Buffer, MemRef
@@ -101,11 +102,6 @@ def function_args(func: Operation) -> list[tuple[str, object]]:
     for i, a in enumerate(list(func.body.blocks.first.args)[:n_inputs]):
         out.append((a.name_hint or f"arg{i}", a.type))
     return out
-
-
-# The workgroup count a kernel generator recorded on the function (``simtify.workgroup_count
-# = array<i64: X, Y, Z>``); `run` launches that grid when none is given.
-WORKGROUP_COUNT = "simtify.workgroup_count"
 
 
 def recorded_grid(func: Operation) -> tuple[int, ...] | None:

@@ -48,6 +48,16 @@ def bool_array(values: tuple[bool, ...]) -> ArrayAttr:
     return ArrayAttr([BoolAttr.from_bool(b) for b in values])
 
 
+@lru_cache(maxsize=4096)
+def affine_map_attr(num_dims: int, expr: AffineExpr) -> AffineMapAttr:
+    """``affine_map<(d0, ...) -> (expr)>``, built once: a distribution indexes with the
+    same few maps thousands of times."""
+    return AffineMapAttr(AffineMap(num_dims, 0, (expr,)))
+
+
+INDEX = IndexType()
+
+
 class Emitter:
     """Appends ops to `block` (before `before` when given)."""
 
@@ -73,8 +83,8 @@ class Emitter:
     def apply(self, exprs: AffineExpr, operands: Sequence[SSAValue]) -> SSAValue:
         from xdsl.dialects import affine
 
-        m = AffineMap(len(operands), 0, (exprs,))
-        return self.value(affine.ApplyOp(list(operands), AffineMapAttr(m)))
+        return self.value(affine.ApplyOp.build(operands=[list(operands)], result_types=[INDEX],
+                                               properties={"map": affine_map_attr(len(operands), exprs)}))
 
     def delinearize(self, x: SSAValue, basis: Sequence[int]) -> list[SSAValue]:
         """Digits of `x` over `basis` with an unbounded outermost digit first."""

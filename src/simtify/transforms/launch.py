@@ -87,7 +87,7 @@ def record_grid(func: Operation, grid: tuple[int, ...] | None) -> None:
     `simtify run` and `emit` launch it without --grid."""
     from xdsl.dialects.builtin import DenseArrayBase, i64
 
-    from simtify.sim.launch import WORKGROUP_COUNT
+    from simtify.sim.grid import WORKGROUP_COUNT
 
     if grid is not None and WORKGROUP_COUNT not in func.attributes:
         func.attributes[WORKGROUP_COUNT] = DenseArrayBase.from_list(i64, list(grid) + [1] * (3 - len(grid)))

@@ -38,7 +38,7 @@ from xdsl.ir import Operation, SSAValue
 
 
 def is_vector(v: SSAValue) -> bool:
-    return isinstance(v.type, VectorType) and len(v.type.get_shape()) > 0
+    return isinstance(v.type, VectorType) and v.type.get_num_dims() > 0
 
 
 class OpRule:
@@ -261,6 +261,9 @@ class Engine:
         self.func = func
         self.layouts = layouts
         self.changed = False
+        # op -> is_per_element(op): asked on every sweep, decided by the op's kind and
+        # types, which propagation does not change (the op is kept alive as the key)
+        self._per_element: dict[Operation, bool] = {}
 
     # --- what a family says ---------------------------------------------------------
 
@@ -331,8 +334,12 @@ class Engine:
 
     def rule(self, op: Operation) -> OpRule | None:
         found = self.rules.get(op.name)
-        if found is None and self.is_per_element(op):
-            return self.per_element
+        if found is None:
+            per_element = self._per_element.get(op)
+            if per_element is None:
+                per_element = self._per_element[op] = self.is_per_element(op)
+            if per_element:
+                return self.per_element
         return found
 
     def forward(self, op: Operation) -> None:

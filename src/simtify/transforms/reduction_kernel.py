@@ -51,7 +51,7 @@ from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.layout.reduction_config import ReductionPlan, plan_reduction
 from simtify.sim.affine_eval import result_dims
-from simtify.sim.launch import WORKGROUP_COUNT
+from simtify.sim.grid import WORKGROUP_COUNT
 from simtify.sim.ops.linalg import COMBINERS
 from simtify.transforms.emit import neutral_value, scalar_attr
 from simtify.transforms.emit import Emitter
