@@ -150,3 +150,13 @@ def test_upstream_function_distributes_correctly(file, func, text, request):
     stage = STAGES[file]
     tolerance = 1e-2 if re.search(r"x(b?f16|i8)>", text) else 1e-4  # 16-bit sums in another order round apart
     check_xegpu(text, func, stage, block=(16,) if stage in LANE_STAGES else None, rtol=tolerance, atol=tolerance)
+
+
+def test_lane_less_gather_store_writes_every_lane_share():
+    """Upstream's vector_shape_cast_expand_and_merge through the whole pipeline: its store
+    anchor has inst_data but no lanes. wg-to-sg once guarded that store to lane 0 and
+    sg-to-lane then split the value among the lanes inside the guard, so only lane 0's
+    share was written."""
+    [text] = [t for chunk in split_chunks((FIXTURES / "propagate-layout-inst-data.mlir").read_text())
+              for name, t in functions_of(chunk) if name == "vector_shape_cast_expand_and_merge"]
+    check_xegpu(text, "vector_shape_cast_expand_and_merge", "xegpu-distribute")
