@@ -188,7 +188,10 @@ def _subgroup_reduce(sim, op):
     `undefined` and the sanitizer reports an inactive-lane read."""
     if sim.T % sim.subgroup_size:
         raise SimtifyError(f"{sim.T} threads are not whole subgroups of {sim.subgroup_size}")
-    value = _by_subgroup(sim, lead(sim.get(op.value)))
+    held = sim.get(op.value)
+    reuse = sim.sole_reference(op.value, held)  # its last read: the result may take its memory
+    value = _by_subgroup(sim, lead(held))
+    del held
     sg = sim.subgroup_size
     size = op.cluster_size.value.data if op.cluster_size is not None else sg
     stride = op.cluster_stride.value.data if op.cluster_stride is not None else 1
@@ -199,7 +202,11 @@ def _subgroup_reduce(sim, op):
     rest = value.shape[3:]
     grouped = value.reshape((W, S, sg // (size * stride), size, stride) + rest)
     red = reduce(kind, grouped, (3,))
-    out = np.repeat(np.expand_dims(red, 3), size, axis=3).reshape((W, S * sg) + rest)  # each lane its cluster's
+    if reuse and grouped.flags.writeable and red.dtype == value.dtype and np.may_share_memory(grouped, value):
+        grouped[...] = np.expand_dims(red, 3)  # each lane its cluster's, over the operand read last
+        out = value.reshape((W, S * sg) + rest)
+    else:
+        out = np.repeat(np.expand_dims(red, 3), size, axis=3).reshape((W, S * sg) + rest)  # each lane its cluster's
     if sim.state.mask is None:  # every subgroup of the batch
         act, sub_active = None, sim.W * (sim.T // sg)
     else:

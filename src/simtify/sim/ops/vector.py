@@ -102,7 +102,10 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
         out = reduce(kind, digits, axes, outer)
     if acc is not None:
         out = combine(kind, out, acc)
-    return np.broadcast_to(out, value.digits.shape[:n_lanes] + kept).reshape(value.shape[:2] + kept)
+    lanes = value.digits.shape[:n_lanes] + kept
+    if out.shape == lanes:  # no lane read what another read: the array of its own, writeable
+        return out.reshape(value.shape[:2] + kept)
+    return np.broadcast_to(out, lanes).reshape(value.shape[:2] + kept)
 
 
 # Elements of an accumulator that stay in a core's cache while pieces are added into it.
@@ -535,6 +538,10 @@ def _insert_strided(sim, op):
                 out = dest = dest.copied()
     dest = lead(dest)
     W, T = max(val.shape[0], dest.shape[0]), max(val.shape[1], dest.shape[1])
+    if out is None and isinstance(val, np.ndarray) and prod(val.shape[2:]) == prod(dest.shape[2:]):
+        # the value fills the whole destination (unit dims aside): it is the result, reshaped
+        return [np.broadcast_to(val.reshape(val.shape[:2] + dest.shape[2:]), (W, T) + dest.shape[2:])
+                if val.shape[:2] != (W, T) else val.reshape(val.shape[:2] + dest.shape[2:])]
     if out is not None:  # the pieces so far, copied out: fill it
         out = out if out.shape[:2] == (W, T) else np.array(np.broadcast_to(out, (W, T) + out.shape[2:]))
     elif dest.shape[:2] == (W, T) and sim.sole_reference(op.dest, dest):
