@@ -15,6 +15,7 @@ from simtify.sim import run
 from simtify.sim.ops import gpu as gpu_ops
 from simtify.sim.ops import vector as vector_ops
 from simtify.transforms.pipelines import Options, run_pipeline
+from test_sim_views import assert_same
 
 # 64 threads in subgroups of 32; thread t reads src[row, t mod 8] (eight lanes share each
 # element) and reduces it over its cluster.
@@ -49,13 +50,6 @@ def run_both(monkeypatch, module, func, args, **kw):
     return held, sum(lazily), copied
 
 
-def assert_same(a, b):
-    for name in a.arguments:
-        assert a.arguments[name].tobytes() == b.arguments[name].tobytes(), name
-    assert a.stats == b.stats and a.stats_by_op == b.stats_by_op
-    assert [f.to_json() for f in a.findings] == [f.to_json() for f in b.findings]
-
-
 @pytest.mark.parametrize("kind", ["add", "maximumf", "mul"])
 @pytest.mark.parametrize("size, stride, lazily", [
     (8, 1, 1),  # every lane of a workgroup gets the same: one value per workgroup
@@ -85,17 +79,25 @@ def test_shared_reads_reduced_once_per_distinct_cluster(monkeypatch, kind, size,
     np.testing.assert_allclose(held.outputs["dst"], want, rtol=1e-5, atol=1e-5)
 
 
+def distributed_row_sum(target: str, rows: int):
+    """simtify's row sum example over `rows` rows of 4096, distributed for `target`, and
+    its arguments."""
+    text = example_program("reduction")
+    for small, large in (("8x4096", f"{rows}x4096"), ("memref<8xf32>", f"memref<{rows}xf32>")):
+        text = text.replace(small, large)
+    module = parse(text)
+    run_pipeline(module, "nested-distribute", Options(target=target))
+    rng = np.random.default_rng(8)
+    magnitude, sign = rng.uniform(0.05, 1.0, (rows, 4096)), rng.choice([-1.0, 1.0], (rows, 4096))
+    return parse(print_module(module)), {"src": (magnitude * sign).astype(np.float32), "dst": np.ones(rows, np.float32)}
+
+
 @pytest.mark.parametrize("target", ["sm_90", "gfx942"])
 def test_distributed_row_sum_held_lazily_equals_copied(monkeypatch, target):
-    """Both subgroup reductions of simtify's own row sum read lazily held values: the
-    reduction's result (on gfx942 a broadcast over the duplicate half of each subgroup) and
-    the read of the partial sums from workgroup memory."""
-    module = parse(example_program("reduction").replace("8x4096", "512x4096").replace("memref<8xf32>", "memref<512xf32>"))
-    run_pipeline(module, "nested-distribute", Options(target=target))
-    module = parse(print_module(module))
-    rng = np.random.default_rng(8)
-    args = {"src": (rng.uniform(0.05, 1.0, (512, 4096)) * rng.choice([-1.0, 1.0], (512, 4096))).astype(np.float32),
-            "dst": np.ones(512, np.float32)}
+    """Both subgroup reductions of simtify's own row sum read lazily held values on gfx942:
+    the reduction's result (a broadcast over the duplicate half of each subgroup) and the
+    read of the partial sums from workgroup memory; on sm_90 the second."""
+    module, args = distributed_row_sum(target, 512)
     for sanitize in (True, False):
         held, lazy_count, copied = run_both(monkeypatch, module, "reduction", args, target=target, grid=(512,),
                                             sanitize=sanitize)
