@@ -37,9 +37,17 @@ def combine(kind: str, a, b):
     return KINDS[kind](a, b)
 
 
-def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ...] | None = None):
+def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ...] | None = None,
+           into: np.ndarray | None = None):
     """`kind` over `axes` of `a`; `outer`: the axes added first (by default those laid
-    out outside every kept one)."""
+    out outside every kept one); `into`: an array of the result's shape and type to hold
+    it (einsum writes its sum there, the same as into a new array)."""
+    if into is not None:
+        if kind == "add" and a.dtype in SUM_BY_EINSUM and outer == ():
+            letters = string.ascii_letters[: a.ndim]
+            return np.einsum(f"{letters}->{''.join(c for i, c in enumerate(letters) if i not in axes)}", a, out=into)
+        into[...] = reduce(kind, a, axes, outer)
+        return into
     if not axes:
         return a
     axes = tuple(ax % a.ndim for ax in axes)
@@ -88,16 +96,20 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
         per_row = prod(n for k, n in enumerate(digits.shape) if k not in outer) // digits.shape[0]
         rows = max(1, CACHED_ELEMENTS // max(1, per_row))
         at = _slices(digits.ndim, outer, digits.shape)
-        out, fused = None, False
+        out, fused, scratch = None, False, None
         for i in range(0, digits.shape[0], rows):
-            part = reduce(kind, _combine_in_order(kind, digits[i:i + rows], at), inner, ())
+            block = digits[i:i + rows]
+            scratch = _combine_in_order(kind, block, at, scratch)  # one buffer for every block
+            combined = scratch[:block.shape[0]]
             if out is None:
+                part = reduce(kind, combined, inner, ())
                 out = np.empty((digits.shape[0],) + part.shape[1:], dtype=part.dtype)
                 fused = acc is not None and np.asarray(acc).dtype == part.dtype
-            if fused:  # the accumulator combined on the way out, as `combine` would
-                KINDS[kind](part, acc, out=out[i:i + rows])
-            else:
                 out[i:i + rows] = part
+            else:
+                reduce(kind, combined, inner, (), into=out[i:i + rows])
+            if fused:  # the accumulator combined on the way out, as `combine` would
+                KINDS[kind](out[i:i + rows], acc, out=out[i:i + rows])
         if fused:
             acc = None
     else:
@@ -128,12 +140,16 @@ def _slices(rank: int, axes: tuple[int, ...], shape: tuple) -> list[tuple]:
     return out
 
 
-def _combine_in_order(kind: str, a: np.ndarray, at: list[tuple]) -> np.ndarray:
+def _combine_in_order(kind: str, a: np.ndarray, at: list[tuple], scratch: np.ndarray | None = None) -> np.ndarray:
     """`kind` over the slices `at` of `a` (`_slices`), one after another into one
     accumulator: what `ufunc.reduce` computes over axes laid out outermost, without its
-    pass over a strided view."""
+    pass over a strided view. The accumulator is the leading rows of `scratch` where it
+    has room (a block after the first reuses the first one's); returns the buffer."""
     pieces = [a[k] for k in at]
-    out = np.empty(pieces[0].shape, dtype=a.dtype)
+    shape = pieces[0].shape
+    if scratch is None or scratch.dtype != a.dtype or scratch.shape[1:] != shape[1:] or scratch.shape[0] < shape[0]:
+        scratch = np.empty(shape, dtype=a.dtype)
+    out = scratch[:shape[0]]
     ufunc = KINDS[kind]
     with np.errstate(all="ignore"):
         if len(pieces) == 1:
@@ -142,7 +158,7 @@ def _combine_in_order(kind: str, a: np.ndarray, at: list[tuple]) -> np.ndarray:
             ufunc(pieces[0], pieces[1], out=out)
         for piece in pieces[2:]:
             ufunc(out, piece, out=out)
-    return out
+    return scratch
 
 
 def _reduce_by_ufunc(kind: str, a: np.ndarray, axes: tuple[int, ...]):
