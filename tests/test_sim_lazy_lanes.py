@@ -54,6 +54,7 @@ def run_both(monkeypatch, module, func, args, **kw):
 @pytest.mark.parametrize("size, stride, lazily", [
     (8, 1, 1),  # every lane of a workgroup gets the same: one value per workgroup
     (4, 2, 1),  # clusters at a stride: one value per lane digit left
+    (4, 8, 1),  # the cluster's own lanes hold one value: still combined four times
     (None, None, 0),  # a whole subgroup: the digits do not regroup as a view, copied out
 ])
 def test_shared_reads_reduced_once_per_distinct_cluster(monkeypatch, kind, size, stride, lazily):
