@@ -297,6 +297,11 @@ class Interpreter:
         return buf
 
     def barrier(self, op: Operation) -> None:
+        if self.state.mask is None:  # every thread of every workgroup: nothing diverges
+            self.counters.add(op.name, "barriers", self.W)
+            for buf in self.state.workgroup_buffers:
+                buf.reset_interval(np.ones(self.W, bool))
+            return
         act = self.active()
         real = self.threads
         some, every = act.any(axis=1), act[:, :real].all(axis=1)  # padding lanes are never required

@@ -88,7 +88,9 @@ class SplitThreads:
     a copy. A consumer that copies anyway (`vector.insert_strided_slice`) writes the view
     straight into its destination; a chain of such inserts whose pieces lie at affine
     addresses becomes one view (`simtify.sim.ops.vector`), which a reduction reads in
-    place. A digit of step 0 is lanes (or workgroups) that read the same elements."""
+    place. A digit of step 0 is lanes (or workgroups) that read the same elements. A
+    value whose one reader takes it lazily (`read_lazily`: a subgroup reduction) is held
+    this way too, without `source` where its digits view a result broadcast over lanes."""
 
     digits: np.ndarray
     shape: tuple  # [W, T, *vector], the value's shape as every other consumer sees it

@@ -12,6 +12,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.sim.handlers import handles
+from simtify.sim.memory import SplitThreads
 from simtify.sim.ops.vector import reduce
 from simtify.sim.report import Finding, id_ranges
 from simtify.sim.types import byte_width, fit, shape_of, undefined
@@ -188,18 +189,29 @@ def _subgroup_reduce(sim, op):
     `undefined` and the sanitizer reports an inactive-lane read."""
     if sim.T % sim.subgroup_size:
         raise SimtifyError(f"{sim.T} threads are not whole subgroups of {sim.subgroup_size}")
-    value = _by_subgroup(sim, lead(sim.get(op.value)))
     sg = sim.subgroup_size
     size = op.cluster_size.value.data if op.cluster_size is not None else sg
     stride = op.cluster_stride.value.data if op.cluster_stride is not None else 1
     if sg % (size * stride):
         raise SimtifyError(f"cluster of {size} lanes at stride {stride} does not tile the {sg}-lane subgroup")
     kind = op.op.data.value if hasattr(op.op.data, "value") else str(op.op.data)
-    W, S = value.shape[:2]
-    rest = value.shape[3:]
-    grouped = value.reshape((W, S, sg // (size * stride), size, stride) + rest)
-    red = reduce(kind, grouped, (3,))
-    out = np.repeat(np.expand_dims(red, 3), size, axis=3).reshape((W, S * sg) + rest)  # each lane its cluster's
+    held = sim.get(op.value)
+    out = None
+    if isinstance(held, SplitThreads) and sim.state.mask is None:
+        out = _reduce_held_lazily(sim, kind, held, size, stride)
+    if out is None:
+        reuse = sim.sole_reference(op.value, held)  # its last read: the result may take its memory
+        value = _by_subgroup(sim, lead(held))
+        W, S = value.shape[:2]
+        rest = value.shape[3:]
+        grouped = value.reshape((W, S, sg // (size * stride), size, stride) + rest)
+        red = reduce(kind, grouped, (3,))
+        if reuse and grouped.flags.writeable and red.dtype == value.dtype and np.may_share_memory(grouped, value):
+            grouped[...] = np.expand_dims(red, 3)  # each lane its cluster's, over the operand read last
+            out = value.reshape((W, S * sg) + rest)
+        else:
+            out = np.repeat(np.expand_dims(red, 3), size, axis=3).reshape((W, S * sg) + rest)  # each lane its cluster's
+    del held
     if sim.state.mask is None:  # every subgroup of the batch
         act, sub_active = None, sim.W * (sim.T // sg)
     else:
@@ -209,11 +221,33 @@ def _subgroup_reduce(sim, op):
     sim.counters.add(op.name, "shuffles", sub_active * steps * _words(op.value.type))
     out = fit(out, op.results[0].type)
     if sim.state.mask is not None:
-        bad, read = _mixed_groups(act, (sim.W, S, sg // (size * stride), size, stride), 3)
+        bad, read = _mixed_groups(act, (sim.W, sim.T // sg, sg // (size * stride), size, stride), 3)
         if bad.any():
             _report_inactive_read(sim, op, bad, read)
             out = undefined_where(out, bad)
     return [out]
+
+
+def _reduce_held_lazily(sim, kind: str, held: SplitThreads, size: int, stride: int) -> np.ndarray | None:
+    """`subgroup_reduce` (every thread active) of a value held lazily, computed once per
+    cluster of distinct values: the lanes, subgroups and workgroups that hold it by a step
+    of 0 are not read again, and a cluster's lanes are laid out as in the value copied out
+    (contiguous), so they are combined in the same order. ``[W, 1, ...]`` where every
+    thread of a workgroup gets the same; None where the digits do not regroup by subgroup
+    and cluster as a view (the caller copies the value out)."""
+    W, T = held.shape[:2]
+    sg = sim.subgroup_size
+    rest = tuple(held.shape[2:])
+    grouped_shape = (W, T // sg, sg // (size * stride), size, stride) + rest
+    grouped = held.digits.reshape(grouped_shape)
+    if not np.may_share_memory(grouped, held.digits):
+        return None
+    once = tuple(slice(0, 1) if n > 1 and st == 0 else slice(None)
+                 for n, st in zip(grouped.shape[:3], grouped.strides[:3]))
+    red = reduce(kind, np.ascontiguousarray(grouped[once]), (3,))
+    if red.shape[1:4] == (1, 1, 1):  # one value per workgroup
+        return red.reshape((red.shape[0], 1) + rest)
+    return np.broadcast_to(np.expand_dims(red, 3), grouped_shape).reshape((W, T) + rest)
 
 
 def _ratios(outer, inner, what: str, lanes: int) -> tuple[int, ...]:

@@ -5,7 +5,7 @@ gather) through the checked `access` path."""
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 import numpy as np
@@ -37,9 +37,17 @@ def combine(kind: str, a, b):
     return KINDS[kind](a, b)
 
 
-def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ...] | None = None):
+def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ...] | None = None,
+           into: np.ndarray | None = None):
     """`kind` over `axes` of `a`; `outer`: the axes added first (by default those laid
-    out outside every kept one)."""
+    out outside every kept one); `into`: an array of the result's shape and type to hold
+    it (einsum writes its sum there, the same as into a new array)."""
+    if into is not None:
+        if kind == "add" and a.dtype in SUM_BY_EINSUM and outer == ():
+            letters = string.ascii_letters[: a.ndim]
+            return np.einsum(f"{letters}->{''.join(c for i, c in enumerate(letters) if i not in axes)}", a, out=into)
+        into[...] = reduce(kind, a, axes, outer)
+        return into
     if not axes:
         return a
     axes = tuple(ax % a.ndim for ax in axes)
@@ -65,12 +73,14 @@ def _outer_axes(shape: tuple, strides: tuple, axes: tuple[int, ...]) -> tuple[in
     return tuple(ax for ax in axes if shape[ax] > 1 and all(abs(strides[ax]) > abs(strides[k]) for k in kept))
 
 
-def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.ndarray | None = None) -> np.ndarray:
+def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.ndarray | None = None,
+                lazy: bool = False) -> np.ndarray | SplitThreads:
     """`reduce` of a value read as a view of memory over its vector `dims` (counted from
     0), as ``[W, T, *kept]``: in the order `reduce` takes on the value copied out (its
     pieces outermost), and once for the lanes or workgroups that read the same elements
     (a digit of step 0), whose result is broadcast to them; combined with `acc` (``kept``,
-    the same for every thread) before that broadcast."""
+    the same for every thread) before that broadcast. `lazy`: that broadcast is left a
+    view (a `SplitThreads` over the result, for readers that take one: `read_lazily`)."""
     n_lanes = sum(value.lanes)
     digits = value.digits
     digits = digits[tuple(slice(0, 1) if n > 1 and st == 0 else slice(None)
@@ -86,23 +96,32 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
         per_row = prod(n for k, n in enumerate(digits.shape) if k not in outer) // digits.shape[0]
         rows = max(1, CACHED_ELEMENTS // max(1, per_row))
         at = _slices(digits.ndim, outer, digits.shape)
-        out, fused = None, False
+        out, fused, scratch = None, False, None
         for i in range(0, digits.shape[0], rows):
-            part = reduce(kind, _combine_in_order(kind, digits[i:i + rows], at), inner, ())
+            block = digits[i:i + rows]
+            scratch = _combine_in_order(kind, block, at, scratch)  # one buffer for every block
+            combined = scratch[:block.shape[0]]
             if out is None:
+                part = reduce(kind, combined, inner, ())
                 out = np.empty((digits.shape[0],) + part.shape[1:], dtype=part.dtype)
                 fused = acc is not None and np.asarray(acc).dtype == part.dtype
-            if fused:  # the accumulator combined on the way out, as `combine` would
-                KINDS[kind](part, acc, out=out[i:i + rows])
-            else:
                 out[i:i + rows] = part
+            else:
+                reduce(kind, combined, inner, (), into=out[i:i + rows])
+            if fused:  # the accumulator combined on the way out, as `combine` would
+                KINDS[kind](out[i:i + rows], acc, out=out[i:i + rows])
         if fused:
             acc = None
     else:
         out = reduce(kind, digits, axes, outer)
     if acc is not None:
         out = combine(kind, out, acc)
-    return np.broadcast_to(out, value.digits.shape[:n_lanes] + kept).reshape(value.shape[:2] + kept)
+    lanes = value.digits.shape[:n_lanes] + kept
+    if out.shape == lanes:  # no lane read what another read: the array of its own, writeable
+        return out.reshape(value.shape[:2] + kept)
+    if lazy:
+        return SplitThreads(np.broadcast_to(out, lanes), value.shape[:2] + kept, value.lanes)
+    return np.broadcast_to(out, lanes).reshape(value.shape[:2] + kept)
 
 
 # Elements of an accumulator that stay in a core's cache while pieces are added into it.
@@ -121,12 +140,16 @@ def _slices(rank: int, axes: tuple[int, ...], shape: tuple) -> list[tuple]:
     return out
 
 
-def _combine_in_order(kind: str, a: np.ndarray, at: list[tuple]) -> np.ndarray:
+def _combine_in_order(kind: str, a: np.ndarray, at: list[tuple], scratch: np.ndarray | None = None) -> np.ndarray:
     """`kind` over the slices `at` of `a` (`_slices`), one after another into one
     accumulator: what `ufunc.reduce` computes over axes laid out outermost, without its
-    pass over a strided view."""
+    pass over a strided view. The accumulator is the leading rows of `scratch` where it
+    has room (a block after the first reuses the first one's); returns the buffer."""
     pieces = [a[k] for k in at]
-    out = np.empty(pieces[0].shape, dtype=a.dtype)
+    shape = pieces[0].shape
+    if scratch is None or scratch.dtype != a.dtype or scratch.shape[1:] != shape[1:] or scratch.shape[0] < shape[0]:
+        scratch = np.empty(shape, dtype=a.dtype)
+    out = scratch[:shape[0]]
     ufunc = KINDS[kind]
     with np.errstate(all="ignore"):
         if len(pieces) == 1:
@@ -135,7 +158,7 @@ def _combine_in_order(kind: str, a: np.ndarray, at: list[tuple]) -> np.ndarray:
             ufunc(pieces[0], pieces[1], out=out)
         for piece in pieces[2:]:
             ufunc(out, piece, out=out)
-    return out
+    return scratch
 
 
 def _reduce_by_ufunc(kind: str, a: np.ndarray, axes: tuple[int, ...]):
@@ -279,8 +302,33 @@ def _broadcast(sim, op):
 
 @handles("vector.shape_cast")
 def _shape_cast(sim, op):
-    src = _v(sim, op.source)
-    return [src.reshape(src.shape[:2] + shape_of(op.results[0].type))]
+    src = sim.get(op.source)
+    shape = shape_of(op.results[0].type)
+    if isinstance(src, SplitThreads) and not src.placed:  # held lazily for a reader that takes it
+        n_lanes = sum(src.lanes)
+        return [replace(src, digits=src.digits.reshape(src.digits.shape[:n_lanes] + shape),
+                        shape=src.shape[:2] + shape)]
+    src = lead(src)
+    return [src.reshape(src.shape[:2] + shape)]
+
+
+# Ops that read a register value held lazily (a `SplitThreads`: a view of memory, or a
+# smaller array broadcast over the lanes that hold the same) without copying it out, and
+# the operand they read it as; a shape_cast passes such a value on to its own readers.
+LAZY_READERS = {"gpu.subgroup_reduce": 0}
+
+
+def read_lazily(op) -> bool:
+    """Whether the one reader of the result of `op` takes a value held lazily: a
+    `LAZY_READERS` op, or a shape_cast whose reader does, each the op right after the one
+    it reads (so no write to memory comes between a view of memory and its reader)."""
+    uses = list(op.results[0].uses)
+    if len(uses) != 1 or uses[0].operation is not op.next_op:
+        return False
+    user = uses[0].operation
+    if user.name == "vector.shape_cast":
+        return read_lazily(user)
+    return LAZY_READERS.get(user.name) == uses[0].index
 
 
 @handles("vector.transpose")
@@ -498,10 +546,11 @@ def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
     return a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.nbytes == b.nbytes
 
 
-def _place_piece(op, dest, val, role: tuple[bool, bool]):
+def _place_piece(op, dest, val, role: tuple[bool, bool], lazy: bool = False):
     """An insert of an assembling chain placing `val`: the pieces so far, or at the chain's
-    last insert the register vector (one view of memory where its readers take it). None
-    when `val` is not a view of memory over the whole batch."""
+    last insert the register vector (one view of memory where its readers take it, or
+    where it is one piece and they take a lazily held value: `lazy`). None when `val` is
+    not a view of memory over the whole batch."""
     if not isinstance(val, SplitThreads):
         return None
     offs = _ints(op.offsets)
@@ -514,6 +563,11 @@ def _place_piece(op, dest, val, role: tuple[bool, bool]):
     last, in_place = role
     if not last:
         return pieces
+    if lazy and len(pieces.at) == 1 and prod(val.shape[2:]) == prod(pieces.shape[2:]):
+        # the one piece fills the vector: its reader takes the view (unit dims aside)
+        n_lanes = sum(val.lanes)
+        return replace(val, digits=val.digits.reshape(val.digits.shape[:n_lanes] + pieces.shape[2:]),
+                       shape=pieces.shape, placed=())
     view = pieces.assembled() if in_place else None
     return view if view is not None else pieces.copied()
 
@@ -528,13 +582,17 @@ def _insert_strided(sim, op):
     if isinstance(val, SplitThreads) or isinstance(dest, _Pieces):
         role = _assembly(op, sim.fact)
         if role is not None:
-            placed = _place_piece(op, dest, val, role)
+            placed = _place_piece(op, dest, val, role, role[0] and sim.fact(op, "lazy", read_lazily))
             if placed is not None:
                 return [placed]
             if isinstance(dest, _Pieces):  # a piece of another kind: the chain goes on as copies
                 out = dest = dest.copied()
     dest = lead(dest)
     W, T = max(val.shape[0], dest.shape[0]), max(val.shape[1], dest.shape[1])
+    if out is None and isinstance(val, np.ndarray) and prod(val.shape[2:]) == prod(dest.shape[2:]):
+        # the value fills the whole destination (unit dims aside): it is the result, reshaped
+        return [np.broadcast_to(val.reshape(val.shape[:2] + dest.shape[2:]), (W, T) + dest.shape[2:])
+                if val.shape[:2] != (W, T) else val.reshape(val.shape[:2] + dest.shape[2:])]
     if out is not None:  # the pieces so far, copied out: fill it
         out = out if out.shape[:2] == (W, T) else np.array(np.broadcast_to(out, (W, T) + out.shape[2:]))
     elif dest.shape[:2] == (W, T) and sim.sole_reference(op.dest, dest):
@@ -574,7 +632,10 @@ def _multi_reduction(sim, op):
     kind = kind_name(op)
     if isinstance(src, SplitThreads):  # an assembled read, reduced in place (`_assembly`)
         if acc.shape[:2] == (1, 1):  # one accumulator for every thread: combined before the broadcast
-            return [fit(reduce_view(kind, src, tuple(int_array(op.reduction_dims)), acc[0, 0]), op.results[0].type)]
+            t = op.results[0].type
+            lazy = held_as_is(acc.dtype, t) and sim.fact(op, "lazy", read_lazily)
+            r = reduce_view(kind, src, tuple(int_array(op.reduction_dims)), acc[0, 0], lazy)
+            return [r if isinstance(r, SplitThreads) and r.digits.dtype == acc.dtype else fit(r, t)]
         r = reduce_view(kind, src, tuple(int_array(op.reduction_dims)))
     else:
         r = reduce(kind, lead(src), tuple(d + 2 for d in int_array(op.reduction_dims)))
