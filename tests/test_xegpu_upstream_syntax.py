@@ -107,8 +107,20 @@ def _removed(text: str) -> bool:
 UNREGISTERED_OP = re.compile(r'"(some_\w+|test\.\w+)"\(')
 
 
+# Valid upstream functions that simtify still refuses, and why (strict: each fails the test
+# once it reads, so that the entry is removed).
+STILL_REFUSED: dict[tuple[str, str], str] = {
+    ("propagate-layout-subgroup.mlir", "transpose_3d_order_remap"): (
+        "a 3-D block descriptor loaded and stored with no layout on the load: simtify keeps the older rule "
+        "'Expects a 1D or 2D TensorDesc' (invalid.mlir's subgroup_load_nd_9), which this newer upstream file "
+        "no longer follows"),
+}
+
+
 @pytest.mark.parametrize("file, func, text", CASES, ids=[f"{f}:{n}" for f, n, _ in CASES])
-def test_upstream_function_parses_and_prints_back(file, func, text):
+def test_upstream_function_parses_and_prints_back(file, func, text, request):
+    if (file, func) in STILL_REFUSED:
+        request.applymarker(pytest.mark.xfail(reason=STILL_REFUSED[(file, func)], strict=True))
     unregistered = UNREGISTERED_OP.search(text)
     if unregistered:  # refused where it is used, naming the op
         with pytest.raises(SimtifyError, match=rf":\d+:\d+: unknown operation '{unregistered.group(1)}'"):

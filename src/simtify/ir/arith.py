@@ -7,7 +7,7 @@ result (MLIR: ``vector<4xi1>``), ``arith.select`` cannot take a vector condition
 ``bitcast`` rejects vectors (``arith.index_cast %s : vector<32xindex> to vector<32xi32>``,
 ``arith.sitofp``, ``extf``...), and ``index_castui`` is missing. Distributed IR is full
 of exactly these (an iota from ``vector.step``, masks from comparisons), so those ops
-are declared here and the rest of xDSL's ``arith`` is kept.
+are declared here, ``remf`` (which xDSL lacks) is added, and the rest of xDSL's ``arith`` is kept.
 """
 
 from __future__ import annotations
@@ -310,6 +310,16 @@ class RemUIOp(xdsl_arith.SignlessIntegerBinaryOperation):
     traits = traits_def(NoMemoryEffect())
 
 
+@irdl_op_definition
+class RemFOp(xdsl_arith.FloatingPointLikeBinaryOperation):
+    """``arith.remf``: the float remainder, its sign the dividend's (C's fmod); xDSL lacks it."""
+
+    name = "arith.remf"
+    traits = traits_def(Pure())
+
+
+_ADDED = [RemFOp]
+
 _REPLACEMENTS = [
     RemUIOp, CmpiOp, CmpfOp, SelectOp, IndexCastOp, IndexCastUIOp, SIToFPOp, UIToFPOp, FPToSIOp, FPToUIOp,
     ExtSIOp, ExtUIOp, TruncIOp, ExtFOp, TruncFOp,
@@ -318,7 +328,7 @@ _REPLACED = {op.name for op in _REPLACEMENTS}
 
 Arith = Dialect(
     "arith",
-    [*(op for op in xdsl_arith.Arith.operations if op.name not in _REPLACED), *_REPLACEMENTS],
+    [*(op for op in xdsl_arith.Arith.operations if op.name not in _REPLACED), *_REPLACEMENTS, *_ADDED],
     list(xdsl_arith.Arith.attributes),
     list(xdsl_arith.Arith._interfaces),
 )

@@ -278,6 +278,9 @@ class SubgroupDistribution(XeGPULevel):
 
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.result
+        if not is_vector(src):  # a scalar, its layout sliced in every dimension: every subgroup holds it
+            self.value_pieces[r] = self.pieces(src)
+            return
         have, want = self.layout_of(src), self.layout_of(r)
         if self.same_tiles(have, want, shape(src)):
             pieces = []

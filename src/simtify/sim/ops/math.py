@@ -68,7 +68,8 @@ UNARY = {
     "math.round": lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), "math.roundeven": np.rint, "math.trunc": np.trunc,
     "math.erf": _erf, "math.erfc": _erfc, "math.cbrt": np.cbrt, "math.ctpop": _popcount, "math.ctlz": _ctlz, "math.cttz": _cttz,
 }
-BINARY = {"math.powf": np.power, "math.atan2": np.arctan2, "math.copysign": np.copysign, "math.ipowi": np.power}
+BINARY = {"math.powf": np.power, "math.atan2": np.arctan2, "math.copysign": np.copysign, "math.ipowi": np.power,
+          "math.fpowi": lambda x, n: np.power(x, n.astype(x.dtype))}  # a float to an integer power
 
 
 def _unary(fn):
