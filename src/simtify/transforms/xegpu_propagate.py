@@ -626,6 +626,21 @@ class Propagation(Engine):
 
     # --- conflicts: operand edges only --------------------------------------------
 
+    def before_resolve(self, op: Operation) -> None:
+        """A reshaping shape_cast whose result took its users' layout, one no layout of
+        its source casts to, takes the cast of its source's layout instead: its users
+        then convert (a conversion in front of the cast could not give their layout).
+        A layout the cast itself states is kept."""
+        if op.name != "vector.shape_cast" or notes.result_layout(op, 0) is not None:
+            return  # a layout the cast states stays
+        src, res = op.source, op.results[0]
+        have, given = self.L(src), self.L(res)
+        if have is None or given is None or shape_cast_layout(given, shape(res), shape(src)) is not None:
+            return
+        cast = shape_cast_layout(have, shape(src), shape(res))
+        if cast is not None and not self.result.alike(cast, given, shape(res)):
+            self.place(res, cast)
+
     def must_convert(self, op: Operation, index: int, have: Layout, need: Layout) -> bool:
         return not self.result.alike(have, need, shape(op.operands[index]))
 
