@@ -766,6 +766,18 @@ def reduction_source(result: Layout | None, src_shape, dims) -> Layout | None:
     return insert_dims(result, sorted(dims), [src_shape[d] for d in sorted(dims)])
 
 
+def whole_blocks(size: Sequence[int]) -> XeGPULayout:
+    """The lane-level layout of a block every lane holds whole: an instruction block of
+    its own size, no lanes (what completion gives a block too small for the lanes)."""
+    return XeGPULayout(inst_data=tuple(size))
+
+
+def is_whole_blocks(layout: Layout | None, shape: Sequence[int]) -> bool:
+    """Is `layout` the `whole_blocks` layout of a value of `shape`?"""
+    return isinstance(layout, XeGPULayout) and layout.lane_layout is None and layout.sg_layout is None \
+        and layout.inst_data is not None and tuple(layout.inst_data) == tuple(shape)
+
+
 def fits_unclamped(layout: Layout, shape: Sequence[int]) -> bool:
     """Does `layout` distribute a value of `shape` with no field wider than its dim
     (no subgroup tile cut to the dim, no lanes wrapping around a block)?"""

@@ -26,7 +26,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
 from simtify.ir.assembly import int_values
-from simtify.layout.xegpu import XeGPULayout, check_block, explicit_lane_data, has, plan, strip
+from simtify.layout.xegpu import check_block, explicit_lane_data, has, plan, strip, whole_blocks
 from simtify.target import get_target
 from simtify.target.xe import check_dpas_shape
 from simtify.transforms import xegpu_annotations as notes
@@ -209,12 +209,6 @@ class Blocking(XeGPULevel):
 
 
 REPLICATED = object()  # blocks every lane holds whole
-
-
-def whole_blocks(size) -> XeGPULayout:
-    """The lane-level layout of a block every lane holds whole: an instruction block of
-    its own size, no lanes (what completion gives a block too small for the lanes)."""
-    return XeGPULayout(inst_data=tuple(size))
 
 
 class _Recording:

@@ -62,6 +62,7 @@ from simtify.layout.xegpu import (
     gather_offsets_layout,
     gather_value_layout,
     has,
+    is_whole_blocks,
     lane_slice,
     reduce_dims,
     reduction_source,
@@ -70,6 +71,7 @@ from simtify.layout.xegpu import (
     same_blocks,
     shape_cast_layout,
     subgroup_part,
+    whole_blocks,
 )
 from simtify.target import Target, get_target
 from simtify.transforms import xegpu_annotations as notes
@@ -332,17 +334,28 @@ class StridedSlice(XeGPURule):
     """``extract_strided_slice`` / ``insert_strided_slice`` (what blocking re-cuts tiles
     with, below the subgroup level): the slice is held as the whole value is, and an
     insert's result as its destination — one layout, where its lanes hold the slice in
-    whole lane rounds; elsewhere the layouts meet at the users, converted there."""
+    whole lane rounds; elsewhere the layouts meet at the users, converted there. At the
+    lane level a block every lane holds whole (`whole_blocks`) is sliced from and
+    inserted into blocks every lane holds whole."""
 
     def gives(self, p, op):
         if op.name == "vector.extract_strided_slice":
             held = [p.L(op.source)]
+            if not p.inst and is_whole_blocks(held[0], shape(op.source)):
+                return [(op.results[0], whole_blocks(shape(op.results[0])))]
         else:  # the destination's layout, else (a splat to fill) the inserted slice's
             held = [p.L(op.dest), p.L(op.value_to_store)]
+            if not p.inst and is_whole_blocks(held[0], shape(op.dest)):
+                return [(op.results[0], held[0])]
         return [(op.results[0], lay) for lay in held if _holding(lay, op)][:1]
 
     def needs(self, p, op):
         r = p.L(op.results[0])
+        if not p.inst and is_whole_blocks(r, shape(op.results[0])):
+            # at the lane level, a block every lane holds whole: so are the others
+            if op.name == "vector.extract_strided_slice":
+                return [(op.source, whole_blocks(shape(op.source)))]
+            return [(op.dest, r), (op.value_to_store, whole_blocks(shape(op.value_to_store)))]
         if not _holding(r, op):
             return []
         if op.name == "vector.extract_strided_slice":
