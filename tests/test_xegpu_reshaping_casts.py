@@ -78,3 +78,11 @@ def test_upstream_expanding_cast_into_a_reduction_through_the_whole_pipeline():
     name = "vector_shape_cast_expand_non_unit_dims"
     out = check_xegpu(upstream(name), name, "xegpu-distribute", rtol=1e-2, atol=1e-2)
     assert "vector.shape_cast" in out
+
+
+@pytest.mark.parametrize("name", ["vector_2d_reduction_with_fractional_subgroup_size_1x4x1",
+                                  "vector_2d_reduction_with_fractional_subgroup_size"])
+def test_upstream_fractional_reductions_through_the_whole_pipeline(name):
+    """Blocks too small for the lanes (1x1x1 pieces re-cut into a 1x16x1 block): at the
+    lane level every lane holds them whole, sliced and inserted alike."""
+    check_xegpu(upstream(name), name, "xegpu-distribute", rtol=1e-2, atol=1e-2)
