@@ -229,16 +229,16 @@ def test_converted_on_the_edge(name):
     check_xegpu(text, "f", rtol=tol, atol=tol)
 
 
-@pytest.mark.xfail(strict=True, raises=SimtifyError, reason="open: blocks every lane holds whole, re-cut into other "
-                   "whole blocks, take their users' lanes at the lane stage")
 def test_whole_blocks_re_cut_into_other_whole_blocks():
+    """At the lane level, blocks every lane holds whole are sliced from and inserted into
+    blocks every lane holds whole (they took default lanes that split the 8x16 blocks)."""
     check_xegpu(WHOLE_BLOCKS_RECUT, "f", rtol=0, atol=0)
 
 
 # Found by tests/test_xegpu_random_dag.py: a load blocked by inst_data alone (no lanes)
 # meets a store whose lanes do not fit its blocks. Blocking re-cuts the whole blocks for
-# the store's lanes, but the lane stage distributes the load over its default lanes, so
-# the re-cut slices no longer fit: the pipeline's check between stages refuses it.
+# the store's lanes; the lane stage once distributed the load over its default lanes, so
+# the re-cut slices no longer fit (the pipeline's check between stages refused it).
 LOAD_BLOCKS_WITHOUT_LANES = """
 func.func @f(%in0: memref<32x32xf32>, %out1: memref<32x32xf32>) {
   %cn = arith.constant 32 : index
@@ -253,8 +253,6 @@ func.func @f(%in0: memref<32x32xf32>, %out1: memref<32x32xf32>) {
 """
 
 
-@pytest.mark.xfail(strict=True, raises=SimtifyError, reason="open: a load blocked without lanes is re-cut for its "
-                   "user's lanes at blocking but takes default lanes at the lane stage")
 def test_a_load_blocked_without_lanes_meets_other_lanes():
     check_xegpu(LOAD_BLOCKS_WITHOUT_LANES, "f", rtol=0, atol=0)
 
@@ -263,7 +261,7 @@ def test_a_load_blocked_without_lanes_meets_other_lanes():
 # `inst_data = [1, 16]` without lanes, the first store's lanes meet it through an
 # elementwise op; blocking packs the lane-less 1x16 pieces into 2x16 blocks, but the lane
 # stage had distributed those pieces over the default lanes. It used to give wrong values
-# (120 of 128 elements of out0); the lane stage now refuses the mismatched insert.
+# (120 of 128 elements of out0), then was refused; the pieces are now whole in every lane.
 LANELESS_PIECES_INTO_BLOCKS = """func.func @f(%in0: memref<8x16xf32>, %in1: memref<8x16xf32>, %out0: memref<8x16xf32>, %out1: memref<8x16xf32>, %p: i1) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -287,15 +285,8 @@ LANELESS_PIECES_INTO_BLOCKS = """func.func @f(%in0: memref<8x16xf32>, %in1: memr
 """
 
 
-@pytest.mark.xfail(strict=True, raises=SimtifyError, reason="open: lane-less pieces packed into blocks that other "
-                   "lanes share (refused, no longer wrong values)")
 def test_laneless_pieces_packed_into_shared_blocks():
     check_xegpu(LANELESS_PIECES_INTO_BLOCKS, "f", rtol=1e-4, atol=1e-4)
-
-
-def test_laneless_pieces_are_refused_not_miscompiled():
-    with pytest.raises(SimtifyError, match="does not fit the 1x16 slot"):
-        check_xegpu(LANELESS_PIECES_INTO_BLOCKS, "f", rtol=1e-4, atol=1e-4)
 
 
 def test_a_value_and_its_transpose_in_two_workgroups():
@@ -331,8 +322,8 @@ def test_a_stage_that_breaks_the_ir_is_an_internal_error(monkeypatch):
 # Found by tests/test_xegpu_random_dag.py under a random (not the CI) seed, on this commit and
 # on the commits before the propagation engine alike: a row reduction of a load whose blocks
 # are 1x16, re-anchored through shape_cast and broadcast beside a column reduction of
-# another load. Propagation puts a convert_layout on an edge whose target layout does not
-# fit the 8x16 value (sg_data 16 on a dim of 8); the check between stages refuses it.
+# another load. Propagation used to put a convert_layout on an edge whose target layout
+# did not fit the 8x16 value (sg_data 16 on a dim of 8); the check between stages refused it.
 REDUCTIONS_OF_TWO_LOADS = """
 func.func @f(%in0: memref<8x16xf32>, %in1: memref<8x16xf32>, %in2: memref<8x16xf32>, %out0: memref<8x16xf32>, %p: i1) {
   %c0 = arith.constant 0 : index
@@ -364,9 +355,9 @@ func.func @f(%in0: memref<8x16xf32>, %in1: memref<8x16xf32>, %in2: memref<8x16xf
 """
 
 
-@pytest.mark.xfail(strict=True, raises=SimtifyError, reason="open: propagation converts to a layout that does not fit "
-                   "the value (sg_data 16 on a dim of 8)")
 def test_row_and_column_reductions_of_two_loads():
+    """The column reduction's result layout comes from a broadcast's parent, wider than
+    the source's reduced dim: the source holds that dim whole instead."""
     check_xegpu(REDUCTIONS_OF_TWO_LOADS, "f", rtol=1e-4, atol=1e-4, grid=(1,))
 
 

@@ -69,3 +69,20 @@ def test_a_cast_whose_fragments_differ_is_refused():
     with pytest.raises(SimtifyError, match=r"input\.mlir:7:\d+: .*shape_cast of vector<256xf32> to "
                                            r"vector<16x16xf32> is distributed where"):
         check_xegpu(text, "f", "xegpu-sg-to-lane", block=(16,))
+
+
+def test_upstream_expanding_cast_into_a_reduction_through_the_whole_pipeline():
+    """The reductions' layout reaches the cast's result from the store, and no layout
+    of the 1024-vector casts to it: the cast takes its loaded source's layout and the
+    reduction converts, so the lane stage finds the cast's pieces alike."""
+    name = "vector_shape_cast_expand_non_unit_dims"
+    out = check_xegpu(upstream(name), name, "xegpu-distribute", rtol=1e-2, atol=1e-2)
+    assert "vector.shape_cast" in out
+
+
+@pytest.mark.parametrize("name", ["vector_2d_reduction_with_fractional_subgroup_size_1x4x1",
+                                  "vector_2d_reduction_with_fractional_subgroup_size"])
+def test_upstream_fractional_reductions_through_the_whole_pipeline(name):
+    """Blocks too small for the lanes (1x1x1 pieces re-cut into a 1x16x1 block): at the
+    lane level every lane holds them whole, sliced and inserted alike."""
+    check_xegpu(upstream(name), name, "xegpu-distribute", rtol=1e-2, atol=1e-2)

@@ -758,8 +758,36 @@ def reduction_source(result: Layout | None, src_shape, dims) -> Layout | None:
         return None
     if isinstance(result, XeGPUSlice) and sorted(result.dims) == sorted(dims) and (
             result.parent.rank is None or result.parent.rank == len(src_shape)):
-        return clamp_inst_data(result.parent, src_shape)
+        parent = clamp_inst_data(result.parent, src_shape)
+        if fits_unclamped(parent, src_shape):
+            return parent
+        # a parent written for a wider reduced dim (a broadcast's): the source holds the
+        # reduced dims whole instead
     return insert_dims(result, sorted(dims), [src_shape[d] for d in sorted(dims)])
+
+
+def whole_blocks(size: Sequence[int]) -> XeGPULayout:
+    """The lane-level layout of a block every lane holds whole: an instruction block of
+    its own size, no lanes (what completion gives a block too small for the lanes)."""
+    return XeGPULayout(inst_data=tuple(size))
+
+
+def is_whole_blocks(layout: Layout | None, shape: Sequence[int]) -> bool:
+    """Is `layout` the `whole_blocks` layout of a value of `shape`?"""
+    return isinstance(layout, XeGPULayout) and layout.lane_layout is None and layout.sg_layout is None \
+        and layout.inst_data is not None and tuple(layout.inst_data) == tuple(shape)
+
+
+def fits_unclamped(layout: Layout, shape: Sequence[int]) -> bool:
+    """Does `layout` distribute a value of `shape` with no field wider than its dim
+    (no subgroup tile cut to the dim, no lanes wrapping around a block)?"""
+    if not isinstance(layout, XeGPULayout) or layout.rank != len(shape) or not layout.fits(shape):
+        return False
+    for d, n in enumerate(shape):
+        tile = _field(layout, "inst_data", d) or _field(layout, "sg_data", d) or n
+        if (_field(layout, "sg_data", d) or 1) > n or (_field(layout, "lane_layout", d) or 1) > min(tile, n):
+            return False
+    return True
 
 
 def clamp_inst_data(layout: Layout, shape: Sequence[int]) -> Layout:

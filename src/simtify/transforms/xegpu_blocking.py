@@ -25,7 +25,8 @@ from xdsl.ir import Operation, SSAValue
 from simtify.errors import SimtifyError
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import XeGPULayout, check_block, explicit_lane_data, has, plan, strip
+from simtify.ir.assembly import int_values
+from simtify.layout.xegpu import check_block, explicit_lane_data, has, plan, strip, whole_blocks
 from simtify.target import get_target
 from simtify.target.xe import check_dpas_shape
 from simtify.transforms import xegpu_annotations as notes
@@ -67,6 +68,20 @@ class Blocking(XeGPULevel):
         size = self.piece_shape(lay, vshape)
         return [self._recut([new], [1] * len(vshape), vshape, self.piece_layout(lay), [x * s for x, s in zip(q, size)],
                             size, old.type.element_type, em) for q in product(*[range(n) for n in self.grid(lay, vshape)])]
+
+    def op_vector_extract_strided_slice(self, op: Operation, em: Emitter) -> None:
+        """Each block of the slice re-cut from the source's blocks (a function argument
+        the subgroup stage cut its tiles from, held whole or in blocks; strides are 1,
+        as the op's verifier requires)."""
+        src, r = op.source, op.results[0]
+        lay_s, lay_r, sshape, rshape = self.layout_of(src), self.layout_of(r), shape(src), shape(r)
+        at = list(int_values(op.offsets)) + [0] * (len(sshape) - len(int_values(op.offsets)))
+        size = self.piece_shape(lay_r, rshape)
+        self.value_pieces[r] = [
+            self._recut(self.pieces(src), self.grid(lay_s, sshape), self.piece_shape(lay_s, sshape),
+                        self.piece_layout(lay_r), [o + x * s for o, x, s in zip(at, q, size)], size,
+                        r.type.element_type, em)
+            for q in product(*[range(n) for n in self.grid(lay_r, rshape)])]
 
     def assemble(self, v: SSAValue, em: Emitter) -> SSAValue:
         """A returned value's blocks inserted back into the whole tile (as upstream does)."""
@@ -194,12 +209,6 @@ class Blocking(XeGPULevel):
 
 
 REPLICATED = object()  # blocks every lane holds whole
-
-
-def whole_blocks(size) -> XeGPULayout:
-    """The lane-level layout of a block every lane holds whole: an instruction block of
-    its own size, no lanes (what completion gives a block too small for the lanes)."""
-    return XeGPULayout(inst_data=tuple(size))
 
 
 class _Recording:

@@ -62,6 +62,7 @@ from simtify.layout.xegpu import (
     gather_offsets_layout,
     gather_value_layout,
     has,
+    is_whole_blocks,
     lane_slice,
     reduce_dims,
     reduction_source,
@@ -70,6 +71,7 @@ from simtify.layout.xegpu import (
     same_blocks,
     shape_cast_layout,
     subgroup_part,
+    whole_blocks,
 )
 from simtify.target import Target, get_target
 from simtify.transforms import xegpu_annotations as notes
@@ -332,17 +334,28 @@ class StridedSlice(XeGPURule):
     """``extract_strided_slice`` / ``insert_strided_slice`` (what blocking re-cuts tiles
     with, below the subgroup level): the slice is held as the whole value is, and an
     insert's result as its destination — one layout, where its lanes hold the slice in
-    whole lane rounds; elsewhere the layouts meet at the users, converted there."""
+    whole lane rounds; elsewhere the layouts meet at the users, converted there. At the
+    lane level a block every lane holds whole (`whole_blocks`) is sliced from and
+    inserted into blocks every lane holds whole."""
 
     def gives(self, p, op):
         if op.name == "vector.extract_strided_slice":
             held = [p.L(op.source)]
+            if not p.inst and is_whole_blocks(held[0], shape(op.source)):
+                return [(op.results[0], whole_blocks(shape(op.results[0])))]
         else:  # the destination's layout, else (a splat to fill) the inserted slice's
             held = [p.L(op.dest), p.L(op.value_to_store)]
+            if not p.inst and is_whole_blocks(held[0], shape(op.dest)):
+                return [(op.results[0], held[0])]
         return [(op.results[0], lay) for lay in held if _holding(lay, op)][:1]
 
     def needs(self, p, op):
         r = p.L(op.results[0])
+        if not p.inst and is_whole_blocks(r, shape(op.results[0])):
+            # at the lane level, a block every lane holds whole: so are the others
+            if op.name == "vector.extract_strided_slice":
+                return [(op.source, whole_blocks(shape(op.source)))]
+            return [(op.dest, r), (op.value_to_store, whole_blocks(shape(op.value_to_store)))]
         if not _holding(r, op):
             return []
         if op.name == "vector.extract_strided_slice":
@@ -625,6 +638,21 @@ class Propagation(Engine):
         return self.result
 
     # --- conflicts: operand edges only --------------------------------------------
+
+    def before_resolve(self, op: Operation) -> None:
+        """A reshaping shape_cast whose result took its users' layout, one no layout of
+        its source casts to, takes the cast of its source's layout instead: its users
+        then convert (a conversion in front of the cast could not give their layout).
+        A layout the cast itself states is kept."""
+        if op.name != "vector.shape_cast" or notes.result_layout(op, 0) is not None:
+            return  # a layout the cast states stays
+        src, res = op.source, op.results[0]
+        have, given = self.L(src), self.L(res)
+        if have is None or given is None or shape_cast_layout(given, shape(res), shape(src)) is not None:
+            return
+        cast = shape_cast_layout(have, shape(src), shape(res))
+        if cast is not None and not self.result.alike(cast, given, shape(res)):
+            self.place(res, cast)
 
     def must_convert(self, op: Operation, index: int, have: Layout, need: Layout) -> bool:
         return not self.result.alike(have, need, shape(op.operands[index]))

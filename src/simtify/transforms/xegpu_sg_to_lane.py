@@ -96,6 +96,13 @@ class LaneDistribution(XeGPULevel):
     def piece_offsets(self, layout, shape_, q, em):
         return [0] * len(shape_)
 
+    def split_argument(self, old: SSAValue, new: SSAValue, em: Emitter) -> list[SSAValue]:
+        """A vector argument every lane receives whole: each lane takes its fragment
+        out of it, element by element at the fragment's coordinates."""
+        if self.piece_type(old) == old.type:
+            return [new]
+        return [self.gathered(em, new, old, coords) for coords in self.coordinates_of(old, em)]
+
     def annotate(self, op, old, i=0):
         return op
 
@@ -356,6 +363,9 @@ class LaneDistribution(XeGPULevel):
 
     def op_vector_extract_strided_slice(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.results[0]
+        if self.layout_of(src) is None:  # held whole: each lane takes its fragment out
+            super().op_vector_extract_strided_slice(op, em)
+            return
         offs, sizes = self._lane_slice(self.layout_of(src), shape(src), _ints(op.offsets), _ints(op.sizes))
         new = vector_ir.ExtractStridedSliceOp(self.one(src), offs, sizes, [1] * len(offs), self.piece_type(r))
         self.value_pieces[r] = [em.value(new)]

@@ -32,6 +32,7 @@ from xdsl.ir.affine import AffineDimExpr
 
 from simtify.errors import SimtifyError
 from simtify.ir import vector as vector_ir
+from simtify.ir.assembly import int_values
 from simtify.transforms.emit import Emitter
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.rewriter import PieceRewriter
@@ -122,6 +123,29 @@ class PositionalOps(PieceRewriter):
                 whole = em.value(vector_ir.FromElementsOp.build(operands=[scalars.reshape(-1).tolist()],
                                                                 result_types=[r.type]))
             out.append(self.gathered(em, whole, r, coords))
+        self.value_pieces[r] = out
+
+    def op_vector_extract_strided_slice(self, op: Operation, em: Emitter) -> None:
+        """A slice of a vector every thread holds whole (a function argument the
+        subgroup stage cut its tiles from): each piece of the slice is the source's
+        elements at the piece's coordinates moved by the slice's offsets — a slice of
+        its own where they are a known box, else taken out one by one."""
+        src, r = op.source, op.results[0]
+        whole = self.pieces(src)
+        if self.layout_of(src) is not None or len(whole) != 1 or whole[0].type != src.type:
+            raise SimtifyError(f"a vector.extract_strided_slice is distributed by {self.level} only from a vector "
+                               f"every {self.holder} holds whole (no layout); this source has "
+                               f"{self.layout_of(src)}")
+        offsets = list(int_values(op.offsets)) + [0] * (len(shape(src)) - len(int_values(op.offsets)))
+        pt = self.piece_type(r)
+        out = []
+        for coords in self.coordinates_of(r, em):
+            moved = [(self.add(em, o, off), steps) for (o, steps), off in zip(coords, offsets)]
+            if all(isinstance(o, int) for o, _ in moved) and all(steps == list(range(len(steps))) for _, steps in moved):
+                out.append(em.value(self.annotate(vector_ir.ExtractStridedSliceOp(
+                    whole[0], [o for o, _ in moved], list(pt.get_shape()), [1] * len(moved), pt), r)))
+            else:
+                out.append(self.gathered(em, whole[0], r, moved))
         self.value_pieces[r] = out
 
     def op_vector_create_mask(self, op: Operation, em: Emitter) -> None:
