@@ -172,7 +172,7 @@ def print_module(module: Operation) -> str:
 def _verify_blocks_end(op: Operation) -> None:
     """The check xDSL makes only when verifying nested ops: a block of a region that
     needs a terminator must not be empty."""
-    if op.has_trait(NoTerminator):
+    if not op.regions or op.has_trait(NoTerminator):
         return
     for region in op.regions:
         if len(region.blocks) == 1 and region.blocks.first is not None and not region.blocks.first.ops:

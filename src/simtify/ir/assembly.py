@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, TypeVar
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, AffineMapAttr, ArrayAttr, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, i64
 from xdsl.dialects.utils import DynamicIndexList, EnumAttribute
 from xdsl.dialects.utils import parse_dynamic_index_list_without_types, print_dynamic_index_list
 from xdsl.ir import Attribute, Data, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def, var_operand_def
 from xdsl.irdl import irdl_attr_definition
 from xdsl.irdl.declarative_assembly_format import (
@@ -69,6 +70,7 @@ __all__ = [
     "i64_dense",
     "int_values",
     "keyword_enum",
+    "map_attr",
     "mlir_op",
     "parse_bit_enum_text",
     "parse_int_list",
@@ -104,8 +106,15 @@ def parse_enum_keyword(parser: AttrParser, enum_type, what: str):
 
 
 def i64_array(values: Iterable[int]) -> ArrayAttr[IntegerAttr]:
-    """``[0, 4]`` as MLIR's I64ArrayAttr: an array of i64 integer attributes."""
-    return ArrayAttr(_i64(int(v)) for v in values)
+    """``[0, 4]`` as MLIR's I64ArrayAttr: an array of i64 integer attributes, one object
+    per distinct list (a pass gives thousands of ops the same offsets; verifying an op
+    hashes each attribute object it has not met)."""
+    return _i64_array(tuple(int(v) for v in values))
+
+
+@lru_cache(maxsize=4096)
+def _i64_array(values: tuple[int, ...]) -> ArrayAttr[IntegerAttr]:
+    return ArrayAttr(_i64(v) for v in values)
 
 
 @lru_cache(maxsize=1024)
@@ -114,8 +123,22 @@ def _i64(value: int) -> IntegerAttr:
     return IntegerAttr(value, i64)
 
 
+@lru_cache(maxsize=1024)
+def map_attr(affine_map: AffineMap) -> AffineMapAttr:
+    """`affine_map` as an attribute, one object per distinct map (a transfer's
+    permutation map is the same on thousands of ops; verifying an op hashes each
+    attribute object it has not met)."""
+    return AffineMapAttr(affine_map)
+
+
 def i64_dense(values: Iterable[int]) -> DenseArrayBase:
-    """``array<i64: 0, 4>`` as MLIR's DenseI64ArrayAttr."""
+    """``array<i64: 0, 4>`` as MLIR's DenseI64ArrayAttr, one object per distinct list
+    (as `i64_array`)."""
+    return _i64_dense(tuple(int(v) for v in values))
+
+
+@lru_cache(maxsize=4096)
+def _i64_dense(values: tuple[int, ...]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     AnyFloat,
     DenseIntOrFPElementsAttr,
     IntegerAttr,
@@ -31,7 +32,8 @@ __all__ = ["MLIRPrinter"]
 @dataclass(eq=False, repr=False)
 class MLIRPrinter(Printer):
     """xDSL's printer with MLIR's spelling of non-finite floats; a vector or memref type
-    is spelled once per printer (printed IR names the same few thousands of times)."""
+    or an affine map is spelled once per printer (printed IR names the same few
+    thousands of times)."""
 
     _spelled: dict[Attribute, str] = field(default_factory=dict, init=False)
     _spelled_by_id: dict[int, tuple[Attribute, str]] = field(default_factory=dict, init=False)
@@ -53,7 +55,7 @@ class MLIRPrinter(Printer):
         super().print_float(value, type)
 
     def print_attribute(self, attribute: Attribute) -> None:
-        if isinstance(attribute, VectorType | MemRefType):
+        if isinstance(attribute, VectorType | MemRefType | AffineMapAttr):
             # by identity first: hashing a type walks all of it
             seen = self._spelled_by_id.get(id(attribute))
             if seen is not None and seen[0] is attribute:

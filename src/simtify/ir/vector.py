@@ -40,7 +40,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from simtify.ir import gpu
-from simtify.ir.assembly import AngleBracketEnum, DerivingType, IntList, OptionalIntList, YieldTerminator, i64_array, i64_dense
+from simtify.ir.assembly import AngleBracketEnum, DerivingType, IntList, OptionalIntList, YieldTerminator, i64_array, i64_dense, map_attr
 from simtify.ir.assembly import int_values, mlir_op, parse_operands, split_properties
 from simtify.ir.verify_once import once_per_signature
 
@@ -258,7 +258,7 @@ def _transfer_properties(parser: Parser, op_type, attributes, shaped, vector, ma
         parser, attributes, shaped, vector, mask_start, mask_end, mask, position
     )
     properties, others = split_properties(op_type, attributes)
-    properties |= {"permutation_map": permutation_map, "in_bounds": in_bounds}
+    properties |= {"permutation_map": map_attr(permutation_map.data), "in_bounds": in_bounds}
     return mask_value, properties, others
 
 

@@ -24,6 +24,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import affine as affine_ir
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
+from simtify.ir.assembly import map_attr
 
 FLOAT_KIND_OPS = {
     "add": arith.AddfOp, "mul": arith.MulfOp, "maximumf": arith.MaximumfOp, "minimumf": arith.MinimumfOp,
@@ -152,7 +153,7 @@ class Emitter:
         op = vector_ir.TransferReadOp.build(
             operands=[source, list(indices), padding, [] if mask is None else [mask]],
             result_types=[vtype],
-            properties={"permutation_map": AffineMapAttr(perm_map),
+            properties={"permutation_map": map_attr(perm_map),
                         "in_bounds": bool_array(tuple(bool(b) for b in in_bounds))},
         )
         return self.value(op)
@@ -161,7 +162,7 @@ class Emitter:
         op = vector_ir.TransferWriteOp.build(
             operands=[value, dest, list(indices), [] if mask is None else [mask]],
             result_types=[[]],
-            properties={"permutation_map": AffineMapAttr(perm_map),
+            properties={"permutation_map": map_attr(perm_map),
                         "in_bounds": bool_array(tuple(bool(b) for b in in_bounds))},
         )
         self.add(op)

@@ -18,8 +18,9 @@ from simtify.transforms.propagate_layouts import LayoutAnalysis, is_vector
 
 # Distribution unrolls every value into its batch x outer register groups, one op (or
 # more) per group; past this many groups in one function the output is unreadable and
-# the pass takes tens of seconds, so it stops before doing any work.
-MAX_UNROLLED_GROUPS = 16384
+# the pass takes over ten seconds, so it stops before doing any work (a 25,000-op
+# function of 18,750 single-group values distributes in a few seconds).
+MAX_UNROLLED_GROUPS = 32768
 
 
 def registers_of_value(vt: VectorType, lay: NestedLayout) -> int:

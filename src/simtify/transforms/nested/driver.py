@@ -75,9 +75,15 @@ def _only_zero_d(op: Operation) -> bool:
     """Whether the op's vector operands and results are all 0-d (and it has some)."""
     from xdsl.dialects.builtin import VectorType
 
-    types = [v.type for v in list(op.operands) + list(op.results)]
-    vector_types = [t for t in types if isinstance(t, VectorType)]
-    return bool(vector_types) and all(len(t.get_shape()) == 0 for t in vector_types)
+    found = False
+    for values in (op.operands, op.results):
+        for v in values:
+            t = v.type
+            if isinstance(t, VectorType):
+                if t.get_shape():
+                    return False
+                found = True
+    return found
 
 
 def distribute_function(func: Operation, analysis: LayoutAnalysis, subgroup_size: int, threads: int,

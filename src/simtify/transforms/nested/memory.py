@@ -4,9 +4,11 @@ several threads hold is done by one of them."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 
 from simtify.errors import SimtifyError
 from simtify.layout import NestedLayout
@@ -22,10 +24,14 @@ def index_for(ctx: DistributionContext, base: SSAValue, lay: NestedLayout, k: in
     off = (b[k] * lay.outer_tile[k] + o[k]) * lay.thread_tile[k] * lay.element_tile[k]
     tb = ctx.thread_base(lay, k)
     operands = [base] + ([tb] if tb is not None else [])
+    return em.apply(_offset_expr(off, tb is not None), operands)
+
+
+@lru_cache(maxsize=1024)
+def _offset_expr(off: int, with_thread: bool) -> AffineExpr:
+    """``d0 + off`` (``+ d1``, the thread's base, `with_thread`), built once per offset."""
     expr = AffineDimExpr(0) + off
-    if tb is not None:
-        expr = expr + AffineDimExpr(1)
-    return em.apply(expr, operands)
+    return expr + AffineDimExpr(1) if with_thread else expr
 
 
 def _permutation_map(n_indices: int, perm) -> AffineMap:
