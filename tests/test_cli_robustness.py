@@ -291,3 +291,14 @@ def test_per_lane_xegpu_code_needs_the_xe_target(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: --target: per-lane XeGPU code runs on Intel Xe GPUs, not gfx942")
     assert main(["check", str(src), str(out), "--func", "load_with_non_unit_chunk_size", "--target", "xe"]) == 0
+
+
+@pytest.mark.parametrize("attrs, what", [
+    ("{permutation_map = 3 : i64}", "permutation_map must be an affine map, not 3 : i64"),
+    ("{in_bounds = 3}", "should be of base attribute array"),
+])
+def test_transfer_attributes_of_the_wrong_kind(capsys, tmp_path, attrs, what):
+    path = tmp_path / "bad.mlir"
+    path.write_text(ADD_ONE.replace("{in_bounds = [true, true]} : memref", f"{attrs} : memref", 1))
+    code, _, err = cli(capsys, "opt", path)
+    assert_user_error(code, err, str(path), what)

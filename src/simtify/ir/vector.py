@@ -254,6 +254,9 @@ def _transfer_properties(parser: Parser, op_type, attributes, shaped, vector, ma
         parser.raise_error(f"expected a memref or tensor type, got {shaped}", at_position=position)
     if not isinstance(vector, VectorType):
         parser.raise_error(f"expected a vector type, got {vector}", at_position=position)
+    given_map = (attributes or {}).get("permutation_map")
+    if given_map is not None and not isinstance(given_map, AffineMapAttr):
+        parser.raise_error(f"permutation_map must be an affine map, not {given_map}", at_position=position)
     mask_value, permutation_map, in_bounds = _Transfer.resolve_attrs(
         parser, attributes, shaped, vector, mask_start, mask_end, mask, position
     )
