@@ -103,13 +103,6 @@ NOT_RUNNABLE.update({
 GAPS = {
     ("subgroup-distribute.mlir", "load_nd_array_length"): "an array_length load's 3-D result (this older file's "
                                                           "form: 2x16x16 for two 16x16 blocks) is refused",
-    ("sg-to-lane-distribute-unit.mlir", "create_mask_1d_multi_unit"): "a lane_layout of fewer lanes than the "
-                                                                      "subgroup (upstream's lanes wrap around it) "
-                                                                      "is refused",
-    ("sg-to-lane-distribute-unit.mlir", "create_mask_1d_lane_data"): "a lane_layout of fewer lanes than the "
-                                                                     "subgroup is refused",
-    ("sg-to-lane-distribute-unit.mlir", "vector_multi_reduction_3d_packed_lane_data_lane_local"):
-        "a lane_layout of one lane (every lane holds all) is refused",
     ("sg-to-lane-distribute-unit.mlir", "vector_interleave"): "vector.interleave is not distributed to lanes",
     ("sg-to-lane-distribute-unit.mlir", "vector_deinterleave"): "vector.deinterleave is not distributed to lanes",
 }

@@ -343,8 +343,9 @@ def launch(layout: "Layout", subgroup_size: int | None, num_threads: int | None)
         subgroup_size = lanes or DEFAULT_SUBGROUP_SIZE
     if subgroup_size < 1:
         raise SimtifyError(f"subgroup size {subgroup_size} must be positive")
-    if lanes is not None and lanes != subgroup_size:
-        raise SimtifyError(f"lane_layout {list(base.lane_layout)} has {lanes} lanes but the subgroup has {subgroup_size}")
+    if lanes is not None and subgroup_size % lanes:
+        raise SimtifyError(f"lane_layout {list(base.lane_layout)} has {lanes} lanes, which do not divide the "
+                           f"{subgroup_size} lanes of the subgroup")
     need = base.num_subgroups * subgroup_size
     if num_threads is None:
         num_threads = need

@@ -245,17 +245,29 @@ class LaneDistribution(XeGPULevel):
             self.sgid = self.prelude.value(gpu_ir.SubgroupIdOp())
         return self.sgid
 
+    def lane_id(self) -> SSAValue:
+        if self._lane_id is None:
+            self._lane_id = self.prelude.value(gpu_ir.LaneIdOp())
+        return self._lane_id
+
     def lane_digits(self, layout: Layout) -> list[SSAValue | None]:
         return self.id_digits(layout, "lane_layout", lambda: self.prelude.value(gpu_ir.LaneIdOp()),
                               self.lane_digit_cache)
 
     def store_guard(self, layout, vshape, em: Emitter) -> Emitter:
-        """Lanes that differ only in a sliced-away dim hold the same data: the first stores it."""
-        if not isinstance(layout, XeGPUSlice):
+        """Lanes that hold the same data store it once: of lanes that differ only in a
+        sliced-away dim, the first; of lanes past a lane layout smaller than the subgroup
+        (they wrap around it, lane ``l`` holding what lane ``l % lanes`` does), none."""
+        if layout is None:
             return em
         base, removed = flatten(layout)
-        digits = self.lane_digits(layout)
-        conds = [em.cmpi("eq", digits[d], self.const(em, 0)) for d in removed if digits[d] is not None]
+        conds = []
+        lanes = prod(base.lane_layout) if base.lane_layout is not None else self.analysis.subgroup_size
+        if lanes < self.analysis.subgroup_size:
+            conds.append(em.cmpi("ult", self.lane_id(), self.const(em, lanes)))
+        if isinstance(layout, XeGPUSlice):
+            digits = self.lane_digits(layout)
+            conds += [em.cmpi("eq", digits[d], self.const(em, 0)) for d in removed if digits[d] is not None]
         if not conds:
             return em
         cond = conds[0]
