@@ -103,8 +103,6 @@ NOT_RUNNABLE.update({
 GAPS = {
     ("subgroup-distribute.mlir", "load_nd_array_length"): "an array_length load's 3-D result (this older file's "
                                                           "form: 2x16x16 for two 16x16 blocks) is refused",
-    ("sg-to-lane-distribute-unit.mlir", "vector_interleave"): "vector.interleave is not distributed to lanes",
-    ("sg-to-lane-distribute-unit.mlir", "vector_deinterleave"): "vector.deinterleave is not distributed to lanes",
 }
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from itertools import product
 from math import prod
 
+import numpy as np
 from xdsl.dialects.builtin import AnyFloat, VectorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
@@ -357,6 +358,81 @@ class LaneDistribution(XeGPULevel):
         em.barrier()
         self.value_pieces[r] = [self.load_runs(mem, offs, want, vshape, self.piece_type(r), em)]
 
+    # --- interleaving ---------------------------------------------------------------------
+
+    def op_vector_interleave(self, op: Operation, em: Emitter) -> None:
+        """Each lane interleaves its own pieces where its share of the result is its
+        shares of the operands interleaved (upstream's case: ``lane_data`` doubled on the
+        last dim); operands every lane holds whole are interleaved whole and the lane
+        takes its share of the result."""
+        a, b, r = op.lhs, op.rhs, op.results[0]
+        ea, eb = (self._owned_elements(v, _interleaved_index(shape(a), odd)) for v, odd in ((a, False), (b, True)))
+        er = self._owned_elements(r)
+        if ea is not None and eb is not None and er is not None and \
+                ea.shape == eb.shape and len(ea.shape) > 1 and 2 * ea.size == er.size and \
+                np.array_equal(np.stack([ea, eb], axis=-1).reshape(er.shape), er):
+            self.value_pieces[r] = [em.value(vector_ir.InterleaveOp.build(
+                operands=[self.one(a), self.one(b)], result_types=[self.piece_type(r)]))]
+            return
+        if not (self._held_whole(a) and self._held_whole(b)):
+            raise SimtifyError(f"a vector.interleave is distributed to lanes where each lane's share of the result "
+                               f"is its shares of the operands interleaved, or the operands are held whole; "
+                               f"{self.layout_of(a)} and {self.layout_of(b)} give {self.layout_of(r)} neither")
+        whole = em.value(vector_ir.InterleaveOp.build(operands=[self.one(a), self.one(b)], result_types=[r.type]))
+        self.value_pieces[r] = [self._share_of_whole(whole, r, em)]
+
+    def op_vector_deinterleave(self, op: Operation, em: Emitter) -> None:
+        """Each lane deinterleaves its own piece where its shares of the results are the
+        even and odd elements of its share of the source; a source every lane holds whole
+        is deinterleaved whole and each lane takes its shares of the results."""
+        src, results = op.source, list(op.results)
+        es = self._owned_elements(src)
+        per_lane = es is not None and len(es.shape) > 1 and es.shape[-1] % 2 == 0
+        if per_lane:
+            half = list(es.shape[:-1]) + [es.shape[-1] // 2, 2]
+            for k, r in enumerate(results):
+                er = self._owned_elements(r, _interleaved_index(shape(r), bool(k)))
+                per_lane = per_lane and er is not None and 2 * er.size == es.size and \
+                    np.array_equal(es.reshape(half)[..., k].reshape(er.shape), er)
+        if per_lane:
+            new = em.add(vector_ir.DeinterleaveOp.build(operands=[self.one(src)],
+                                                        result_types=[self.piece_type(results[0])] * 2))
+            for r, v in zip(results, new.results):
+                self.value_pieces[r] = [v]
+            return
+        if not self._held_whole(src):
+            raise SimtifyError(f"a vector.deinterleave is distributed to lanes where each lane's shares of the "
+                               f"results are the even and odd elements of its share of the source, or the source "
+                               f"is held whole; {self.layout_of(src)} gives {self.layout_of(results[0])} and "
+                               f"{self.layout_of(results[1])} neither")
+        new = em.add(vector_ir.DeinterleaveOp.build(operands=[self.one(src)], result_types=[results[0].type] * 2))
+        for r, v in zip(results, new.results):
+            self.value_pieces[r] = [self._share_of_whole(v, r, em)]
+
+    def _owned_elements(self, v: SSAValue, index=None) -> np.ndarray | None:
+        """Per lane, the elements of `v` it holds in register order, shaped as its piece
+        (`index` maps them to another value's flat indices); None where the layout
+        cannot say."""
+        sg = self.analysis.subgroup_size
+        lay = self.layout_of(v) or XeGPULayout()
+        try:
+            flat = lay.ownership(tuple(shape(v)), sg, sg).flat
+        except SimtifyError:
+            return None
+        if index is not None:
+            flat = index(flat)
+        return flat.reshape((sg, *self.piece_shape(self.layout_of(v), shape(v))))
+
+    def _held_whole(self, v: SSAValue) -> bool:
+        return tuple(self.piece_shape(self.layout_of(v), shape(v))) == tuple(shape(v))
+
+    def _share_of_whole(self, whole: SSAValue, r: SSAValue, em: Emitter) -> SSAValue:
+        """This lane's share of `r` taken out of `whole`, all of `r`."""
+        if self._held_whole(r):
+            return whole
+        [coords] = self.coordinates_of(r, em)
+        return self.gathered(em, whole, r, coords)
+
     # --- re-cut blocks from blocking --------------------------------------------------------
 
     def _lane_slice(self, layout, vshape, offsets, sizes) -> tuple[list[int], list[int]]:
@@ -384,6 +460,16 @@ class LaneDistribution(XeGPULevel):
                                f"{'x'.join(map(str, lane_sizes))} slot its block's lanes give it (open: blocks "
                                "without lanes meeting distributed values)")
         self.value_pieces[r] = [em.insert_strided(value, self.one(dest), offs)]
+
+
+def _interleaved_index(vshape, odd: bool):
+    """Flat indices of a vector of `vshape` to those of its elements in the vector twice
+    as long in the last dim that interleaves it (`odd`: as the second operand)."""
+    n = vshape[-1] if vshape else 1
+
+    def index(flat: np.ndarray) -> np.ndarray:
+        return flat // n * 2 * n + flat % n * 2 + int(odd)
+    return index
 
 
 def _ints(attr) -> list[int]:
