@@ -101,8 +101,6 @@ NOT_RUNNABLE.update({
 })
 # distributes to something the check refuses today, or is refused: what simtify lacks
 GAPS = {
-    ("subgroup-distribute.mlir", "load_nd_array_length"): "an array_length load's 3-D result (this older file's "
-                                                          "form: 2x16x16 for two 16x16 blocks) is refused",
 }
 
 

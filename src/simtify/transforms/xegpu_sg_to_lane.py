@@ -30,7 +30,7 @@ from itertools import product
 from math import prod
 
 import numpy as np
-from xdsl.dialects.builtin import AnyFloat, VectorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, AnyFloat, VectorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
@@ -38,11 +38,12 @@ from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import Layout, XeGPULayout, XeGPUSlice, flatten, has, kept_dims, lane_slice, linear_strides, plan
+from simtify.layout.xegpu import (Layout, XeGPULayout, XeGPUSlice, flatten, has, kept_dims, lane_slice, linear_strides, plan,
+                                  remove_dims)
 from simtify.target.xe import block_load_layout, check_dpas_shape, dpas_lane_layouts, element_bits, vnni_factor
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
 from simtify.transforms.launch import recorded_threads
-from simtify.transforms.xegpu_pieces.block_access import flattened
+from simtify.transforms.xegpu_pieces.block_access import flat_type, flattened
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.level import XeGPULevel
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
@@ -138,6 +139,32 @@ class LaneDistribution(XeGPULevel):
                     self.analysis.same(layout, want, vshape):
                 return packed
         return None
+
+    def op_xegpu_load_nd(self, op: Operation, em: Emitter) -> None:
+        """An ``array_length`` load whose result stacks the blocks in a leading dim
+        (older IR's form): one load of the lane's share of every block, 1-D, laid out as
+        each block is::
+
+            %v = xegpu.load_nd %t : !xegpu.tensor_desc<16x16xf16, #xegpu.block_tdesc_attr<array_length = 2>>
+              -> vector<2x16x16xf16>                      // lane_layout = [1, 1, 16]
+          becomes
+            %v1 = xegpu.load_nd %t1 : ... -> vector<32xf16>
+            %v2 = vector.shape_cast %v1 : vector<32xf16> to vector<2x16x1xf16>"""
+        t, r = op.tensor_desc.type, op.value
+        if t.array_length == 1 or len(shape(r)) != t.rank + 1 or op.transpose is not None or op.packed is not None:
+            super().op_xegpu_load_nd(op, em)
+            return
+        lay = self.layout_of(r)
+        if lay is not None and any(p.lane_extent != p.n for p in self._plans(lay, shape(r))[:1]):
+            raise SimtifyError(f"the blocks of an array_length load are laid out alike: {lay} shares them among lanes")
+        block_lay = remove_dims(lay, [0])
+        piece = self.piece_type(r)
+        offs = self.access_offsets(op, op.tensor_desc, em)
+        tdesc = self.descriptor(op.tensor_desc, t.get_shape(), None, em)
+        props = {k: v for k, v in op.properties.items() if k in ("l1_hint", "l2_hint", "l3_hint")}
+        stated = None if self.block_fragment(block_lay, t.get_shape(), piece.element_type) is False else block_lay
+        new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, stated, [flat_type(piece)], em)
+        self.value_pieces[r] = [em.shape_cast(new.results[0], piece)]
 
     # --- gathers and scatters -------------------------------------------------------------
 
@@ -357,6 +384,29 @@ class LaneDistribution(XeGPULevel):
         self.store_runs(self.one(src), mem, offs, have, vshape, self.store_guard(have, vshape, em))
         em.barrier()
         self.value_pieces[r] = [self.load_runs(mem, offs, want, vshape, self.piece_type(r), em)]
+
+    # --- positions ------------------------------------------------------------------------
+
+    def op_vector_extract(self, op: Operation, em: Emitter) -> None:
+        """A position in leading dims every lane holds whole (an ``array_length`` load's
+        blocks, unit dims): each lane takes it from its own share::
+
+            %b = vector.extract %v[0] : vector<16x16xf16> from vector<2x16x16xf16>
+          becomes, on lane_layout = [1, 16],
+            %b = vector.extract %v1[0] : vector<16x1xf16> from vector<2x16x1xf16>"""
+        src, r = op.vector, op.result
+        lay = self.layout_of(src)
+        dynamic = iter(op.dynamic_position)
+        position = [self.one(next(dynamic)) if x == DYNAMIC_INDEX else x for x in op.static_position.get_values()]
+        k = len(position)
+        whole = all(p.lane_extent == p.n for p in self._plans(lay, shape(src))[:k])
+        if not whole or (is_vector(r) and not self.analysis.same(
+                self.layout_of(r), remove_dims(lay, list(range(k))), shape(r))):
+            raise SimtifyError(f"a vector.extract is distributed to lanes where every lane holds the whole of the "
+                               f"dims it takes a position in, and the result keeps the source's layout of the "
+                               f"others; {lay} gives {self.layout_of(r)} not")
+        rt = self.piece_type(r) if is_vector(r) else r.type
+        self.value_pieces[r] = [em.value(vector_ir.ExtractOp(self.one(src), position, rt))]
 
     # --- interleaving ---------------------------------------------------------------------
 
