@@ -229,9 +229,9 @@ def test_converted_on_the_edge(name):
     check_xegpu(text, "f", rtol=tol, atol=tol)
 
 
-@pytest.mark.xfail(strict=True, raises=SimtifyError, reason="open: blocks every lane holds whole, re-cut into other "
-                   "whole blocks, take their users' lanes at the lane stage")
 def test_whole_blocks_re_cut_into_other_whole_blocks():
+    """Blocks every lane holds whole, re-cut into other whole blocks that take their
+    users' lanes at the lane stage: each lane picks its share of the new block."""
     check_xegpu(WHOLE_BLOCKS_RECUT, "f", rtol=0, atol=0)
 
 

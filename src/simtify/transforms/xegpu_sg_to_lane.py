@@ -46,6 +46,7 @@ from simtify.transforms.launch import recorded_threads
 from simtify.transforms.xegpu_pieces.block_access import flat_type, flattened
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.level import XeGPULevel
+from simtify.transforms.xegpu_pieces.positional import MAX_GATHERED
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
 
 
@@ -366,12 +367,17 @@ class LaneDistribution(XeGPULevel):
         if not is_vector(src):  # a scalar (a fully sliced layout): every lane holds it already
             self.value_pieces[r] = [self.one(src)]
             return
-        have, want = self.layout_of(src), self.layout_of(r)
-        vshape = shape(src)
+        self.value_pieces[r] = [self.converted(self.one(src), src, self.layout_of(r), op, em)]
+
+    def converted(self, piece: SSAValue, v: SSAValue, want, op: Operation, em: Emitter) -> SSAValue:
+        """This lane's share (`piece`) of `v` as the share `want` gives it: the same
+        registers where the two agree, else through the subgroup's region of a shared
+        local memory matrix."""
+        have, vshape = self.layout_of(v), shape(v)
+        pt = VectorType(v.type.element_type, self.piece_shape(want, vshape))
         if self.analysis.same(have, want, vshape):
-            self.value_pieces[r] = [em.shape_cast(self.one(src), self.piece_type(r))]
-            return
-        elt = src.type.element_type
+            return em.shape_cast(piece, pt)
+        elt = v.type.element_type
         rows = vshape[0]
         mem = self.shared_matrix([self.num_subgroups * rows] + list(vshape[1:]), elt, em)
         if self.num_subgroups > 1:
@@ -381,9 +387,9 @@ class LaneDistribution(XeGPULevel):
         offs = [row] + [0] * (len(vshape) - 1)
         if _in_loop(op, self.func):
             em.barrier()
-        self.store_runs(self.one(src), mem, offs, have, vshape, self.store_guard(have, vshape, em))
+        self.store_runs(piece, mem, offs, have, vshape, self.store_guard(have, vshape, em))
         em.barrier()
-        self.value_pieces[r] = [self.load_runs(mem, offs, want, vshape, self.piece_type(r), em)]
+        return self.load_runs(mem, offs, want, vshape, pt, em)
 
     # --- positions ------------------------------------------------------------------------
 
@@ -483,6 +489,48 @@ class LaneDistribution(XeGPULevel):
         [coords] = self.coordinates_of(r, em)
         return self.gathered(em, whole, r, coords)
 
+    def _select_into_share(self, value: SSAValue, dest: SSAValue, at: list[int], em: Emitter) -> SSAValue:
+        """This lane's share of `dest` with the elements that fall in the slice at `at`
+        taken from `value`, which every lane holds whole (blocking's pieces of a value
+        the lanes share out, where a piece is narrower than a lane round): element by
+        element, each lane picking what its own coordinates cover::
+
+            %d2 = vector.insert_strided_slice %p, %d offsets = [0, 5, 0]
+                : vector<1x1x1xf16> into vector<1x16x1xf16>      // %d on lane_layout = [1, 16, 1]
+          becomes, on each lane (its row l),
+            %x = vector.extract %p[0, 0, 0];  %d2 = select(l == 5, %x, %d1[0, 0, 0]) ..."""
+        pt = self.piece_type(dest)
+        if prod(pt.get_shape()) > MAX_GATHERED:
+            raise SimtifyError(f"a slice is inserted into a lane's share element by element, up to {MAX_GATHERED} "
+                               f"elements, not {prod(pt.get_shape())}")
+        sizes = shape(value)
+        [coords] = self.coordinates_of(dest, em)
+        share = self.one(dest)
+        elt = pt.element_type
+        out = []
+        for local in product(*[range(len(steps)) for _, steps in coords]):
+            inside, position = None, []
+            for (offset, steps), k, o, n in zip(coords, local, at, sizes):
+                if isinstance(offset, int):
+                    c = offset + steps[k] - o
+                    if not 0 <= c < n:
+                        inside = False
+                        break
+                    position.append(c)
+                    continue
+                c = em.apply(AffineDimExpr(0) + (steps[k] - o), [offset])
+                ok = em.andi(em.cmpi("sge", c, self.const(em, 0)), em.cmpi("slt", c, self.const(em, n)))
+                position.append(em.select(ok, c, self.const(em, 0)))  # in range where it is not picked
+                inside = ok if inside is None else em.andi(inside, ok)
+            old = em.extract(share, list(local), elt)
+            if inside is False:
+                out.append(old)
+                continue
+            new = em.extract(self.one(value), position, elt)
+            out.append(new if inside is None else em.select(inside, new, old))
+        return em.value(vector_ir.FromElementsOp.build(operands=[out], result_types=[pt]))
+
+
     # --- re-cut blocks from blocking --------------------------------------------------------
 
     def _lane_slice(self, layout, vshape, offsets, sizes) -> tuple[list[int], list[int]]:
@@ -501,7 +549,14 @@ class LaneDistribution(XeGPULevel):
     def op_vector_insert_strided_slice(self, op: Operation, em: Emitter) -> None:
         dest, r = op.dest, op.results[0]
         sizes = list(shape(op.value_to_store))
-        offs, lane_sizes = self._lane_slice(self.layout_of(dest), shape(dest), _ints(op.offsets), sizes)
+        at = _ints(op.offsets)
+        if lane_slice(self.layout_of(dest), shape(dest), at, sizes) is None and self._held_whole(op.value_to_store):
+            # the result may be laid out other than the destination (blocking's last
+            # piece of a value that a reduction then takes whole): converted after
+            inserted = self._select_into_share(op.value_to_store, dest, at, em)
+            self.value_pieces[r] = [self.converted(inserted, dest, self.layout_of(r), op, em)]
+            return
+        offs, lane_sizes = self._lane_slice(self.layout_of(dest), shape(dest), at, sizes)
         value = self.one(op.value_to_store)
         if list(value.type.get_shape()) != list(lane_sizes):
             # the piece was distributed over other lanes than the block it lands in: inserting
