@@ -107,3 +107,13 @@ def test_fewer_lanes_than_the_subgroup_wrap_around_it():
     guarded = out.split("arith.cmpi ult")[1:]
     assert len(guarded) == 2 and "xegpu.store %" in guarded[0] and "xegpu.store_matrix" in guarded[1], out
     assert "cluster(size = 4)" in out
+
+
+@pytest.mark.parametrize("fixture, func", [("rr_broadcast", "broadcast"), ("unify_broadcast_dim1", "broadcast_dim1")])
+def test_upstream_eight_lane_broadcasts_through_the_whole_pipeline(fixture, func):
+    """Upstream's wg-to-sg broadcasts on ``lane_layout = [8, 1]``: their 8 lanes wrap
+    around xe's 16-lane subgroups down to the lanes."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures" / "xegpu" / f"{fixture}.mlir").read_text()
+    check_xegpu(text, func, "xegpu-distribute")
