@@ -19,9 +19,13 @@ lanes:
 
 Reductions reduce the lane's own elements, then across the lanes of the reduced dims
 with ``gpu.subgroup_reduce`` clusters (size ``lane_layout``, stride its lane-id stride).
-Lanes holding the same data store it once. A conversion between two lane layouts of a
-block goes through the subgroup's region of a shared local memory matrix (each lane
-stores and loads its own blocks with store_matrix / load_matrix).
+Lanes holding the same data store it once (a sliced-away dim, or lanes past a lane
+layout smaller than the subgroup, which wrap around it). A conversion between two lane
+layouts of a block goes through the subgroup's region of a shared local memory matrix
+(each lane stores and loads its own blocks with store_matrix / load_matrix). Interleaves
+rearrange each lane's own share where the ownership maps allow, and a piece every lane
+holds whole goes into a lane's share element by element where it is narrower than a
+lane round.
 """
 
 from __future__ import annotations
