@@ -52,7 +52,7 @@ BAD = [
     (["layout", "check", "#xegpu.layout<sg_layout = [2, 2], sg_data = [32, 32]>", "--shape", "64x64x2"], "rank"),
     (["layout", "check", "#xegpu.layout<sg_layout = [2, 2]>"], "needs --shape"),
     (["layout", "check", "#xegpu.layout<lane_layout = [1, 16], lane_data = [1, 3]>", "--shape", "8x16"], "does not divide"),
-    (["layout", "check", "#xegpu.layout<lane_layout = [1, 16]>", "--shape", "8x16", "--subgroup-size", "32"], "lanes"),
+    (["layout", "check", "#xegpu.layout<lane_layout = [1, 16]>", "--shape", "8x16", "--subgroup-size", "8"], "do not divide the 8 lanes"),
     (["layout", "check", "#xegpu.layout<sg_layout = [2, 2], order = [0, 0]>", "--shape", "8x16"], "permutation"),
     (["layout", "check", "#xegpu.slice<#xegpu.layout<sg_layout = [2, 2]>, dims = [2]>", "--shape", "8"], "out of range"),
     (["layout", "check", "@/nonexistent/layout.txt"], "cannot read"),

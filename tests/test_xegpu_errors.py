@@ -53,10 +53,11 @@ CASES = {
     "subgroups of 32": (
         LOAD_STORE.format(layout="#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16]>"),
         ["--subgroup-size", "32"], "--subgroup-size: XeGPU distribution runs 16-lane subgroups"),
-    "lanes that do not fill the subgroup": (
-        LOAD_STORE.format(layout="#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16], lane_layout = [1, 8], "
+    "lanes that do not divide the subgroup": (
+        LOAD_STORE.format(layout="#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16], lane_layout = [2, 16], "
                                  "lane_data = [1, 1]>"), [],
-        "3:3: lane_layout [1, 8] has 8 lanes, but XeGPU code runs on 16-lane subgroups; give the layout 16 lanes"),
+        "3:3: lane_layout [2, 16] has 32 lanes, but XeGPU code runs on 16-lane subgroups; give the layout a number "
+        "of lanes that divides 16"),
     "an op the distribution does not know": (
         LOAD_STORE.format(layout="#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16]>").replace(
             "  xegpu.store_nd", "  %e = vector.extract %v[0] : vector<32xf32> "

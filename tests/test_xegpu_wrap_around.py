@@ -71,3 +71,49 @@ def test_a_block_descriptor_refuses_lanes_that_wrap():
   %t = xegpu.create_nd_tdesc %src : memref<16x1xf32> -> !xegpu.tensor_desc<16x1xf32, #xegpu.layout<lane_layout = [1, 16], lane_data = [1, 1]>>
   return
 }""")
+
+
+L16 = "#xegpu.layout<lane_layout = [16], lane_data = [1]>"
+L4 = "#xegpu.layout<lane_layout = [4], lane_data = [1]>"
+FOUR_LANES = f"""gpu.module @m {{
+gpu.func @f(%src: memref<16xf32>, %dst: memref<16xf32>, %out: memref<16xf32>, %sum: memref<16xf32>) {{
+  %t = xegpu.create_nd_tdesc %src : memref<16xf32> -> !xegpu.tensor_desc<16xf32>
+  %v = xegpu.load_nd %t[0] <{{layout = {L16}}}> : !xegpu.tensor_desc<16xf32> -> vector<16xf32>
+  %w = xegpu.convert_layout %v <{{input_layout = {L16}, target_layout = {L4}}}> : vector<16xf32>
+  %e = math.exp %w {{layout_result_0 = {L4}}} : vector<16xf32>
+  %off = arith.constant {{layout_result_0 = {L4}}} dense<[15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]> : vector<16xindex>
+  %mask = arith.constant {{layout_result_0 = {L4}}} dense<true> : vector<16xi1>
+  xegpu.store %e, %dst[%off], %mask <{{layout = {L4}}}> : vector<16xf32>, memref<16xf32>, vector<16xindex>, vector<16xi1>
+  %b = xegpu.convert_layout %e <{{input_layout = {L4}, target_layout = {L16}}}> : vector<16xf32>
+  %to = xegpu.create_nd_tdesc %out : memref<16xf32> -> !xegpu.tensor_desc<16xf32>
+  xegpu.store_nd %b, %to[0] <{{layout = {L16}}}> : vector<16xf32>, !xegpu.tensor_desc<16xf32>
+  %z = arith.constant {{layout_result_0 = #xegpu.slice<{L4}, dims = [0]>}} 0.0 : f32
+  %r = vector.multi_reduction <add>, %e, %z {{layout_result_0 = #xegpu.slice<{L4}, dims = [0]>}} [0] : vector<16xf32> to f32
+  %rb = vector.broadcast %r {{layout_result_0 = {L16}}} : f32 to vector<16xf32>
+  %ts = xegpu.create_nd_tdesc %sum : memref<16xf32> -> !xegpu.tensor_desc<16xf32>
+  xegpu.store_nd %rb, %ts[0] <{{layout = {L16}}}> : vector<16xf32>, !xegpu.tensor_desc<16xf32>
+  gpu.return
+}}
+}}"""
+
+
+def test_fewer_lanes_than_the_subgroup_wrap_around_it():
+    """A lane layout of 4 lanes on a 16-lane subgroup, as upstream's lane ids take it
+    (lane ``l`` is lane ``l % 4``): converted to and from, scattered, reduced. The lanes
+    past the fourth hold copies and store nothing (each element written once)."""
+    own = XeGPULayout.parse(L4).ownership((16,), 16, 16)
+    assert all(list(own.flat[lane]) == [lane % 4 + 4 * k for k in range(4)] for lane in range(16))
+    out = check_xegpu(FOUR_LANES, "f", "xegpu-sg-to-lane", block=(16,))
+    guarded = out.split("arith.cmpi ult")[1:]
+    assert len(guarded) == 2 and "xegpu.store %" in guarded[0] and "xegpu.store_matrix" in guarded[1], out
+    assert "cluster(size = 4)" in out
+
+
+@pytest.mark.parametrize("fixture, func", [("rr_broadcast", "broadcast"), ("unify_broadcast_dim1", "broadcast_dim1")])
+def test_upstream_eight_lane_broadcasts_through_the_whole_pipeline(fixture, func):
+    """Upstream's wg-to-sg broadcasts on ``lane_layout = [8, 1]``: their 8 lanes wrap
+    around xe's 16-lane subgroups down to the lanes."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures" / "xegpu" / f"{fixture}.mlir").read_text()
+    check_xegpu(text, func, "xegpu-distribute")

@@ -4,7 +4,9 @@ and ``#xegpu.slice<#parent, dims = [..]>``.
 A workgroup tile is cut among subgroups, each subgroup's tile into instruction blocks
 (``inst_data``), each block among lanes. At the subgroup and lane levels, ids come from
 delinearizing the linear id over ``sg_layout`` / ``lane_layout`` with ``order[0]`` the
-fastest-changing dim (default ``[r-1, ..., 0]``). Per dim, a distribution unit is
+fastest-changing dim (default ``[r-1, ..., 0]``); a ``lane_layout`` of fewer lanes than
+the subgroup (a divisor of it) repeats, lane ``l`` holding what lane ``l % lanes`` does,
+as upstream's lane ids wrap. Per dim, a distribution unit is
 ``U = min(n, layout·data)``; for every unit base (row-major over the units) the id owns
 ``(base + id·data + k) % n`` for ``k < data``: round-robin when ``n`` is larger,
 shared when smaller. A layout without ``lane_layout`` is subgroup-level: every lane holds
@@ -343,8 +345,9 @@ def launch(layout: "Layout", subgroup_size: int | None, num_threads: int | None)
         subgroup_size = lanes or DEFAULT_SUBGROUP_SIZE
     if subgroup_size < 1:
         raise SimtifyError(f"subgroup size {subgroup_size} must be positive")
-    if lanes is not None and lanes != subgroup_size:
-        raise SimtifyError(f"lane_layout {list(base.lane_layout)} has {lanes} lanes but the subgroup has {subgroup_size}")
+    if lanes is not None and subgroup_size % lanes:
+        raise SimtifyError(f"lane_layout {list(base.lane_layout)} has {lanes} lanes, which do not divide the "
+                           f"{subgroup_size} lanes of the subgroup")
     need = base.num_subgroups * subgroup_size
     if num_threads is None:
         num_threads = need

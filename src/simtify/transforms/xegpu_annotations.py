@@ -13,7 +13,7 @@ from __future__ import annotations
 from xdsl.ir import Operation
 
 from simtify.ir.xegpu import LayoutAttr, SliceAttr, TensorDescType
-from simtify.layout.xegpu import Layout, XeGPULayout, XeGPUSlice, permute
+from simtify.layout.xegpu import Layout, XeGPULayout, XeGPUSlice, insert_dims, permute
 
 RESULT_PREFIX = "layout_result_"
 ANCHOR_OPS = ("xegpu.load_nd", "xegpu.store_nd", "xegpu.prefetch_nd", "xegpu.dpas", "xegpu.convert_layout",
@@ -38,15 +38,27 @@ def descriptor_layout(tdesc_type) -> Layout | None:
 
 
 def load_layout(op: Operation) -> Layout | None:
-    """The layout of a load's result: its own, else its descriptor's (transposed)."""
+    """The layout of a load's result: its own, else its descriptor's (transposed). The
+    result of an ``array_length`` load stacks its blocks in a leading dim (older IR's
+    form) that a layout of the block's rank leaves whole: each block laid out alike."""
     own = _inherent(op, "layout")
-    if own is not None:
-        return own
-    block = descriptor_layout(op.tensor_desc.type)
-    if block is None:
-        return None
-    perm = op.transpose.get_values() if op.transpose is not None else None
-    return permute(block, tuple(perm)) if perm is not None else block
+    if own is None:
+        own = descriptor_layout(op.tensor_desc.type)
+        if own is None:
+            return None
+        perm = op.transpose.get_values() if op.transpose is not None else None
+        own = permute(own, tuple(perm)) if perm is not None else own
+    return _blocks_stacked(op, own)
+
+
+def _blocks_stacked(op: Operation, layout: Layout | None) -> Layout | None:
+    """`layout` of an ``array_length`` load's result: of the block's rank, it gets the
+    leading dim of the stacked blocks, undistributed."""
+    t = op.tensor_desc.type
+    if layout is not None and isinstance(t, TensorDescType) and t.array_length > 1 and layout.rank == t.rank \
+            and len(op.value.type.get_shape()) == t.rank + 1:
+        return insert_dims(layout, [0], [t.array_length])
+    return layout
 
 
 def own_layout(op: Operation) -> Layout | None:
@@ -67,7 +79,8 @@ def dpas_layouts(op: Operation) -> tuple[Layout | None, Layout | None, Layout | 
 
 
 def result_layout(op: Operation, i: int) -> Layout | None:
-    return of_attr(op.attributes.get(f"{RESULT_PREFIX}{i}"))
+    layout = of_attr(op.attributes.get(f"{RESULT_PREFIX}{i}"))
+    return _blocks_stacked(op, layout) if op.name == "xegpu.load_nd" else layout
 
 
 def set_result_layout(op: Operation, i: int, layout: Layout | None) -> None:

@@ -150,16 +150,17 @@ def _sg_to_lane(func: Operation, opts) -> None:
 
 
 def _check_lane_counts(func: Operation, analysis: XeGPULayouts) -> None:
-    """A lane layout must cover the subgroup exactly: the lanes a value is cut for are the
-    lanes that run (refused here, not by the simulator after distribution)."""
+    """A lane layout must divide the subgroup: its lanes are the lanes that run, fewer of
+    them wrapping around it as upstream's lane ids do (lane ``l`` is lane ``l % lanes``).
+    Refused here, not by the simulator after distribution."""
     for op in func.walk():
         for value in op.results:
             layout = analysis.layouts.get(value)
             lanes = flatten(layout)[0].lane_layout if layout is not None else None
-            if lanes and prod(lanes) != analysis.subgroup_size:
+            if lanes and analysis.subgroup_size % prod(lanes):
                 raise SimtifyError(f"lane_layout {list(lanes)} has {prod(lanes)} lanes, but XeGPU code runs on "
-                                   f"{analysis.subgroup_size}-lane subgroups; give the layout "
-                                   f"{analysis.subgroup_size} lanes", location_of(op))
+                                   f"{analysis.subgroup_size}-lane subgroups; give the layout a number of lanes "
+                                   f"that divides {analysis.subgroup_size}", location_of(op))
 
 
 def xegpu_distribute(module: ModuleOp, opts) -> None:

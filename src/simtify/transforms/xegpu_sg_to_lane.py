@@ -19,9 +19,13 @@ lanes:
 
 Reductions reduce the lane's own elements, then across the lanes of the reduced dims
 with ``gpu.subgroup_reduce`` clusters (size ``lane_layout``, stride its lane-id stride).
-Lanes holding the same data store it once. A conversion between two lane layouts of a
-block goes through the subgroup's region of a shared local memory matrix (each lane
-stores and loads its own blocks with store_matrix / load_matrix).
+Lanes holding the same data store it once (a sliced-away dim, or lanes past a lane
+layout smaller than the subgroup, which wrap around it). A conversion between two lane
+layouts of a block goes through the subgroup's region of a shared local memory matrix
+(each lane stores and loads its own blocks with store_matrix / load_matrix). Interleaves
+rearrange each lane's own share where the ownership maps allow, and a piece every lane
+holds whole goes into a lane's share element by element where it is narrower than a
+lane round.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from __future__ import annotations
 from itertools import product
 from math import prod
 
-from xdsl.dialects.builtin import AnyFloat, VectorType
+import numpy as np
+from xdsl.dialects.builtin import DYNAMIC_INDEX, AnyFloat, VectorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
@@ -37,13 +42,15 @@ from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import Layout, XeGPULayout, XeGPUSlice, flatten, has, kept_dims, lane_slice, linear_strides, plan
+from simtify.layout.xegpu import (Layout, XeGPULayout, XeGPUSlice, flatten, has, kept_dims, lane_slice, linear_strides, plan,
+                                  remove_dims)
 from simtify.target.xe import block_load_layout, check_dpas_shape, dpas_lane_layouts, element_bits, vnni_factor
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
 from simtify.transforms.launch import recorded_threads
-from simtify.transforms.xegpu_pieces.block_access import flattened
+from simtify.transforms.xegpu_pieces.block_access import flat_type, flattened
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.level import XeGPULevel
+from simtify.transforms.xegpu_pieces.positional import MAX_GATHERED
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
 
 
@@ -144,6 +151,32 @@ class LaneDistribution(XeGPULevel):
                     self.analysis.same(layout, want, vshape):
                 return packed
         return None
+
+    def op_xegpu_load_nd(self, op: Operation, em: Emitter) -> None:
+        """An ``array_length`` load whose result stacks the blocks in a leading dim
+        (older IR's form): one load of the lane's share of every block, 1-D, laid out as
+        each block is::
+
+            %v = xegpu.load_nd %t : !xegpu.tensor_desc<16x16xf16, #xegpu.block_tdesc_attr<array_length = 2>>
+              -> vector<2x16x16xf16>                      // lane_layout = [1, 1, 16]
+          becomes
+            %v1 = xegpu.load_nd %t1 : ... -> vector<32xf16>
+            %v2 = vector.shape_cast %v1 : vector<32xf16> to vector<2x16x1xf16>"""
+        t, r = op.tensor_desc.type, op.value
+        if t.array_length == 1 or len(shape(r)) != t.rank + 1 or op.transpose is not None or op.packed is not None:
+            super().op_xegpu_load_nd(op, em)
+            return
+        lay = self.layout_of(r)
+        if lay is not None and any(p.lane_extent != p.n for p in self._plans(lay, shape(r))[:1]):
+            raise SimtifyError(f"the blocks of an array_length load are laid out alike: {lay} shares them among lanes")
+        block_lay = remove_dims(lay, [0])
+        piece = self.piece_type(r)
+        offs = self.access_offsets(op, op.tensor_desc, em)
+        tdesc = self.descriptor(op.tensor_desc, t.get_shape(), None, em)
+        props = {k: v for k, v in op.properties.items() if k in ("l1_hint", "l2_hint", "l3_hint")}
+        stated = None if self.block_fragment(block_lay, t.get_shape(), piece.element_type) is False else block_lay
+        new = self.make_access(xegpu_ir.LoadNdOp, [tdesc], offs, props, stated, [flat_type(piece)], em)
+        self.value_pieces[r] = [em.shape_cast(new.results[0], piece)]
 
     # --- gathers and scatters -------------------------------------------------------------
 
@@ -252,17 +285,29 @@ class LaneDistribution(XeGPULevel):
             self.sgid = self.prelude.value(gpu_ir.SubgroupIdOp())
         return self.sgid
 
+    def lane_id(self) -> SSAValue:
+        if self._lane_id is None:
+            self._lane_id = self.prelude.value(gpu_ir.LaneIdOp())
+        return self._lane_id
+
     def lane_digits(self, layout: Layout) -> list[SSAValue | None]:
         return self.id_digits(layout, "lane_layout", lambda: self.prelude.value(gpu_ir.LaneIdOp()),
                               self.lane_digit_cache)
 
     def store_guard(self, layout, vshape, em: Emitter) -> Emitter:
-        """Lanes that differ only in a sliced-away dim hold the same data: the first stores it."""
-        if not isinstance(layout, XeGPUSlice):
+        """Lanes that hold the same data store it once: of lanes that differ only in a
+        sliced-away dim, the first; of lanes past a lane layout smaller than the subgroup
+        (they wrap around it, lane ``l`` holding what lane ``l % lanes`` does), none."""
+        if layout is None:
             return em
         base, removed = flatten(layout)
-        digits = self.lane_digits(layout)
-        conds = [em.cmpi("eq", digits[d], self.const(em, 0)) for d in removed if digits[d] is not None]
+        conds = []
+        lanes = prod(base.lane_layout) if base.lane_layout is not None else self.analysis.subgroup_size
+        if lanes < self.analysis.subgroup_size:
+            conds.append(em.cmpi("ult", self.lane_id(), self.const(em, lanes)))
+        if isinstance(layout, XeGPUSlice):
+            digits = self.lane_digits(layout)
+            conds += [em.cmpi("eq", digits[d], self.const(em, 0)) for d in removed if digits[d] is not None]
         if not conds:
             return em
         cond = conds[0]
@@ -333,12 +378,17 @@ class LaneDistribution(XeGPULevel):
         if not is_vector(src):  # a scalar (a fully sliced layout): every lane holds it already
             self.value_pieces[r] = [self.one(src)]
             return
-        have, want = self.layout_of(src), self.layout_of(r)
-        vshape = shape(src)
+        self.value_pieces[r] = [self.converted(self.one(src), src, self.layout_of(r), op, em)]
+
+    def converted(self, piece: SSAValue, v: SSAValue, want, op: Operation, em: Emitter) -> SSAValue:
+        """This lane's share (`piece`) of `v` as the share `want` gives it: the same
+        registers where the two agree, else through the subgroup's region of a shared
+        local memory matrix."""
+        have, vshape = self.layout_of(v), shape(v)
+        pt = VectorType(v.type.element_type, self.piece_shape(want, vshape))
         if self.analysis.same(have, want, vshape):
-            self.value_pieces[r] = [em.shape_cast(self.one(src), self.piece_type(r))]
-            return
-        elt = src.type.element_type
+            return em.shape_cast(piece, pt)
+        elt = v.type.element_type
         rows = vshape[0]
         mem = self.shared_matrix([self.num_subgroups * rows] + list(vshape[1:]), elt, em)
         if self.num_subgroups > 1:
@@ -348,9 +398,149 @@ class LaneDistribution(XeGPULevel):
         offs = [row] + [0] * (len(vshape) - 1)
         if _in_loop(op, self.func):
             em.barrier()
-        self.store_runs(self.one(src), mem, offs, have, vshape, self.store_guard(have, vshape, em))
+        self.store_runs(piece, mem, offs, have, vshape, self.store_guard(have, vshape, em))
         em.barrier()
-        self.value_pieces[r] = [self.load_runs(mem, offs, want, vshape, self.piece_type(r), em)]
+        return self.load_runs(mem, offs, want, vshape, pt, em)
+
+    # --- positions ------------------------------------------------------------------------
+
+    def op_vector_extract(self, op: Operation, em: Emitter) -> None:
+        """A position in leading dims every lane holds whole (an ``array_length`` load's
+        blocks, unit dims): each lane takes it from its own share::
+
+            %b = vector.extract %v[0] : vector<16x16xf16> from vector<2x16x16xf16>
+          becomes, on lane_layout = [1, 16],
+            %b = vector.extract %v1[0] : vector<16x1xf16> from vector<2x16x1xf16>"""
+        src, r = op.vector, op.result
+        lay = self.layout_of(src)
+        dynamic = iter(op.dynamic_position)
+        position = [self.one(next(dynamic)) if x == DYNAMIC_INDEX else x for x in op.static_position.get_values()]
+        k = len(position)
+        whole = all(p.lane_extent == p.n for p in self._plans(lay, shape(src))[:k])
+        if not whole or (is_vector(r) and not self.analysis.same(
+                self.layout_of(r), remove_dims(lay, list(range(k))), shape(r))):
+            raise SimtifyError(f"a vector.extract is distributed to lanes where every lane holds the whole of the "
+                               f"dims it takes a position in, and the result keeps the source's layout of the "
+                               f"others; {lay} gives {self.layout_of(r)} not")
+        rt = self.piece_type(r) if is_vector(r) else r.type
+        self.value_pieces[r] = [em.value(vector_ir.ExtractOp(self.one(src), position, rt))]
+
+    # --- interleaving ---------------------------------------------------------------------
+
+    def op_vector_interleave(self, op: Operation, em: Emitter) -> None:
+        """Each lane interleaves its own pieces where its share of the result is its
+        shares of the operands interleaved (upstream's case: ``lane_data`` doubled on the
+        last dim); operands every lane holds whole are interleaved whole and the lane
+        takes its share of the result."""
+        a, b, r = op.lhs, op.rhs, op.results[0]
+        ea, eb = (self._owned_elements(v, _interleaved_index(shape(a), odd)) for v, odd in ((a, False), (b, True)))
+        er = self._owned_elements(r)
+        if ea is not None and eb is not None and er is not None and \
+                ea.shape == eb.shape and len(ea.shape) > 1 and 2 * ea.size == er.size and \
+                np.array_equal(np.stack([ea, eb], axis=-1).reshape(er.shape), er):
+            self.value_pieces[r] = [em.value(vector_ir.InterleaveOp.build(
+                operands=[self.one(a), self.one(b)], result_types=[self.piece_type(r)]))]
+            return
+        if not (self._held_whole(a) and self._held_whole(b)):
+            raise SimtifyError(f"a vector.interleave is distributed to lanes where each lane's share of the result "
+                               f"is its shares of the operands interleaved, or the operands are held whole; "
+                               f"{self.layout_of(a)} and {self.layout_of(b)} give {self.layout_of(r)} neither")
+        whole = em.value(vector_ir.InterleaveOp.build(operands=[self.one(a), self.one(b)], result_types=[r.type]))
+        self.value_pieces[r] = [self._share_of_whole(whole, r, em)]
+
+    def op_vector_deinterleave(self, op: Operation, em: Emitter) -> None:
+        """Each lane deinterleaves its own piece where its shares of the results are the
+        even and odd elements of its share of the source; a source every lane holds whole
+        is deinterleaved whole and each lane takes its shares of the results."""
+        src, results = op.source, list(op.results)
+        es = self._owned_elements(src)
+        per_lane = es is not None and len(es.shape) > 1 and es.shape[-1] % 2 == 0
+        if per_lane:
+            half = list(es.shape[:-1]) + [es.shape[-1] // 2, 2]
+            for k, r in enumerate(results):
+                er = self._owned_elements(r, _interleaved_index(shape(r), bool(k)))
+                per_lane = per_lane and er is not None and 2 * er.size == es.size and \
+                    np.array_equal(es.reshape(half)[..., k].reshape(er.shape), er)
+        if per_lane:
+            new = em.add(vector_ir.DeinterleaveOp.build(operands=[self.one(src)],
+                                                        result_types=[self.piece_type(results[0])] * 2))
+            for r, v in zip(results, new.results):
+                self.value_pieces[r] = [v]
+            return
+        if not self._held_whole(src):
+            raise SimtifyError(f"a vector.deinterleave is distributed to lanes where each lane's shares of the "
+                               f"results are the even and odd elements of its share of the source, or the source "
+                               f"is held whole; {self.layout_of(src)} gives {self.layout_of(results[0])} and "
+                               f"{self.layout_of(results[1])} neither")
+        new = em.add(vector_ir.DeinterleaveOp.build(operands=[self.one(src)], result_types=[results[0].type] * 2))
+        for r, v in zip(results, new.results):
+            self.value_pieces[r] = [self._share_of_whole(v, r, em)]
+
+    def _owned_elements(self, v: SSAValue, index=None) -> np.ndarray | None:
+        """Per lane, the elements of `v` it holds in register order, shaped as its piece
+        (`index` maps them to another value's flat indices); None where the layout
+        cannot say."""
+        sg = self.analysis.subgroup_size
+        lay = self.layout_of(v) or XeGPULayout()
+        try:
+            flat = lay.ownership(tuple(shape(v)), sg, sg).flat
+        except SimtifyError:
+            return None
+        if index is not None:
+            flat = index(flat)
+        return flat.reshape((sg, *self.piece_shape(self.layout_of(v), shape(v))))
+
+    def _held_whole(self, v: SSAValue) -> bool:
+        return tuple(self.piece_shape(self.layout_of(v), shape(v))) == tuple(shape(v))
+
+    def _share_of_whole(self, whole: SSAValue, r: SSAValue, em: Emitter) -> SSAValue:
+        """This lane's share of `r` taken out of `whole`, all of `r`."""
+        if self._held_whole(r):
+            return whole
+        [coords] = self.coordinates_of(r, em)
+        return self.gathered(em, whole, r, coords)
+
+    def _select_into_share(self, value: SSAValue, dest: SSAValue, at: list[int], em: Emitter) -> SSAValue:
+        """This lane's share of `dest` with the elements that fall in the slice at `at`
+        taken from `value`, which every lane holds whole (blocking's pieces of a value
+        the lanes share out, where a piece is narrower than a lane round): element by
+        element, each lane picking what its own coordinates cover::
+
+            %d2 = vector.insert_strided_slice %p, %d offsets = [0, 5, 0]
+                : vector<1x1x1xf16> into vector<1x16x1xf16>      // %d on lane_layout = [1, 16, 1]
+          becomes, on each lane (its row l),
+            %x = vector.extract %p[0, 0, 0];  %d2 = select(l == 5, %x, %d1[0, 0, 0]) ..."""
+        pt = self.piece_type(dest)
+        if prod(pt.get_shape()) > MAX_GATHERED:
+            raise SimtifyError(f"a slice is inserted into a lane's share element by element, up to {MAX_GATHERED} "
+                               f"elements, not {prod(pt.get_shape())}")
+        sizes = shape(value)
+        [coords] = self.coordinates_of(dest, em)
+        share = self.one(dest)
+        elt = pt.element_type
+        out = []
+        for local in product(*[range(len(steps)) for _, steps in coords]):
+            inside, position = None, []
+            for (offset, steps), k, o, n in zip(coords, local, at, sizes):
+                if isinstance(offset, int):
+                    c = offset + steps[k] - o
+                    if not 0 <= c < n:
+                        inside = False
+                        break
+                    position.append(c)
+                    continue
+                c = em.apply(AffineDimExpr(0) + (steps[k] - o), [offset])
+                ok = em.andi(em.cmpi("sge", c, self.const(em, 0)), em.cmpi("slt", c, self.const(em, n)))
+                position.append(em.select(ok, c, self.const(em, 0)))  # in range where it is not picked
+                inside = ok if inside is None else em.andi(inside, ok)
+            old = em.extract(share, list(local), elt)
+            if inside is False:
+                out.append(old)
+                continue
+            new = em.extract(self.one(value), position, elt)
+            out.append(new if inside is None else em.select(inside, new, old))
+        return em.value(vector_ir.FromElementsOp.build(operands=[out], result_types=[pt]))
+
 
     # --- re-cut blocks from blocking --------------------------------------------------------
 
@@ -373,7 +563,14 @@ class LaneDistribution(XeGPULevel):
     def op_vector_insert_strided_slice(self, op: Operation, em: Emitter) -> None:
         dest, r = op.dest, op.results[0]
         sizes = list(shape(op.value_to_store))
-        offs, lane_sizes = self._lane_slice(self.layout_of(dest), shape(dest), _ints(op.offsets), sizes)
+        at = _ints(op.offsets)
+        if lane_slice(self.layout_of(dest), shape(dest), at, sizes) is None and self._held_whole(op.value_to_store):
+            # the result may be laid out other than the destination (blocking's last
+            # piece of a value that a reduction then takes whole): converted after
+            inserted = self._select_into_share(op.value_to_store, dest, at, em)
+            self.value_pieces[r] = [self.converted(inserted, dest, self.layout_of(r), op, em)]
+            return
+        offs, lane_sizes = self._lane_slice(self.layout_of(dest), shape(dest), at, sizes)
         value = self.one(op.value_to_store)
         if list(value.type.get_shape()) != list(lane_sizes):
             # the piece was distributed over other lanes than the block it lands in: inserting
@@ -382,6 +579,16 @@ class LaneDistribution(XeGPULevel):
                                f"{'x'.join(map(str, lane_sizes))} slot its block's lanes give it (open: blocks "
                                "without lanes meeting distributed values)")
         self.value_pieces[r] = [em.insert_strided(value, self.one(dest), offs)]
+
+
+def _interleaved_index(vshape, odd: bool):
+    """Flat indices of a vector of `vshape` to those of its elements in the vector twice
+    as long in the last dim that interleaves it (`odd`: as the second operand)."""
+    n = vshape[-1] if vshape else 1
+
+    def index(flat: np.ndarray) -> np.ndarray:
+        return flat // n * 2 * n + flat % n * 2 + int(odd)
+    return index
 
 
 def _ints(attr) -> list[int]:

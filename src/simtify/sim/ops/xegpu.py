@@ -49,6 +49,7 @@ from xdsl.dialects.builtin import MemRefType
 from simtify.errors import SimtifyError
 from simtify.ir.attribute_syntax import DYNAMIC
 from simtify.layout import XeGPULayout, XeGPUSlice
+from simtify.layout.xegpu import insert_dims
 from simtify.sim.memory import MemRef
 from simtify.sim.handlers import handles
 from simtify.sim.types import byte_width, dtype_of, fit, shape_of
@@ -122,10 +123,11 @@ def _positions(sim, op, desc: TensorDesc, vec_shape, *, transpose, packed, layou
             coords = np.stack([k * v + j, nn], axis=-1)
         coords = coords[None]
     else:
-        if desc.array_length > 1:
-            raise SimtifyError("lane fragments of array_length > 1 blocks are not simulated")
+        block_rank = len(logical) - (desc.array_length > 1)
         if layout is None:
-            layout = block_load_layout(len(logical), element_bits(desc.element_type), packed, sim.subgroup_size)
+            layout = block_load_layout(block_rank, element_bits(desc.element_type), packed, sim.subgroup_size)
+        if desc.array_length > 1 and layout.rank == block_rank:
+            layout = insert_dims(layout, [0], [desc.array_length])  # each block of the array laid out alike
         coords = _fragment_coords(sim, layout, logical)
         if coords.shape[1] != prod(vec_shape):
             raise SimtifyError(f"the lane layout gives each lane {coords.shape[1]} elements of the "
