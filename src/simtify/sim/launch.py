@@ -252,7 +252,8 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     if n_wg * per_wg > MAX_LAUNCH_ELEMENTS:
         raise SimtifyError(f"{n_wg} workgroups of {per_wg} elements each are more than the simulator runs "
                            f"({MAX_LAUNCH_ELEMENTS} in all); give a smaller grid", "--grid")
-    batch = max(1, min(n_wg, BATCH_ELEMENTS // (T_run * max(1, _largest_held_vector(func, interp.fact)))))
+    held = _largest_vector(func, lambda op: held_as_view(op, interp.fact))
+    batch = max(1, min(n_wg, BATCH_ELEMENTS // (T_run * max(1, held))))
     wanted = processes_for(func, n_wg * per_wg, n_wg, jobs)
     if -(-n_wg // batch) < wanted:  # a batch for each process that shares the launch
         batch = -(-n_wg // wanted)
@@ -323,21 +324,13 @@ def _check_launch(launch: Launch, tgt: Target, where: str) -> None:
                            f"lanes, not {launch.subgroup_size}", where)
 
 
-def _largest_vector(func: Operation) -> int:
+def _largest_vector(func: Operation, held_as_view=lambda op: False) -> int:
+    """The largest vector `func` makes; with `held_as_view`, the largest the simulator holds
+    per thread (what bounds a batch's memory): values it keeps as views of memory or of a
+    smaller value take none of their own."""
     n = 1
     for op in func.walk():
-        for r in op.results:
-            if isinstance(r.type, VectorType):
-                n = max(n, prod(r.type.get_shape()))
-    return n
-
-
-def _largest_held_vector(func: Operation, fact) -> int:
-    """The largest vector the simulator holds per thread (what bounds a batch's memory):
-    values it keeps as views of memory or of a smaller value take none of their own."""
-    n = 1
-    for op in func.walk():
-        if held_as_view(op, fact):
+        if held_as_view(op):
             continue
         for r in op.results:
             if isinstance(r.type, VectorType):

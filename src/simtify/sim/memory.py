@@ -165,7 +165,7 @@ class AccessContext:
     active_threads: tuple | None = None  # (w, t) of the active threads when `active` is given
     grid: tuple = (1, 1, 1)
     block: tuple = (1, 1, 1)  # of a SIMT launch; (1, 1, 1) at workgroup level
-    counted: dict | None = None  # counts of the launch's affine accesses by pattern (`_count_affine`)
+    counted: dict = field(default_factory=dict)  # counts of the launch's affine accesses by pattern (`_count_affine`)
 
 
 def _report(ctx: AccessContext, kind: str, buffer: Buffer, where: np.ndarray, w: np.ndarray, t: np.ndarray,
@@ -523,11 +523,9 @@ def _count_affine(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, con
     # every count below depends on the addresses modulo `period` only: an access of the
     # same pattern as one counted before (the same op in the next batch) counts the same
     memo = (buf.space, eb, contiguous, sg, (buf.base + c * eb) % period) + pattern
-    total = ctx.counted.get(memo) if ctx.counted is not None else None
+    total = ctx.counted.get(memo)
     if total is None:
-        total = _count_subgroups(ctx, buf, c, at_w, at_t, at_e, contiguous, sg, period)
-        if ctx.counted is not None:
-            ctx.counted[memo] = total
+        total = ctx.counted[memo] = _count_subgroups(ctx, buf, c, at_w, at_t, at_e, contiguous, sg, period)
     ctx.counters.add(ctx.op_name, key, total)
 
 
