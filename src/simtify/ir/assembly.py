@@ -123,7 +123,7 @@ def _i64(value: int) -> IntegerAttr:
     return IntegerAttr(value, i64)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=4096)
 def map_attr(affine_map: AffineMap) -> AffineMapAttr:
     """`affine_map` as an attribute, one object per distinct map (a transfer's
     permutation map is the same on thousands of ops; verifying an op hashes each

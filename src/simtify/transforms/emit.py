@@ -8,7 +8,6 @@ from typing import Sequence
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (
-    AffineMapAttr,
     ArrayAttr,
     BoolAttr,
     DenseIntOrFPElementsAttr,
@@ -49,13 +48,6 @@ def bool_array(values: tuple[bool, ...]) -> ArrayAttr:
     return ArrayAttr([BoolAttr.from_bool(b) for b in values])
 
 
-@lru_cache(maxsize=4096)
-def affine_map_attr(num_dims: int, expr: AffineExpr) -> AffineMapAttr:
-    """``affine_map<(d0, ...) -> (expr)>``, built once: a distribution indexes with the
-    same few maps thousands of times."""
-    return AffineMapAttr(AffineMap(num_dims, 0, (expr,)))
-
-
 INDEX = IndexType()
 
 
@@ -85,7 +77,7 @@ class Emitter:
         from xdsl.dialects import affine
 
         return self.value(affine.ApplyOp.build(operands=[list(operands)], result_types=[INDEX],
-                                               properties={"map": affine_map_attr(len(operands), exprs)}))
+                                               properties={"map": map_attr(AffineMap(len(operands), 0, (exprs,)))}))
 
     def delinearize(self, x: SSAValue, basis: Sequence[int]) -> list[SSAValue]:
         """Digits of `x` over `basis` with an unbounded outermost digit first."""

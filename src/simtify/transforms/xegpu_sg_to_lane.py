@@ -36,7 +36,7 @@ from math import prod
 import numpy as np
 from xdsl.dialects.builtin import DYNAMIC_INDEX, AnyFloat, VectorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr
+from xdsl.ir.affine import AffineDimExpr, AffineExpr
 
 from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
@@ -122,7 +122,7 @@ class LaneDistribution(XeGPULevel):
         out = []
         for j, p in enumerate(plans):
             digit = digits[kept[j]]
-            start = AffineDimExpr(0) * p.LD % p.I if p.wraps else AffineDimExpr(0) * p.LD
+            start = _lane_start(p)
             offset = 0 if digit is None else self.prelude.apply(start, [digit])
             out.append((offset, [k // p.LD * p.LL * p.LD + k % p.LD for k in range(p.lane_extent)]))
         return out
@@ -224,7 +224,7 @@ class LaneDistribution(XeGPULevel):
             if p.LL == 1 or digits is None or digits[kept[d]] is None:
                 per_dim.append([(0, 0, p.lane_extent)])
                 continue
-            start = AffineDimExpr(0) * p.LD % p.I if p.wraps else AffineDimExpr(0) * p.LD
+            start = _lane_start(p)
             per_dim.append([(em.apply(start + r * p.LL * p.LD, [digits[kept[d]]]), r * p.LD, p.LD)
                             for r in range(p.R2)])
         return list(product(*per_dim))
@@ -618,3 +618,9 @@ def _in_loop(op: Operation, func: Operation) -> bool:
 def distribute_to_lanes(func: Operation, analysis: XeGPULayouts) -> None:
     threads = recorded_threads(func) or analysis.subgroup_size
     LaneDistribution(func, analysis, max(1, threads // analysis.subgroup_size)).run()
+
+
+def _lane_start(p) -> AffineExpr:
+    """Where lane ``d0``'s first element of a dim planned by `p` lies: ``d0·LD``, modulo
+    the block where the lanes wrap around it."""
+    return AffineDimExpr(0) * p.LD % p.I if p.wraps else AffineDimExpr(0) * p.LD
