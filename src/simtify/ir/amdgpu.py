@@ -39,7 +39,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.assembly import EnumKeyword, enum_attr, keyword_enum, mlir_op
-from simtify.ir.attribute_syntax import memory_space_name
+from simtify.ir.assembly import memory_space_name
 from simtify.ir.gpu import SAME, LaneExchangeOp, verify_indexed_copy, verify_lane_value, verify_mma_fragments
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).

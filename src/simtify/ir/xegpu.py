@@ -87,22 +87,20 @@ from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
 from simtify.ir.assembly import (
+    DYNAMIC,
     EnumKeyword,
     IndexList,
     KeyedLayoutAttr,
     KeywordAttr,
     OptionalIndexList,
-    enum_attr,
-    keyword_enum,
-    mlir_op,
-)
-from simtify.ir.attribute_syntax import (
-    DYNAMIC,
     check_layout,
     check_mixed_indices,
-    i64_array,
+    enum_attr,
+    i64_dense,
+    keyword_enum,
     layout_parse_error,
     memory_space_name,
+    mlir_op,
     parse_int_list,
     parse_keyed_int_lists,
     parse_mixed_indices,
@@ -474,7 +472,7 @@ class ShapeAndStrides(CustomDirective):
                 parser.parse_punctuation(":")
             values, constants = parse_mixed_indices(parser)
             dynamic.set(state, values)
-            static.set(state, i64_array(constants))
+            static.set(state, i64_dense(constants))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         shape, strides = self.const_shape.get(op), self.const_strides.get(op)
