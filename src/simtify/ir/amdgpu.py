@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I1, I32, ArrayAttr, BoolAttr, IndexType, IntegerAttr, IntegerType, MemRefType,
-    StridedLayoutAttr, StringAttr, UnitAttr, VectorType, i1, i32, i64,
+    StridedLayoutAttr, StringAttr, UnitAttr, VectorType, i32, i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -235,20 +235,6 @@ class DPPOp(LaneExchangeOp):
         "(`bank_mask` `(` $bank_mask^ `)`)? (`bound_ctrl` `(` $bound_ctrl^ `)`)? attr-dict `:` type($result)"
     )
 
-    def __init__(self, old: SSAValue | Operation, src: SSAValue | Operation, kind: DPPPerm | str,
-                 perm_argument: Attribute | None = None, *, row_mask: int = 0xF, bank_mask: int = 0xF,
-                 bound_ctrl: bool = False):
-        props: dict[str, Attribute] = {"kind": DPPPermAttr(DPPPerm(kind))}
-        if perm_argument is not None:
-            props["permArgument"] = perm_argument
-        if row_mask != 0xF:
-            props["row_mask"] = _i32(row_mask)
-        if bank_mask != 0xF:
-            props["bank_mask"] = _i32(bank_mask)
-        if bound_ctrl:
-            props["bound_ctrl"] = IntegerAttr(1, i1)
-        super().__init__(old, src, properties=props)
-
     @property
     def masks(self) -> tuple[int, int, bool]:
         """(row_mask, bank_mask, bound_ctrl) with their defaults."""
@@ -301,10 +287,6 @@ class SwizzleBitModeOp(LaneExchangeOp):
 
     MASK_NAMES: ClassVar[tuple[str, ...]] = ("and_mask", "or_mask", "xor_mask")
 
-    def __init__(self, src, and_mask: int, or_mask: int, xor_mask: int):
-        masks = {"and_mask": and_mask, "or_mask": or_mask, "xor_mask": xor_mask}
-        super().__init__(src, properties={name: _i32(mask) for name, mask in masks.items()})
-
     @property
     def mask_values(self) -> tuple[int, int, int]:
         return tuple(int(getattr(self, n).value.data) for n in self.MASK_NAMES)  # type: ignore[return-value]
@@ -334,14 +316,6 @@ class PermlaneSwapOp(LaneExchangeOp):
         "$src $row_length (`fetch_inactive` `(` $fetch_inactive^ `)`)? (`bound_ctrl` `(` $bound_ctrl^ `)`)? attr-dict "
         "`:` type($result)"
     )
-
-    def __init__(self, src, row_length: int, *, fetch_inactive: bool = False, bound_ctrl: bool = False):
-        props: dict[str, Attribute] = {"row_length": _i32(row_length)}
-        if fetch_inactive:
-            props["fetch_inactive"] = IntegerAttr(1, i1)
-        if bound_ctrl:
-            props["bound_ctrl"] = IntegerAttr(1, i1)
-        super().__init__(src, properties=props)
 
     @property
     def flags(self) -> tuple[bool, bool]:

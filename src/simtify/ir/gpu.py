@@ -311,9 +311,6 @@ class BallotOp(_GPUOp):
 
     assembly_format = "$predicate attr-dict `:` type($result)"
 
-    def __init__(self, predicate: SSAValue | Operation, result_type: IntegerType = i64):
-        super().__init__(operands=[predicate], result_types=[result_type])
-
 
 BroadcastType = keyword_enum("BroadcastType", "first_active_lane specific_lane", __name__)
 
@@ -336,10 +333,6 @@ class SubgroupBroadcastOp(_GPUOp, LaneExchangeOp):
 
     assembly_format = "$src `,` custom<EnumKeyword>($broadcast_type) ($lane^)? attr-dict `:` type($result)"
 
-    def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation | None = None):
-        kind = BroadcastType.FIRST_ACTIVE_LANE if lane is None else BroadcastType.SPECIFIC_LANE
-        super().__init__(src, [] if lane is None else [lane], properties={"broadcast_type": BroadcastTypeAttr(kind)})
-
     def verify_(self) -> None:
         verify_lane_value(self.src, self.result)
         specific = self.broadcast_type.data == BroadcastType.SPECIFIC_LANE
@@ -361,10 +354,6 @@ class RotateOp(_GPUOp, LaneExchangeOp):
     width = prop_def(IntegerAttr[I32])
 
     assembly_format = "$value `,` $offset `,` $width attr-dict `:` type($value)"
-
-    def __init__(self, value: SSAValue | Operation, offset: int, width: int):
-        super().__init__(value, properties={"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)},
-                         valid=True)
 
     def verify_(self) -> None:
         verify_lane_value(self.value, self.rotate_result)

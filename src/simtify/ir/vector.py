@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IndexType, IntegerAttr, Intege
 from xdsl.dialects.builtin import TensorType, VectorType, i1, i64
 from xdsl.dialects.utils import DynamicIndexList, EnumAttribute, get_dynamic_index_list, split_dynamic_index_list
 from xdsl.dialects.utils import verify_dynamic_index_list
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.irdl import AnyAttr, AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, VarConstraint
 from xdsl.irdl import irdl_attr_definition, irdl_op_definition, operand_def, opt_operand_def, opt_result_def
@@ -1126,11 +1126,6 @@ class MaskOp(IRDLOperation):
     mask_region = region_def("single_block")
     traits = traits_def(RecursiveMemoryEffect())
 
-    def __init__(self, mask: SSAValue | Operation, region: Region, result_types: Sequence[Attribute] = (),
-                 passthru: SSAValue | Operation | None = None):
-        super().__init__(operands=[mask, [] if passthru is None else [passthru]], result_types=[result_types],
-                         regions=[region])
-
     @property
     def masked_op(self) -> Operation | None:
         first = self.mask_region.block.first_op
@@ -1267,14 +1262,6 @@ class ScanOp(IRDLOperation):
         "$kind `,` $source `,` $initial_value custom<ScanDim>($reduction_dim, $inclusive) attr-dict `:` "
         "type($source) `,` type($initial_value)"
     )
-
-    def __init__(self, kind: CombiningKind | str, source: SSAValue | Operation, init: SSAValue | Operation,
-                 reduction_dim: int, inclusive: bool):
-        source, init = SSAValue.get(source), SSAValue.get(init)
-        super().__init__(operands=[source, init], result_types=[source.type, init.type],
-                         properties={"kind": CombiningKindAttr(CombiningKind(kind)),
-                                     "reduction_dim": IntegerAttr(reduction_dim, i64),
-                                     "inclusive": BoolAttr.from_bool(inclusive)})
 
     def verify_(self) -> None:
         shape = shape_of(self.source.type)
