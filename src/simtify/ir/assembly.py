@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, AffineMapAttr, AnyFloat, ArrayA
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, NoneAttr, StringAttr, UnitAttr, i64
 from xdsl.dialects.utils import DynamicIndexList, EnumAttribute
 from xdsl.dialects.utils import parse_dynamic_index_list_without_types, print_dynamic_index_list
-from xdsl.ir import Attribute, Data, ParametrizedAttribute, SSAValue
+from xdsl.ir import Attribute, Data, Operation, ParametrizedAttribute, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import IRDLOperation, irdl_op_definition, traits_def, var_operand_def
 from xdsl.irdl import irdl_attr_definition
@@ -565,6 +565,9 @@ class YieldTerminator(IRDLOperation):
     values = var_operand_def()
     traits = traits_def(IsTerminator(), Pure())
     assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
+        super().__init__(operands=[values])
 
 
 class OptionalIntList(IntList):

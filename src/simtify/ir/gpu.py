@@ -373,9 +373,6 @@ class YieldOp(YieldTerminator):
 
     name = "gpu.yield"
 
-    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
-        super().__init__(operands=[values])
-
 
 def verify_indexed_copy(op: Any) -> None:
     """The checks every ``src[src_indices]`` -> ``dst[dst_indices]`` copy between memrefs
@@ -794,9 +791,6 @@ class ReturnOp(YieldTerminator):
 
     name = "gpu.return"
     traits = traits_def(IsTerminator(), HasParent(FuncOp), Pure())
-
-    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
-        super().__init__(operands=[values])
 
     def verify_(self) -> None:
         func = self.parent_op()

@@ -631,9 +631,6 @@ class YieldOp(YieldTerminator):
 
     name = "iree_vector_ext.yield"
 
-    def __init__(self, values: Sequence[SSAValue] = ()):
-        super().__init__(operands=[values])
-
 
 @mlir_op
 class ArgCompareOp(IRDLOperation):

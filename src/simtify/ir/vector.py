@@ -51,9 +51,9 @@ MaskedLoadOp = xdsl_vector.MaskedLoadOp
 MaskedStoreOp = xdsl_vector.MaskedStoreOp
 PrintOp = xdsl_vector.PrintOp
 
-# Kinds that combine floats, and kinds that combine integers (MLIR's isSupportedCombiningKind).
-FLOAT_KINDS = frozenset({"add", "mul", "minnumf", "maxnumf", "minimumf", "maximumf"})
-INTEGER_KINDS = frozenset({"add", "mul", "minui", "minsi", "maxui", "maxsi", "and", "or", "xor"})
+# Kinds that combine floats, and kinds that combine integers (MLIR's isSupportedCombiningKind):
+# those of the gpu reductions.
+FLOAT_KINDS, INTEGER_KINDS = gpu.FLOAT_REDUCTIONS, gpu.INTEGER_REDUCTIONS
 
 
 # --------------------------------------------------------------------------- helpers
@@ -1089,9 +1089,6 @@ class YieldOp(YieldTerminator):
     (left implicit in the printed form)."""
 
     name = "vector.yield"
-
-    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
-        super().__init__(operands=[values])
 
 
 def mask_type_for(op: Operation) -> VectorType | None:
