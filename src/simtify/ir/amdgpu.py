@@ -40,7 +40,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.assembly import EnumKeyword, enum_attr, keyword_enum, mlir_op
 from simtify.ir.assembly import memory_space_name
-from simtify.ir.gpu import SAME, LaneExchangeOp, verify_indexed_copy, verify_lane_value, verify_mma_fragments
+from simtify.ir.gpu import SAME, LaneExchangeOp, LaneValueOp, verify_indexed_copy, verify_lane_value, verify_mma_fragments
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).
 TRANSFER_BITS = (8, 16, 32, 96, 128)
@@ -271,14 +271,12 @@ class DPPOp(LaneExchangeOp):
 
 
 @mlir_op
-class SwizzleBitModeOp(LaneExchangeOp):
+class SwizzleBitModeOp(LaneValueOp):
     """``%r = amdgpu.swizzle_bitmode %src 0 31 0 : f32``: ``ds_swizzle_b32`` in bit-mask
     mode: within each group of 32 lanes, lane l reads lane ((l & and) | or) ^ xor."""
 
     name = "amdgpu.swizzle_bitmode"
 
-    src = operand_def(SAME)
-    result = result_def(SAME)
     and_mask = prop_def(IntegerAttr[I32])
     or_mask = prop_def(IntegerAttr[I32])
     xor_mask = prop_def(IntegerAttr[I32])
@@ -299,15 +297,13 @@ class SwizzleBitModeOp(LaneExchangeOp):
 
 
 @mlir_op
-class PermlaneSwapOp(LaneExchangeOp):
+class PermlaneSwapOp(LaneValueOp):
     """``%r = amdgpu.permlane_swap %src 16 [fetch_inactive(true)] [bound_ctrl(true)] : f32``
     (gfx950's ``v_permlane16/32_swap``): lane l reads lane l ^ 16 (odd and even rows of
     16 swap) or l ^ 32 (the two halves of the wave swap)."""
 
     name = "amdgpu.permlane_swap"
 
-    src = operand_def(SAME)
-    result = result_def(SAME)
     row_length = prop_def(IntegerAttr[I32])
     fetch_inactive = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
     bound_ctrl = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))

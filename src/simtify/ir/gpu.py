@@ -216,6 +216,15 @@ class LaneExchangeOp(IRDLOperation):
                          properties=properties or {})
 
 
+class LaneValueOp(LaneExchangeOp):
+    """A lane exchange of one value and nothing else: every lane gets `src` of another
+    lane, as `result` (IRDL puts a subclass's own operands first, so an op with more
+    operands declares its own)."""
+
+    src = operand_def(SAME)
+    result = result_def(SAME)
+
+
 @mlir_op
 class ShuffleOp(_GPUOp, LaneExchangeOp):
     """``%r, %valid = gpu.shuffle xor %v, %offset, %width : f32``: read %v from
