@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from simtify.codegen.expressions import Lin
-from simtify.ir.attribute_syntax import DYNAMIC
+from simtify.ir.assembly import DYNAMIC
 
 
 def enum_name(attr) -> str:

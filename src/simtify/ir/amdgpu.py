@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I1, I32, ArrayAttr, BoolAttr, IndexType, IntegerAttr, IntegerType, MemRefType,
-    StridedLayoutAttr, StringAttr, UnitAttr, VectorType, i1, i32, i64,
+    StridedLayoutAttr, StringAttr, UnitAttr, VectorType, i32, i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -39,8 +39,8 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.assembly import EnumKeyword, enum_attr, keyword_enum, mlir_op
-from simtify.ir.attribute_syntax import memory_space_name
-from simtify.ir.gpu import SAME, LaneExchangeOp, verify_indexed_copy, verify_lane_value, verify_mma_fragments
+from simtify.ir.assembly import memory_space_name
+from simtify.ir.gpu import SAME, LaneExchangeOp, LaneValueOp, verify_indexed_copy, verify_lane_value, verify_mma_fragments
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).
 TRANSFER_BITS = (8, 16, 32, 96, 128)
@@ -235,20 +235,6 @@ class DPPOp(LaneExchangeOp):
         "(`bank_mask` `(` $bank_mask^ `)`)? (`bound_ctrl` `(` $bound_ctrl^ `)`)? attr-dict `:` type($result)"
     )
 
-    def __init__(self, old: SSAValue | Operation, src: SSAValue | Operation, kind: DPPPerm | str,
-                 perm_argument: Attribute | None = None, *, row_mask: int = 0xF, bank_mask: int = 0xF,
-                 bound_ctrl: bool = False):
-        props: dict[str, Attribute] = {"kind": DPPPermAttr(DPPPerm(kind))}
-        if perm_argument is not None:
-            props["permArgument"] = perm_argument
-        if row_mask != 0xF:
-            props["row_mask"] = _i32(row_mask)
-        if bank_mask != 0xF:
-            props["bank_mask"] = _i32(bank_mask)
-        if bound_ctrl:
-            props["bound_ctrl"] = IntegerAttr(1, i1)
-        super().__init__(old, src, properties=props)
-
     @property
     def masks(self) -> tuple[int, int, bool]:
         """(row_mask, bank_mask, bound_ctrl) with their defaults."""
@@ -285,14 +271,12 @@ class DPPOp(LaneExchangeOp):
 
 
 @mlir_op
-class SwizzleBitModeOp(LaneExchangeOp):
+class SwizzleBitModeOp(LaneValueOp):
     """``%r = amdgpu.swizzle_bitmode %src 0 31 0 : f32``: ``ds_swizzle_b32`` in bit-mask
     mode: within each group of 32 lanes, lane l reads lane ((l & and) | or) ^ xor."""
 
     name = "amdgpu.swizzle_bitmode"
 
-    src = operand_def(SAME)
-    result = result_def(SAME)
     and_mask = prop_def(IntegerAttr[I32])
     or_mask = prop_def(IntegerAttr[I32])
     xor_mask = prop_def(IntegerAttr[I32])
@@ -300,10 +284,6 @@ class SwizzleBitModeOp(LaneExchangeOp):
     assembly_format = "$src $and_mask $or_mask $xor_mask attr-dict `:` type($result)"
 
     MASK_NAMES: ClassVar[tuple[str, ...]] = ("and_mask", "or_mask", "xor_mask")
-
-    def __init__(self, src, and_mask: int, or_mask: int, xor_mask: int):
-        masks = {"and_mask": and_mask, "or_mask": or_mask, "xor_mask": xor_mask}
-        super().__init__(src, properties={name: _i32(mask) for name, mask in masks.items()})
 
     @property
     def mask_values(self) -> tuple[int, int, int]:
@@ -317,15 +297,13 @@ class SwizzleBitModeOp(LaneExchangeOp):
 
 
 @mlir_op
-class PermlaneSwapOp(LaneExchangeOp):
+class PermlaneSwapOp(LaneValueOp):
     """``%r = amdgpu.permlane_swap %src 16 [fetch_inactive(true)] [bound_ctrl(true)] : f32``
     (gfx950's ``v_permlane16/32_swap``): lane l reads lane l ^ 16 (odd and even rows of
     16 swap) or l ^ 32 (the two halves of the wave swap)."""
 
     name = "amdgpu.permlane_swap"
 
-    src = operand_def(SAME)
-    result = result_def(SAME)
     row_length = prop_def(IntegerAttr[I32])
     fetch_inactive = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
     bound_ctrl = prop_def(IntegerAttr[I1], default_value=BoolAttr.from_bool(False))
@@ -334,14 +312,6 @@ class PermlaneSwapOp(LaneExchangeOp):
         "$src $row_length (`fetch_inactive` `(` $fetch_inactive^ `)`)? (`bound_ctrl` `(` $bound_ctrl^ `)`)? attr-dict "
         "`:` type($result)"
     )
-
-    def __init__(self, src, row_length: int, *, fetch_inactive: bool = False, bound_ctrl: bool = False):
-        props: dict[str, Attribute] = {"row_length": _i32(row_length)}
-        if fetch_inactive:
-            props["fetch_inactive"] = IntegerAttr(1, i1)
-        if bound_ctrl:
-            props["bound_ctrl"] = IntegerAttr(1, i1)
-        super().__init__(src, properties=props)
 
     @property
     def flags(self) -> tuple[bool, bool]:

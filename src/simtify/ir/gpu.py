@@ -216,6 +216,15 @@ class LaneExchangeOp(IRDLOperation):
                          properties=properties or {})
 
 
+class LaneValueOp(LaneExchangeOp):
+    """A lane exchange of one value and nothing else: every lane gets `src` of another
+    lane, as `result` (IRDL puts a subclass's own operands first, so an op with more
+    operands declares its own)."""
+
+    src = operand_def(SAME)
+    result = result_def(SAME)
+
+
 @mlir_op
 class ShuffleOp(_GPUOp, LaneExchangeOp):
     """``%r, %valid = gpu.shuffle xor %v, %offset, %width : f32``: read %v from
@@ -311,9 +320,6 @@ class BallotOp(_GPUOp):
 
     assembly_format = "$predicate attr-dict `:` type($result)"
 
-    def __init__(self, predicate: SSAValue | Operation, result_type: IntegerType = i64):
-        super().__init__(operands=[predicate], result_types=[result_type])
-
 
 BroadcastType = keyword_enum("BroadcastType", "first_active_lane specific_lane", __name__)
 
@@ -335,10 +341,6 @@ class SubgroupBroadcastOp(_GPUOp, LaneExchangeOp):
     broadcast_type = prop_def(BroadcastTypeAttr)
 
     assembly_format = "$src `,` custom<EnumKeyword>($broadcast_type) ($lane^)? attr-dict `:` type($result)"
-
-    def __init__(self, src: SSAValue | Operation, lane: SSAValue | Operation | None = None):
-        kind = BroadcastType.FIRST_ACTIVE_LANE if lane is None else BroadcastType.SPECIFIC_LANE
-        super().__init__(src, [] if lane is None else [lane], properties={"broadcast_type": BroadcastTypeAttr(kind)})
 
     def verify_(self) -> None:
         verify_lane_value(self.src, self.result)
@@ -362,10 +364,6 @@ class RotateOp(_GPUOp, LaneExchangeOp):
 
     assembly_format = "$value `,` $offset `,` $width attr-dict `:` type($value)"
 
-    def __init__(self, value: SSAValue | Operation, offset: int, width: int):
-        super().__init__(value, properties={"offset": IntegerAttr(offset, i32), "width": IntegerAttr(width, i32)},
-                         valid=True)
-
     def verify_(self) -> None:
         verify_lane_value(self.value, self.rotate_result)
         width, offset = self.width.value.data, self.offset.value.data
@@ -383,9 +381,6 @@ class YieldOp(YieldTerminator):
     """``gpu.yield %v : vector<128xf32>``: the values a ``gpu`` region hands out."""
 
     name = "gpu.yield"
-
-    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
-        super().__init__(operands=[values])
 
 
 def verify_indexed_copy(op: Any) -> None:
@@ -805,9 +800,6 @@ class ReturnOp(YieldTerminator):
 
     name = "gpu.return"
     traits = traits_def(IsTerminator(), HasParent(FuncOp), Pure())
-
-    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
-        super().__init__(operands=[values])
 
     def verify_(self) -> None:
         func = self.parent_op()

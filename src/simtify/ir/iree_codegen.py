@@ -62,10 +62,12 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from simtify.ir.assembly import ParenIndexList, YieldTerminator, mlir_op
-from simtify.ir.attribute_syntax import (
+from simtify.ir.assembly import (
     ParameterlessAttr,
+    ParenIndexList,
+    YieldTerminator,
     int_tree_of,
+    mlir_op,
     parse_int_list,
     print_attribute_value,
 )

@@ -60,17 +60,20 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import KeywordAttr, YieldTerminator, mlir_op, print_indexed
-from simtify.ir.attribute_syntax import (
+from simtify.ir.assembly import (
     DYNAMIC,
+    KeywordAttr,
     ParameterlessAttr,
+    YieldTerminator,
     format_dynamic_ints,
     format_int_tree,
     int_tree_of,
     memory_space_name,
+    mlir_op,
     parse_int_list,
     parse_int_tree,
     print_attribute_value,
+    print_indexed,
     print_sorted_attr_dict,
     shape_text,
 )

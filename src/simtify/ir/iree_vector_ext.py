@@ -63,11 +63,15 @@ from xdsl.traits import MemoryReadEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
-from simtify.ir.assembly import CheckedAttribute, KeyedLayoutAttr, YieldTerminator, mlir_op, print_indexed
-from simtify.ir.attribute_syntax import (
+from simtify.ir.assembly import (
+    CheckedAttribute,
+    KeyedLayoutAttr,
+    YieldTerminator,
+    mlir_op,
+    print_indexed,
     print_sorted_attr_dict,
     shape_text,
-    split_properties,
+    split_named,
 )
 from simtify.ir.iree_codegen import TranslationInfoAttr
 from simtify.layout.nested import NestedLayout
@@ -361,7 +365,7 @@ class TransferGatherOp(IRDLOperation):
         mask = None
         if parser.parse_optional_punctuation(","):
             mask = parser.parse_unresolved_operand()
-        props, attrs = split_properties(
+        props, attrs = split_named(
             parser.parse_optional_attr_dict(), cls.NEW_FORM_PROPS + cls.SEED_FORM_PROPS + ("indexed",)
         )
         types_pos = parser.pos
@@ -626,9 +630,6 @@ class YieldOp(YieldTerminator):
     """``iree_vector_ext.yield %cmp : i1``: the comparator's answer in an arg_compare."""
 
     name = "iree_vector_ext.yield"
-
-    def __init__(self, values: Sequence[SSAValue] = ()):
-        super().__init__(operands=[values])
 
 
 @mlir_op

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 from xdsl.printer import Printer
 
-from simtify.ir.attribute_syntax import is_bitwise_splat
+from simtify.ir.assembly import is_bitwise_splat
 
 __all__ = ["MLIRPrinter"]
 

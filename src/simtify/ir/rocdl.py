@@ -11,7 +11,7 @@ from xdsl.ir import Dialect
 from xdsl.irdl import operand_def, result_def
 
 from simtify.ir.assembly import mlir_op
-from simtify.ir.gpu import SAME, LaneExchangeOp
+from simtify.ir.gpu import SAME, LaneExchangeOp, LaneValueOp
 
 
 @mlir_op
@@ -21,20 +21,17 @@ class ReadlaneOp(LaneExchangeOp):
     name = "rocdl.readlane"
     src = operand_def(SAME)
     lane = operand_def(i32)
-    res = result_def(SAME)
+    result = result_def(SAME)
 
     assembly_format = "$src `,` $lane attr-dict `:` functional-type(operands, results)"
 
 
 @mlir_op
-class ReadfirstlaneOp(LaneExchangeOp):
+class ReadfirstlaneOp(LaneValueOp):
     """``%r = rocdl.readfirstlane %v : f32``."""
 
     name = "rocdl.readfirstlane"
-    src = operand_def(SAME)
-    res = result_def(SAME)
-
-    assembly_format = "$src attr-dict `:` type($res)"
+    assembly_format = "$src attr-dict `:` type($result)"
 
 
 ROCDL = Dialect("rocdl", [ReadfirstlaneOp, ReadlaneOp], [])

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IndexType, IntegerAttr, Intege
 from xdsl.dialects.builtin import TensorType, VectorType, i1, i64
 from xdsl.dialects.utils import DynamicIndexList, EnumAttribute, get_dynamic_index_list, split_dynamic_index_list
 from xdsl.dialects.utils import verify_dynamic_index_list
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.irdl import AnyAttr, AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, VarConstraint
 from xdsl.irdl import irdl_attr_definition, irdl_op_definition, operand_def, opt_operand_def, opt_result_def
@@ -51,9 +51,9 @@ MaskedLoadOp = xdsl_vector.MaskedLoadOp
 MaskedStoreOp = xdsl_vector.MaskedStoreOp
 PrintOp = xdsl_vector.PrintOp
 
-# Kinds that combine floats, and kinds that combine integers (MLIR's isSupportedCombiningKind).
-FLOAT_KINDS = frozenset({"add", "mul", "minnumf", "maxnumf", "minimumf", "maximumf"})
-INTEGER_KINDS = frozenset({"add", "mul", "minui", "minsi", "maxui", "maxsi", "and", "or", "xor"})
+# Kinds that combine floats, and kinds that combine integers (MLIR's isSupportedCombiningKind):
+# those of the gpu reductions.
+FLOAT_KINDS, INTEGER_KINDS = gpu.FLOAT_REDUCTIONS, gpu.INTEGER_REDUCTIONS
 
 
 # --------------------------------------------------------------------------- helpers
@@ -1090,9 +1090,6 @@ class YieldOp(YieldTerminator):
 
     name = "vector.yield"
 
-    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
-        super().__init__(operands=[values])
-
 
 def mask_type_for(op: Operation) -> VectorType | None:
     """The mask type `op` takes inside a ``vector.mask``: the transfer mask type for a
@@ -1125,11 +1122,6 @@ class MaskOp(IRDLOperation):
     results_ = var_result_def()
     mask_region = region_def("single_block")
     traits = traits_def(RecursiveMemoryEffect())
-
-    def __init__(self, mask: SSAValue | Operation, region: Region, result_types: Sequence[Attribute] = (),
-                 passthru: SSAValue | Operation | None = None):
-        super().__init__(operands=[mask, [] if passthru is None else [passthru]], result_types=[result_types],
-                         regions=[region])
 
     @property
     def masked_op(self) -> Operation | None:
@@ -1267,14 +1259,6 @@ class ScanOp(IRDLOperation):
         "$kind `,` $source `,` $initial_value custom<ScanDim>($reduction_dim, $inclusive) attr-dict `:` "
         "type($source) `,` type($initial_value)"
     )
-
-    def __init__(self, kind: CombiningKind | str, source: SSAValue | Operation, init: SSAValue | Operation,
-                 reduction_dim: int, inclusive: bool):
-        source, init = SSAValue.get(source), SSAValue.get(init)
-        super().__init__(operands=[source, init], result_types=[source.type, init.type],
-                         properties={"kind": CombiningKindAttr(CombiningKind(kind)),
-                                     "reduction_dim": IntegerAttr(reduction_dim, i64),
-                                     "inclusive": BoolAttr.from_bool(inclusive)})
 
     def verify_(self) -> None:
         shape = shape_of(self.source.type)

@@ -87,22 +87,20 @@ from xdsl.utils.exceptions import VerifyException
 
 from simtify.errors import SimtifyError
 from simtify.ir.assembly import (
+    DYNAMIC,
     EnumKeyword,
     IndexList,
     KeyedLayoutAttr,
     KeywordAttr,
     OptionalIndexList,
-    enum_attr,
-    keyword_enum,
-    mlir_op,
-)
-from simtify.ir.attribute_syntax import (
-    DYNAMIC,
     check_layout,
     check_mixed_indices,
-    i64_array,
+    enum_attr,
+    i64_dense,
+    keyword_enum,
     layout_parse_error,
     memory_space_name,
+    mlir_op,
     parse_int_list,
     parse_keyed_int_lists,
     parse_mixed_indices,
@@ -111,6 +109,7 @@ from simtify.ir.attribute_syntax import (
     print_sorted_attr_dict,
     shape_text,
 )
+from simtify.ir.vector import shape_of
 from simtify.layout.syntax import AttributeText
 from simtify.layout.xegpu import LAYOUT_NAME, SLICE_NAME, XeGPULayout, XeGPUSlice, check_block
 
@@ -474,7 +473,7 @@ class ShapeAndStrides(CustomDirective):
                 parser.parse_punctuation(":")
             values, constants = parse_mixed_indices(parser)
             dynamic.set(state, values)
-            static.set(state, i64_array(constants))
+            static.set(state, i64_dense(constants))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         shape, strides = self.const_shape.get(op), self.const_strides.get(op)
@@ -795,16 +794,13 @@ class ConvertLayoutOp(_XeGPUOp):
             raise VerifyException(f"convert_layout changes the type from {self.source.type} to {self.result.type}")
         if self.target_layout is None:
             raise VerifyException("convert_layout needs a target_layout")
-        shape = _shape_of(self.source.type)
+        shape = shape_of(self.source.type)
         if self.input_layout is not None:
             _check_fits(self.input_layout, "input_layout", shape, "the vector")
         _check_fits(self.target_layout, "target_layout", shape, "the vector")
 
 # --- gathers and scatters ------------------------------------------------------------
 
-def _shape_of(t: Attribute) -> tuple[int, ...]:
-    """A vector's shape; ``()`` for a scalar (lane-level IR may use one)."""
-    return tuple(t.get_shape()) if isinstance(t, VectorType) else ()
 
 def _chunk_of(op: IRDLOperation) -> int:
     chunk = op.properties.get("chunk_size")
@@ -828,17 +824,17 @@ def _check_scatter(op: IRDLOperation, hints: Sequence[str], memory: Attribute, v
     what = op.name
     if isinstance(memory, MemRefType):
         elt = memory.element_type
-        if memory.get_num_dims() != 1 and prod(_shape_of(op.offsets.type)) == 1:
+        if memory.get_num_dims() != 1 and prod(shape_of(op.offsets.type)) == 1:
             raise VerifyException(f"{what} of one lane reads a 1D memref (or an address), not {memory}")
     elif isinstance(memory, IntegerType):
         elt = None
     else:
         raise VerifyException(f"{what} reads a memref or a ui64/i64 address, not {memory}")
-    offsets = _shape_of(op.offsets.type)
+    offsets = shape_of(op.offsets.type)
     if isinstance(op.offsets.type, VectorType) and not isinstance(op.offsets.type.element_type, IndexType):
         raise VerifyException(f"{what} takes index offsets, not {op.offsets.type}")
     mask = getattr(op, "mask", None)
-    if mask is not None and _shape_of(mask.type) != offsets:
+    if mask is not None and shape_of(mask.type) != offsets:
         raise VerifyException(
             f"the mask {mask.type} does not match the offsets {op.offsets.type}: one mask bit per offset")
     chunk = _chunk_of(op)
@@ -848,7 +844,7 @@ def _check_scatter(op: IRDLOperation, hints: Sequence[str], memory: Attribute, v
     if elt is not None and getattr(value_type, "element_type", value_type) != elt:
         raise VerifyException(f"{what} moves {getattr(value_type, 'element_type', value_type)} but the memref "
                               f"holds {elt}")
-    have, want = _shape_of(value_type), gather_value_shape(offsets, chunk)
+    have, want = shape_of(value_type), gather_value_shape(offsets, chunk)
     if have == want:
         _check_fits(op.properties.get("layout"), "layout", have, "the value")
         return

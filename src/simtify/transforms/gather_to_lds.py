@@ -46,7 +46,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 
 from simtify.errors import SimtifyError
 from simtify.ir import location_of
-from simtify.ir.attribute_syntax import memory_space_name
+from simtify.ir.assembly import memory_space_name
 from simtify.transforms.emit import Emitter
 from simtify.transforms.launch import functions, launch_for
 from simtify.transforms.lower_dma import (

@@ -68,7 +68,7 @@ from simtify.errors import SimtifyError
 from simtify.ir import affine as affine_ir
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import location_of
-from simtify.ir.attribute_syntax import memory_space_name
+from simtify.ir.assembly import memory_space_name
 from simtify.transforms.emit import Emitter
 from simtify.transforms.launch import functions, launch_for, record_launch
 

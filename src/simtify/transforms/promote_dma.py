@@ -33,7 +33,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 from simtify.errors import SimtifyError
-from simtify.ir.attribute_syntax import memory_space_name
+from simtify.ir.assembly import memory_space_name
 from simtify.transforms.emit import Emitter
 from simtify.ir import location_of
 

@@ -50,7 +50,7 @@ from xdsl.ir import Operation, SSAValue
 
 from simtify.errors import SimtifyError
 from simtify.ir import location_of
-from simtify.ir.attribute_syntax import is_bitwise_splat
+from simtify.ir.assembly import is_bitwise_splat
 from simtify.layout.xegpu import (
     Layout,
     XeGPUSlice,

@@ -28,7 +28,7 @@ def _readlane(sim, op):
     lane = uniform_lane(sim, op, lead(sim.get(op.lane))) % sim.subgroup_size
     out, bad = read_lanes(sim, op, sim.get(op.src), lane, sim.active())
     count_lane_op(sim, op, op.src.type)
-    return [undefined_where(fit(out, op.res.type), bad)]
+    return [undefined_where(fit(out, op.result.type), bad)]
 
 
 @handles("rocdl.readfirstlane")
@@ -36,4 +36,4 @@ def _readfirstlane(sim, op):
     """Every lane gets `src` of its subgroup's lowest active lane."""
     out, _ = read_lanes(sim, op, sim.get(op.src), first_active_lane(sim), np.ones((sim.W, sim.T), bool))
     count_lane_op(sim, op, op.src.type)
-    return [fit(out, op.res.type)]
+    return [fit(out, op.result.type)]

@@ -47,7 +47,7 @@ from simtify.layout.ownership import ravel, unravel
 from xdsl.dialects.builtin import MemRefType
 
 from simtify.errors import SimtifyError
-from simtify.ir.attribute_syntax import DYNAMIC
+from simtify.ir.assembly import DYNAMIC
 from simtify.layout import XeGPULayout, XeGPUSlice
 from simtify.layout.xegpu import insert_dims
 from simtify.sim.memory import MemRef
@@ -515,7 +515,7 @@ def _create_mem_desc(sim, op):
     """The typed view of the buffer: a buffer of another element type gets one typed
     shadow buffer per element type (its bytes are not shared with accesses of the
     original type)."""
-    from simtify.ir.attribute_syntax import memory_space_name
+    from simtify.ir.assembly import memory_space_name
 
     src = sim.get(op.source)
     md = op.mem_desc.type

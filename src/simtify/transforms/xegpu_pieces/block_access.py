@@ -14,7 +14,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.errors import SimtifyError
 from simtify.ir import xegpu as xegpu_ir
-from simtify.ir.attribute_syntax import DYNAMIC, i64_array
+from simtify.ir.assembly import DYNAMIC, i64_dense
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
 from simtify.layout.xegpu import Layout
@@ -71,7 +71,7 @@ class BlockAccess(PieceRewriter):
             props = dict(static)
             lead = [x for x in d.lead if not isinstance(x, int)]
             if d.lead:  # the outer dims' offsets on the descriptor, the descriptor's own on the accesses
-                props["const_offsets"] = i64_array([x if isinstance(x, int) else DYNAMIC for x in d.lead]
+                props["const_offsets"] = i64_dense([x if isinstance(x, int) else DYNAMIC for x in d.lead]
                                                    + [0] * len(block))
             new = xegpu_ir.CreateNdDescOp.build(operands=[d.source, lead, sizes, strides], result_types=[t],
                                                 properties=props)

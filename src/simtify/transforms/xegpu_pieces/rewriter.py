@@ -28,7 +28,7 @@ from xdsl.ir.affine import AffineDimExpr
 from simtify.errors import SimtifyError
 from simtify.ir import location_of
 from simtify.ir import xegpu as xegpu_ir
-from simtify.ir.attribute_syntax import DYNAMIC, i64_array
+from simtify.ir.assembly import DYNAMIC, i64_dense
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter, replace_entry_block
 from simtify.layout.xegpu import Layout
@@ -421,7 +421,7 @@ class PieceRewriter:
         static = [o if isinstance(o, int) else DYNAMIC for o in offsets]
         dynamic = [o for o in offsets if not isinstance(o, int)]
         props = dict(props)
-        props["const_offsets"] = i64_array(static)
+        props["const_offsets"] = i64_dense(static)
         if layout is not None:
             props["layout"] = notes.to_attr(layout)
         new = cls.build(operands=[*leading, dynamic], result_types=result_types, properties=props)
