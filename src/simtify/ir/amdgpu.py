@@ -40,6 +40,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.assembly import EnumKeyword, enum_attr, keyword_enum, mlir_op
 from simtify.ir.assembly import memory_space_name
+from simtify.ir.effects import SimtOnly
 from simtify.ir.gpu import SAME, LaneExchangeOp, LaneValueOp, verify_indexed_copy, verify_lane_value, verify_mma_fragments
 
 # Bits one lane may move with global_load_lds (1, 2, 4, 12 or 16 bytes).
@@ -89,6 +90,7 @@ class GatherToLDSOp(IRDLOperation):
     is_async = opt_prop_def(UnitAttr, prop_name="async")
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(SimtOnly())
     custom_directives = (CommaOrTo,)
     assembly_format = (
         "(`async` $async^)? $src `[` $src_indices `]` custom<CommaOrTo>() $dst `[` $dst_indices `]` attr-dict `:` $transferType `,` "

@@ -7,7 +7,7 @@ none may do anything, so it counts as a write. Two facts about SIMT execution ha
 traits of their own: `Collective` (every lane of a subgroup takes part: shuffles,
 subgroup reductions, barriers, warp regions) and `LaneVariant` / `SubgroupUniform`
 (the value an op yields differs from lane to lane, or is the same on every lane of a
-subgroup). Passes ask these questions here, never a list of op names, as MLIR's
+subgroup); `SimtOnly` marks the other ops that exist only in a per-thread program. Passes ask these questions here, never a list of op names, as MLIR's
 ``isMemoryEffectFree`` and ``wouldOpBeTriviallyDead`` do.
 """
 
@@ -21,7 +21,9 @@ from xdsl.traits import MemoryEffectKind, OpTrait, RecursiveMemoryEffect, get_ef
 __all__ = [
     "Collective",
     "LaneVariant",
+    "SimtOnly",
     "SubgroupUniform",
+    "is_per_thread",
     "is_pure",
     "memory_effect",
     "removable_when_unused",
@@ -40,6 +42,16 @@ class LaneVariant(OpTrait):
 class SubgroupUniform(OpTrait):
     """The op's result is the same on every lane of a subgroup (a subgroup never spans two
     workgroups): the block ids and sizes, the subgroup id, size and count."""
+
+
+class SimtOnly(OpTrait):
+    """The op has a meaning only in a per-thread program, though it is neither collective
+    nor lane-variant: the subgroup id, a thread's registers (`to_simt`), a lane's DMA."""
+
+
+def is_per_thread(op: Operation) -> bool:
+    """Whether the op makes a program that holds it per-thread (SIMT-level)."""
+    return op.has_trait(SimtOnly) or op.has_trait(LaneVariant) or op.has_trait(Collective)
 
 
 Effect = Literal["pure", "read", "write"]

@@ -35,7 +35,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from simtify.ir.assembly import EnumKeyword, YieldTerminator, enum_attr, keyword_enum, mlir_op, split_properties
-from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform
+from simtify.ir.effects import Collective, LaneVariant, SimtOnly, SubgroupUniform
 
 # ------------------------------------------------------------------------ attributes
 
@@ -146,7 +146,7 @@ GridDimOp = _query_op(_DimensionIdOp, "gpu.grid_dim", "workgroups in the grid.",
 GlobalIdOp = _query_op(_DimensionIdOp, "gpu.global_id", "block_id * block_dim + thread_id.", LaneVariant())
 ClusterIdOp = _query_op(_DimensionIdOp, "gpu.cluster_id", "the cluster's index in the grid.")
 SubgroupIdOp = _query_op(_SubgroupQueryOp, "gpu.subgroup_id", "the subgroup's index in its workgroup.",
-                         SubgroupUniform())
+                         SubgroupUniform(), SimtOnly())
 SubgroupSizeOp = _query_op(_SubgroupQueryOp, "gpu.subgroup_size", "lanes per subgroup (32 or 64).",
                            SubgroupUniform())
 NumSubgroupsOp = _query_op(_SubgroupQueryOp, "gpu.num_subgroups", "subgroups per workgroup.", SubgroupUniform())

@@ -46,6 +46,7 @@ from xdsl.irdl import (
     prop_def,
     region_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.irdl.declarative_assembly_format import (
@@ -77,6 +78,7 @@ from simtify.ir.assembly import (
     print_sorted_attr_dict,
     shape_text,
 )
+from simtify.ir.effects import SimtOnly
 from simtify.layout.basis import Basis
 from simtify.layout.reduction_config import ExpandDims, ReductionConfig
 from simtify.layout.syntax import format_ints
@@ -396,6 +398,7 @@ class GlobalLoadDMAOp(IRDLOperation):
     result = opt_result_def(TensorType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(SimtOnly())
 
     # Hand-written: it also reads the seed's ``%a, %b : T0, T1`` (separators and index
     # lists a format cannot make interchangeable or optional while always printing them).

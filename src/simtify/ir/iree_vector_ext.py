@@ -73,6 +73,7 @@ from simtify.ir.assembly import (
     shape_text,
     split_named,
 )
+from simtify.ir.effects import SimtOnly
 from simtify.ir.iree_codegen import TranslationInfoAttr
 from simtify.layout.nested import NestedLayout
 
@@ -218,6 +219,7 @@ class ToSIMTOp(_SIMDSIMTCast):
     ``[B.., O.., E..]``)."""
 
     name = "iree_vector_ext.to_simt"
+    traits = traits_def(Pure(), SimtOnly())
 
     def verify_(self) -> None:
         super().verify_()

@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import MemRefType, TensorType, VectorType
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
+from simtify.ir.effects import is_per_thread
 from simtify.sim.counters import Counters
 from simtify.sim.grid import WORKGROUP_COUNT
 from simtify.sim.interpreter import BatchState, Interpreter
@@ -23,13 +24,6 @@ from simtify.sim.split_grid import processes_for, run_split
 from simtify.sim.types import dtype_of, fit, shape_of
 from simtify.target import Target, get_target
 
-# Ops whose presence makes a function a SIMT-level (per-thread) program.
-SIMT_OPS = frozenset({
-    "gpu.thread_id", "gpu.lane_id", "gpu.subgroup_id", "gpu.global_id", "gpu.shuffle", "gpu.subgroup_reduce",
-    "gpu.barrier", "gpu.warp_execute_on_lane_0", "iree_vector_ext.to_simt", "amdgpu.gather_to_lds",
-    "iree_gpu.global_load_dma", "gpu.ballot", "gpu.rotate", "gpu.subgroup_broadcast", "amdgpu.dpp",
-    "amdgpu.swizzle_bitmode", "amdgpu.permlane_swap", "rocdl.readlane", "rocdl.readfirstlane",
-})
 # Threads (or tile elements) in flight per batch: bounds memory, keeps numpy calls large.
 BATCH_ELEMENTS = 1 << 22
 # The most elements one workgroup's largest value (or one argument) may hold: beyond it the
@@ -147,7 +141,7 @@ def first_simt_op(func: Operation) -> Operation | None:
     # a barrier alone does not make a program per-thread: workgroup-level XeGPU code that
     # exchanges data through shared local memory has one and no thread ids; nor does a
     # to_simt whose registers only go back through to_simd (the pair is the identity)
-    return next((op for op in func.walk() if (op.name in SIMT_OPS and op.name != "gpu.barrier"
+    return next((op for op in func.walk() if (is_per_thread(op) and op.name != "gpu.barrier"
                                               and not _cancelled_to_simt(op) and not _tensor_dma(op))
                  or is_lane_level(op)), None)
 

@@ -29,7 +29,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from simtify.errors import SimtifyError
 from simtify.ir import arith
 from simtify.ir import gpu as gpu_ir
-from simtify.ir.effects import Collective, LaneVariant
+from simtify.ir.effects import is_per_thread
 from simtify.transforms.emit import Emitter
 from simtify.transforms.warp_region import (
     make_warp,
@@ -38,9 +38,6 @@ from simtify.transforms.warp_region import (
 from simtify.ir import location_of
 
 # Ops only a SIMT program holds, besides the lane-variant and collective ones.
-SIMT_ONLY = {"gpu.subgroup_id", "iree_vector_ext.to_simt"}
-
-
 def lane_id(block: Block, warp_size: int, subgroup_size: int) -> SSAValue:
     """``%laneid``: the lane within its warp, made at the top of `block`."""
     if subgroup_size % warp_size:
@@ -79,7 +76,7 @@ def wrap_range(ops: Sequence[Operation], laneid: SSAValue, warp_size: int) -> Op
 
 def _simt_op(op: Operation) -> Operation | None:
     for inner in op.walk():
-        if inner.name in SIMT_ONLY or inner.has_trait(LaneVariant) or inner.has_trait(Collective):
+        if is_per_thread(inner):
             return inner
     return None
 
