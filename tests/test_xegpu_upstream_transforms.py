@@ -43,8 +43,6 @@ UNREGISTERED = ("it makes its values with upstream's test-only ops (\"some_op\",
                 "refuses where they are used (tested in test_xegpu_upstream_syntax): nothing gives them values")
 RAW_POINTER = ("it scatters through a raw address taken from a memref (extract_aligned_pointer_as_index), "
                "which the simulator cannot give memory")
-UNSIZED = "its memref<?xf16> argument has no static size to make random inputs of"
-UNSIZED_F32 = "its memref<?xf32> argument has no static size to make random inputs of"
 F4_VALUES = "it makes f4E2M1FN values, which the simulator cannot hold"
 DPAS_MX = "the simulator does not run dpas_mx (nor hold its f8 and f4 values)"
 WARP_REGION = ("its input is already a lane-level warp region taking the lane id as an argument (upstream's "
@@ -52,6 +50,8 @@ WARP_REGION = ("its input is already a lane-level warp region taking the lane id
 SUBGROUP_BRANCH = ("its workgroup-level program branches on gpu.subgroup_id, which has no meaning for the "
                    "workgroup as a whole")
 UNWRITTEN = "it reads shared memory nothing wrote"
+TOO_MANY_SUBGROUPS = ("its layouts ask for 512 subgroups (8192 threads); an Xe workgroup holds at most 1024 threads, "
+                      "so its distributed program cannot be launched")
 
 
 def _each(file: str, names, why: str) -> dict:
@@ -79,7 +79,6 @@ NOT_RUNNABLE = {
             WARP_REGION),
     ("subgroup-distribute.mlir", "create_nd_tdesc_non_memref"): "it reads through descriptors over raw addresses, "
                                                                 "which the simulator cannot give memory",
-    **_each("xegpu-wg-to-sg-unify-ops.mlir", ("load_gather", "load_with_non_unit_chunk_size"), UNSIZED),
     ("xegpu-wg-to-sg-unify-ops.mlir", "distribute_load_matrix"): UNWRITTEN,
     **_each("propagate-layout-inst-data.mlir", ("store_matrix", "load_store_matrix"), MATRIX_ARGUMENTS),
     **_each("propagate-layout-inst-data.mlir", ("broadcast_both_leadingdims_innerdims",
@@ -87,10 +86,8 @@ NOT_RUNNABLE = {
     **_each("propagate-layout-inst-data.mlir", ("bitcast_ui8_to_f4", "bitcast_ui16_to_f4"), F4_VALUES),
     **_each("propagate-layout-inst-data.mlir", ("dpas_mx_f8e5m2", "dpas_mx_f4e2m1"), DPAS_MX),
     ("xegpu-wg-to-sg.mlir", "dpas_mx"): DPAS_MX,
-    **_each("xegpu-wg-to-sg.mlir", ("load_gather", "load_with_non_unit_chunk_size"), UNSIZED),
-    **_each("xegpu-wg-to-sg.mlir", ("vector_reduce_cross_sg_dim_1", "vector_reduce_multi_dim",
-                                    "vector_reduce_multi_dim_nou_unit_local_reduction", "convert_layout_3D"),
-            UNSIZED_F32),
+    **_each("xegpu-wg-to-sg.mlir", ("vector_reduce_multi_dim_nou_unit_local_reduction", "convert_layout_3D"),
+            TOO_MANY_SUBGROUPS),
     ("xegpu-wg-to-sg.mlir", "distribute_load_matrix"): UNWRITTEN,
     **_each("xegpu-wg-to-sg.mlir", ("convert_layout_reduce_to_scalar", "shape_cast_used_by_elementwise"), RAW_POINTER),
     ("xegpu-wg-to-sg.mlir", "distribute_nested_slice"): "its 256x16x16x256x16x16 vector (4G elements) is more than "

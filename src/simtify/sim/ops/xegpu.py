@@ -89,11 +89,15 @@ def _create_nd_tdesc(sim, op):
     src = sim.get(op.source)
     if not isinstance(src, MemRef) or not isinstance(op.source.type, MemRefType):
         raise SimtifyError("the simulator reads descriptors over memrefs, not raw addresses")
-    t = op.tensor_desc.type
-    origin = _mixed(sim, op.const_offsets, op.offsets) or [0] * len(src.shape)
+    origin = _mixed(sim, op.const_offsets, op.offsets)
+    return [descriptor_over(src, op.tensor_desc.type, origin)]
+
+
+def descriptor_over(memref: MemRef, t, origin=None) -> TensorDesc:
+    """The descriptor of type `t` over `memref`, anchored at `origin` (default: 0)."""
     block = t.block_attr
-    return [TensorDesc(src, tuple(origin), t.get_shape(), t.element_type,
-                       block.data[2] if block is not None else True, t.array_length, _layout_attr(t.distribute_layout))]
+    return TensorDesc(memref, tuple(origin or [0] * len(memref.shape)), t.get_shape(), t.element_type,
+                      block.data[2] if block is not None else True, t.array_length, _layout_attr(t.distribute_layout))
 
 
 # --- which elements an access touches --------------------------------------------------
@@ -533,9 +537,14 @@ def _create_mem_desc(sim, op):
         memory = MemRef(views[key], (views[key].data.shape[-1],), (1,), 0)
     if count > memory.shape[0]:
         raise SimtifyError(f"the buffer holds {memory.shape[0]} {md.element_type}, the mem_desc needs {count}")
+    return [matrix_view(memory, md)]
+
+
+def matrix_view(memory: MemRef, md) -> MatrixView:
+    """The matrix a mem_desc type `md` makes of `memory` (1-D, typed)."""
     stride = md.stride
     col_major = stride is not None and len(stride) == 2 and stride[0] == 1 and md.get_shape()[0] > 1
-    return [MatrixView(memory, md.get_shape(), md.block, col_major)]
+    return MatrixView(memory, md.get_shape(), md.block, col_major)
 
 
 def _matrix_access(sim, op, data_type, values=None):
