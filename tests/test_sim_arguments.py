@@ -95,3 +95,95 @@ def test_bad_shapes_are_errors_from_python():
         random_inputs(func)
     with pytest.raises(SimtifyError, match="no dynamic dims"):
         random_inputs(func, 0, {"src": (11,), "dst": (256, 4)})
+
+
+# --- block descriptors ---------------------------------------------------------------
+
+DESCRIPTORS = """gpu.module @m {
+  gpu.func @mm(%a: !xegpu.tensor_desc<8x16xf16>, %b: !xegpu.tensor_desc<16x16xf16>, %c: !xegpu.tensor_desc<8x16xf32>) {
+    %x = xegpu.load_nd %a : !xegpu.tensor_desc<8x16xf16> -> vector<8x16xf16>
+    %y = xegpu.load_nd %b : !xegpu.tensor_desc<16x16xf16> -> vector<16x16xf16>
+    %e = arith.addf %y, %y : vector<16x16xf16>
+    %d = xegpu.dpas %x, %e : vector<8x16xf16>, vector<16x16xf16> -> vector<8x16xf32>
+    xegpu.store_nd %d, %c : vector<8x16xf32>, !xegpu.tensor_desc<8x16xf32>
+    gpu.return
+  }
+}"""
+
+
+def test_a_descriptor_argument_is_a_buffer_of_its_shape():
+    module = parse(DESCRIPTORS)
+    inputs = random_inputs(find_function(module, "mm"), 3)
+    assert {k: v.shape for k, v in inputs.items()} == {"a": (8, 16), "b": (16, 16), "c": (8, 16)}
+    assert all(np.all(v != 0) for v in inputs.values()) and inputs["a"].dtype == np.float16
+    result = run(module, "mm", inputs, target="xe", level="workgroup")
+    want = inputs["a"].astype(np.float64) @ (2 * inputs["b"].astype(np.float64))
+    np.testing.assert_allclose(result.arguments["c"], want, rtol=1e-2, atol=1e-2)
+    assert list(result.outputs) == ["c"] and not result.findings
+
+
+def test_descriptor_arguments_before_and_after_propagation():
+    out = check_xegpu(DESCRIPTORS, "mm", "xegpu-propagate", rtol=1e-2, atol=1e-2)
+    assert "layout_b = #xegpu.layout<inst_data = [16, 16], lane_layout = [1, 16], lane_data = [2, 1]>" in out
+
+
+def test_descriptor_arguments_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, DESCRIPTORS, "mm", "xegpu-propagate", "--level", "workgroup",
+                               "--rtol", "1e-2", "--atol", "1e-2")
+    rows = json.loads(out)["results"]
+    assert code == 0 and [r["argument"] for r in rows] == ["a", "b", "c"] and all(r["equal"] for r in rows), out + err
+    np.save(tmp_path / "a.npy", np.ones((8, 16), np.float16))
+    code, out, err = cli(capsys, "run", tmp_path / "ref.mlir", "--func", "mm", "--target", "xe", "--arg",
+                         f"a={tmp_path / 'a.npy'}", "--arg", "b=random", "--arg", "c=random", "--no-progress",
+                         "--out", tmp_path / "out.npz")
+    assert code == 0, err
+    with np.load(tmp_path / "out.npz") as saved:
+        assert saved["c"].shape == (8, 16)
+
+
+ARRAY = """func.func @pair(%a: !xegpu.tensor_desc<8x16xf32, #xegpu.block_tdesc_attr<array_length = 2>>) -> vector<2x8x16xf32> {
+  %v = xegpu.load_nd %a : !xegpu.tensor_desc<8x16xf32, #xegpu.block_tdesc_attr<array_length = 2>> -> vector<2x8x16xf32>
+  return %v : vector<2x8x16xf32>
+}"""
+
+
+def test_a_descriptor_of_an_array_of_blocks_has_them_side_by_side():
+    module = parse(ARRAY)
+    inputs = random_inputs(find_function(module, "pair"), 0)
+    assert inputs["a"].shape == (8, 32)
+    [got] = run(module, "pair", inputs, target="xe", level="workgroup").returns
+    np.testing.assert_array_equal(got[0, 0], np.stack([inputs["a"][:, :16], inputs["a"][:, 16:]]))
+
+
+SHARED_DESCRIPTOR = """gpu.module @m {
+  gpu.func @twice(%s: !xegpu.tensor_desc<16xf32, #xegpu.block_tdesc_attr<memory_space = slm>>) {
+    %v = xegpu.load_nd %s : !xegpu.tensor_desc<16xf32, #xegpu.block_tdesc_attr<memory_space = slm>> -> vector<16xf32>
+    %w = arith.addf %v, %v : vector<16xf32>
+    xegpu.store_nd %w, %s : vector<16xf32>, !xegpu.tensor_desc<16xf32, #xegpu.block_tdesc_attr<memory_space = slm>>
+    gpu.return
+  }
+}"""
+
+
+def test_a_descriptor_in_shared_memory_is_each_workgroups_own():
+    module = parse(SHARED_DESCRIPTOR)
+    inputs = random_inputs(find_function(module, "twice"), 0)
+    result = run(module, "twice", inputs, target="xe", level="workgroup", grid=(3,))
+    assert result.arguments["s"].shape == (3, 16) and list(result.outputs) == ["s"] and not result.findings
+    np.testing.assert_array_equal(result.arguments["s"], np.broadcast_to(2 * inputs["s"], (3, 16)))
+
+
+def test_a_descriptor_argument_of_dynamic_shape_is_a_located_error(capsys, tmp_path):
+    f = tmp_path / "dyn.mlir"
+    f.write_text("func.func @f(%a: !xegpu.tensor_desc<?x16xf32>) {\n  return\n}\n")
+    code, out, err = cli(capsys, "run", f, "--func", "f", "--target", "xe", "--arg", "a=random")
+    assert code == 2 and one_error(err).startswith(f"{f}:1:"), err
+
+
+def test_a_descriptor_argument_of_the_wrong_shape_is_an_error(capsys, tmp_path):
+    (tmp_path / "ref.mlir").write_text(DESCRIPTORS)
+    np.save(tmp_path / "a.npy", np.ones((16, 8), np.float16))
+    code, out, err = cli(capsys, "run", tmp_path / "ref.mlir", "--func", "mm", "--target", "xe", "--arg",
+                         f"a={tmp_path / 'a.npy'}", "--arg", "b=random", "--arg", "c=random")
+    assert code == 2 and one_error(err) == ("error: --arg: argument 'a' must have shape [8, 16] for "
+                                            "!xegpu.tensor_desc<8x16xf16>, got [16, 8]"), err

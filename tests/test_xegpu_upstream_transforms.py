@@ -36,7 +36,6 @@ STAGES = {
 }
 LANE_STAGES = ("xegpu-sg-to-lane",)  # input: one subgroup's program
 
-DESCRIPTOR_ARGUMENTS = "its arguments are descriptors: nothing to give it but memrefs"
 MATRIX_ARGUMENTS = "its arguments are shared-memory descriptors (mem_desc)"
 REMOVED = "uses xegpu.create_tdesc, removed upstream (a located error, tested in test_xegpu_upstream_syntax)"
 UNREGISTERED = ("it makes its values with upstream's test-only ops (\"some_op\", \"test.some_op\"), which simtify "
@@ -60,9 +59,6 @@ def _each(file: str, names, why: str) -> dict:
 
 # cannot be checked by simulation, and why
 NOT_RUNNABLE = {
-    **_each("propagate-layout.mlir", ("binary_op_one_use", "binary_op_multiple_uses", "if_single_use",
-                                      "if_multiple_uses", "vector_outer_reduction", "vector_inner_reduction",
-                                      "extf_truncf"), DESCRIPTOR_ARGUMENTS),
     **_each("propagate-layout.mlir", ("load_gather_with_chunksize", "load_gather_1d", "store_scatter_with_chunksize",
                                       "store_scatter_1d"), REMOVED),
     **_each("xegpu-blocking.mlir", ("test_prefetch_load_store_update", "test_prefetch_load_store_update_chunk",
