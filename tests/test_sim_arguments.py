@@ -187,3 +187,60 @@ def test_a_descriptor_argument_of_the_wrong_shape_is_an_error(capsys, tmp_path):
                          f"a={tmp_path / 'a.npy'}", "--arg", "b=random", "--arg", "c=random")
     assert code == 2 and one_error(err) == ("error: --arg: argument 'a' must have shape [8, 16] for "
                                             "!xegpu.tensor_desc<8x16xf16>, got [16, 8]"), err
+
+
+# --- shared-memory matrices (mem_desc) -------------------------------------------------
+
+LAYOUT = "#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16], lane_layout = [2, 8], lane_data = [1, 1]>"
+MATRIX = f"""gpu.module @m {{
+  gpu.func @neg(%m: !xegpu.mem_desc<32x64xf32>) {{
+    %v = xegpu.load_matrix %m[0, 0] <{{layout = {LAYOUT}}}> : !xegpu.mem_desc<32x64xf32> -> vector<32x32xf32>
+    %w = arith.negf %v {{layout_result_0 = {LAYOUT}}} : vector<32x32xf32>
+    xegpu.store_matrix %w, %m[0, 32] <{{layout = {LAYOUT}}}> : vector<32x32xf32>, !xegpu.mem_desc<32x64xf32>
+    gpu.return
+  }}
+}}"""
+
+
+def test_a_matrix_argument_is_shared_memory_filled_in_every_workgroup():
+    module = parse(MATRIX)
+    inputs = random_inputs(find_function(module, "neg"), 0)
+    assert inputs["m"].shape == (32, 64) and np.all(inputs["m"] != 0)
+    result = run(module, "neg", inputs, target="xe", level="workgroup", grid=(2,))
+    assert not result.findings and list(result.outputs) == ["m"]
+    want = inputs["m"].copy()
+    want[:, 32:] = -want[:, :32]
+    np.testing.assert_array_equal(result.arguments["m"], np.broadcast_to(want, (2, 32, 64)))
+
+
+@pytest.mark.parametrize("pipeline", ["xegpu-wg-to-sg", "xegpu-distribute"])
+def test_matrix_arguments_before_and_after_distribution(pipeline):
+    out = check_xegpu(MATRIX, "neg", pipeline, grid=(2,))
+    assert "!xegpu.mem_desc<32x64xf32>" in out
+
+
+def test_matrix_arguments_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, MATRIX, "neg", "xegpu-distribute", "--grid", "2")
+    assert code == 0 and json.loads(out)["results"] == [{"argument": "m", "equal": True, "max_error": 0.0}], out + err
+    code, out, err = cli(capsys, "run", tmp_path / "new.mlir", "--func", "neg", "--target", "xe", "--grid", "2",
+                         "--arg", "m=random", "--sanitize", "--no-progress", "--out", tmp_path / "out.npz")
+    assert code == 0 and "wrote m" in out, out + err
+    with np.load(tmp_path / "out.npz") as saved:
+        assert saved["m"].shape == (2, 32, 64)
+
+
+BLOCKED = """func.func @read(%m: !xegpu.mem_desc<32x32xf32, #xegpu.mem_layout<stride = [1, 32], block = [16, 1]>>) -> vector<16x2xf32> {
+  %v = xegpu.load_matrix %m[0, 1] : !xegpu.mem_desc<32x32xf32, #xegpu.mem_layout<stride = [1, 32], block = [16, 1]>> -> vector<16x2xf32>
+  return %v : vector<16x2xf32>
+}"""
+
+
+def test_a_matrix_argument_is_the_matrix_whatever_its_memory_order():
+    """The array is the matrix; the mem_layout (here blocks of 16x1, column-major) only
+    says where each element lies in shared memory."""
+    module = parse(BLOCKED)
+    inputs = random_inputs(find_function(module, "read"), 0)
+    assert inputs["m"].shape == (32, 32)
+    result = run(module, "read", inputs, target="xe", level="workgroup")
+    np.testing.assert_array_equal(result.returns[0][0, 0], inputs["m"][:16, 1:3])
+    np.testing.assert_array_equal(result.arguments["m"][0], inputs["m"])

@@ -10,7 +10,8 @@
 - A ``!xegpu.mem_desc`` (and a descriptor in shared local memory) is shared local
   memory of its shape in every workgroup, each filled with the argument's array before
   the workgroup starts (so none of it reads as uninitialised); afterwards the argument
-  holds what each workgroup left there, ``[workgroups, *shape]``.
+  holds what each workgroup left there, ``[workgroups, *shape]``. The array is the
+  matrix: its element (i, j) lies where the ``mem_layout`` (blocks, column-major) puts it.
 - Anything else is a value every thread holds alike.
 
 Global buffers lie in one flat byte address space (`simtify.sim.address_space`), 256-byte
@@ -29,6 +30,7 @@ from xdsl.dialects.builtin import MemRefType, TensorType, VectorType
 from simtify.errors import SimtifyError
 from simtify.ir.xegpu import MemDescType, TensorDescType
 from simtify.sim.memory import GLOBAL, Buffer, MemRef
+from simtify.sim.ops.xegpu import MatrixView, descriptor_over, matrix_view
 from simtify.sim.types import dtype_of, fit, shape_of
 
 # The most elements one argument (or one workgroup's largest value) may hold: beyond it the
@@ -171,18 +173,17 @@ def bind(expected: list[tuple[str, object]], args: dict) -> Bound:
 def argument_value(sim, name: str, t, bound: Bound, strides):
     """The value argument `name` has in the batch `sim` runs; shared memory is made (and
     filled) here, once per batch. `strides(t, shape)`: a memref type's strides."""
-    from simtify.sim.ops.xegpu import descriptor_over, matrix_view
-
     if name in bound.scalars:
         return bound.scalars[name]
     if name in bound.shared:
         a = bound.shared[name]
         buf = sim.new_workgroup_buffer(name, t.element_type, a.size)
-        buf.data[:] = a.reshape(1, -1)
         buf.init[:] = True
-        memory = MemRef(buf, (a.size,), (1,), 0)
         if isinstance(t, MemDescType):
-            return matrix_view(memory, t)
+            view = matrix_view(MemRef(buf, (a.size,), (1,), 0), t)
+            buf.data[:, _addresses(view)] = a.reshape(1, -1)
+            return view
+        buf.data[:] = a.reshape(1, -1)
         return descriptor_over(MemRef(buf, a.shape, tuple(strides(None, a.shape)), 0), t)
     buf = bound.buffers[name]
     shape = tuple(buf.data_shape)
@@ -196,6 +197,16 @@ def shared_contents(sim, bound: Bound, given: dict) -> list[np.ndarray]:
     out = []
     for name, a in bound.shared.items():
         value = given[name]
-        buf = (value.memory if hasattr(value, "memory") else value.memref).buffer
-        out += [buf.data.reshape((sim.W,) + a.shape).copy(), np.full(sim.W, buf.written)]
+        if isinstance(value, MatrixView):
+            buf, contents = value.memory.buffer, value.memory.buffer.data[:, _addresses(value)]
+        else:
+            buf = value.memref.buffer
+            contents = buf.data.copy()
+        out += [contents.reshape((sim.W,) + a.shape), np.full(sim.W, buf.written)]
     return out
+
+
+def _addresses(view: MatrixView) -> np.ndarray:
+    """Where each element of the matrix lies in its memory, in row-major order of the
+    matrix: the array of a mem_desc argument is the matrix, whatever its mem_layout."""
+    return view.linear(list(np.indices(view.shape).reshape(len(view.shape), -1)))
