@@ -244,3 +244,98 @@ def test_a_matrix_argument_is_the_matrix_whatever_its_memory_order():
     result = run(module, "read", inputs, target="xe", level="workgroup")
     np.testing.assert_array_equal(result.returns[0][0, 0], inputs["m"][:16, 1:3])
     np.testing.assert_array_equal(result.arguments["m"][0], inputs["m"])
+
+
+# --- raw addresses -----------------------------------------------------------------------
+
+LANES = "#xegpu.layout<sg_layout = [4], sg_data = [32], lane_layout = [16], lane_data = [1]>"
+RAW = f"""gpu.module @m {{
+  gpu.func @shift(%a: memref<272xf32>, %b: memref<128xf32>) {{
+    %pa = memref.extract_aligned_pointer_as_index %a : memref<272xf32> -> index
+    %c64 = arith.constant 64 : index
+    %qa = arith.addi %pa, %c64 : index
+    %ia = arith.index_cast %qa : index to i64
+    %pb = memref.extract_aligned_pointer_as_index %b : memref<128xf32> -> index
+    %ib = arith.index_cast %pb : index to i64
+    %step = vector.step {{layout_result_0 = {LANES}}} : vector<128xindex>
+    %c2 = arith.constant {{layout_result_0 = {LANES}}} dense<2> : vector<128xindex>
+    %offs = arith.muli %step, %c2 {{layout_result_0 = {LANES}}} : vector<128xindex>
+    %mask = arith.constant {{layout_result_0 = {LANES}}} dense<true> : vector<128xi1>
+    %v = xegpu.load %ia[%offs], %mask <{{layout = {LANES}}}> : i64, vector<128xindex>, vector<128xi1> -> vector<128xf32>
+    %w = arith.negf %v {{layout_result_0 = {LANES}}} : vector<128xf32>
+    xegpu.store %w, %ib[%step], %mask <{{layout = {LANES}}}> : vector<128xf32>, i64, vector<128xindex>, vector<128xi1>
+    gpu.return
+  }}
+}}"""
+
+
+def test_a_raw_address_names_a_buffer_and_an_element():
+    module = parse(RAW)
+    inputs = random_inputs(find_function(module, "shift"), 0)
+    result = run(module, "shift", inputs, target="xe", level="workgroup")
+    assert not result.findings and list(result.outputs) == ["b"]
+    np.testing.assert_array_equal(result.arguments["b"], -inputs["a"][16:272:2])
+
+
+@pytest.mark.parametrize("pipeline", ["xegpu-wg-to-sg", "xegpu-distribute"])
+def test_raw_addresses_before_and_after_distribution(pipeline):
+    out = check_xegpu(RAW, "shift", pipeline)
+    assert "memref.extract_aligned_pointer_as_index" in out
+
+
+def test_raw_addresses_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, RAW, "shift", "xegpu-distribute")
+    assert code == 0 and [r["equal"] for r in json.loads(out)["results"]] == [True, True], out + err
+
+
+def test_a_raw_address_past_its_buffer_is_out_of_bounds(capsys, tmp_path):
+    (tmp_path / "small.mlir").write_text(RAW.replace("memref<272xf32>", "memref<256xf32>"))
+    code, out, err = cli(capsys, "run", tmp_path / "small.mlir", "--func", "shift", "--target", "xe", "--arg",
+                         "a=random", "--arg", "b=random", "--sanitize", "--json", "--no-progress")
+    [finding] = json.loads(out)["sanitizer"]
+    assert code == 1 and finding["kind"] == "out-of-bounds" and finding["buffer"] == "a", out
+    assert finding["op"] == "xegpu.load" and finding["address"] == 256 * 4  # the first element past a's end
+
+
+TWO = """func.func @both(%a: memref<16xf32>, %b: memref<16xf32>) -> vector<16xf32> {
+  %pa = memref.extract_aligned_pointer_as_index %a : memref<16xf32> -> index
+  %pb = memref.extract_aligned_pointer_as_index %b : memref<16xf32> -> index
+  %apart = arith.subi %pb, %pa : index
+  %c4 = arith.constant 4 : index
+  %elements = arith.divui %apart, %c4 : index
+  %to_b = vector.broadcast %elements : index to vector<16xindex>
+  %zero = arith.constant dense<0> : vector<16xindex>
+  %odd = arith.constant dense<[false, true, false, true, false, true, false, true, false, true, false, true, false, true, false, true]> : vector<16xi1>
+  %jump = arith.select %odd, %to_b, %zero : vector<16xi1>, vector<16xindex>
+  %step = vector.step : vector<16xindex>
+  %offs = arith.addi %step, %jump : vector<16xindex>
+  %mask = arith.constant dense<true> : vector<16xi1>
+  %ia = arith.index_cast %pa : index to i64
+  %v = xegpu.load %ia[%offs], %mask : i64, vector<16xindex>, vector<16xi1> -> vector<16xf32>
+  return %v : vector<16xf32>
+}"""
+
+
+def test_one_gather_through_raw_addresses_may_read_two_buffers():
+    module = parse(TWO)
+    inputs = random_inputs(find_function(module, "both"), 0)
+    result = run(module, "both", inputs, target="xe", level="workgroup")
+    assert not result.findings
+    np.testing.assert_array_equal(result.returns[0][0, 0], np.where(np.arange(16) % 2, inputs["b"], inputs["a"]))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("%c64 = arith.constant 64", "%c64 = arith.constant 66"), "raw address 65602 is not aligned to the 4-byte "
+                                                               "elements of 'a'"),
+    (("-> vector<128xf32>\n", "-> vector<128xi32>\n"), "a raw address into 'a' (of f32) is accessed as i32"),
+])
+def test_bad_raw_addresses_are_located_errors(capsys, tmp_path, edit, message):
+    text = RAW.replace(*edit)
+    if "i32" in edit[1]:
+        text = text.replace("%w = arith.negf %v", "%w0 = arith.sitofp %v").replace(
+            "vector<128xf32>\n    xegpu.store %w", "vector<128xi32> to vector<128xf32>\n    %w = arith.negf %w0 {layout_result_0 = " + LANES + "} : vector<128xf32>\n    xegpu.store %w")
+    (tmp_path / "bad.mlir").write_text(text)
+    code, out, err = cli(capsys, "run", tmp_path / "bad.mlir", "--func", "shift", "--target", "xe", "--arg",
+                         "a=random", "--arg", "b=random", "--no-progress")
+    line = one_error(err)
+    assert code == 2 and line.startswith(f"{tmp_path / 'bad.mlir'}:13:") and message in line, err

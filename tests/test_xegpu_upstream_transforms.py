@@ -39,8 +39,6 @@ LANE_STAGES = ("xegpu-sg-to-lane",)  # input: one subgroup's program
 REMOVED = "uses xegpu.create_tdesc, removed upstream (a located error, tested in test_xegpu_upstream_syntax)"
 UNREGISTERED = ("it makes its values with upstream's test-only ops (\"some_op\", \"test.some_op\"), which simtify "
                 "refuses where they are used (tested in test_xegpu_upstream_syntax): nothing gives them values")
-RAW_POINTER = ("it scatters through a raw address taken from a memref (extract_aligned_pointer_as_index), "
-               "which the simulator cannot give memory")
 F4_VALUES = "it makes f4E2M1FN values, which the simulator cannot hold"
 DPAS_MX = "the simulator does not run dpas_mx (nor hold its f8 and f4 values)"
 WARP_REGION = ("its input is already a lane-level warp region taking the lane id as an argument (upstream's "
@@ -71,17 +69,17 @@ NOT_RUNNABLE = {
     ("subgroup-distribute.mlir", "create_nd_tdesc_non_memref"): "it reads through descriptors over raw addresses, "
                                                                 "which the simulator cannot give memory",
     ("xegpu-wg-to-sg-unify-ops.mlir", "distribute_load_matrix"): UNWRITTEN,
-    **_each("propagate-layout-inst-data.mlir", ("broadcast_both_leadingdims_innerdims",
-                                                "shape_cast_collapse_dims_with_order"), RAW_POINTER),
     **_each("propagate-layout-inst-data.mlir", ("bitcast_ui8_to_f4", "bitcast_ui16_to_f4"), F4_VALUES),
     **_each("propagate-layout-inst-data.mlir", ("dpas_mx_f8e5m2", "dpas_mx_f4e2m1"), DPAS_MX),
     ("xegpu-wg-to-sg.mlir", "dpas_mx"): DPAS_MX,
     **_each("xegpu-wg-to-sg.mlir", ("vector_reduce_multi_dim_nou_unit_local_reduction", "convert_layout_3D"),
             TOO_MANY_SUBGROUPS),
     ("xegpu-wg-to-sg.mlir", "distribute_load_matrix"): UNWRITTEN,
+    ("xegpu-wg-to-sg.mlir", "shape_cast_used_by_elementwise"): "it scatters through a raw address to elements 10 "
+                                                               "to 25 of its 16-element memref (out of bounds in the "
+                                                               "input)",
     ("propagate-layout-inst-data.mlir", "store_matrix"): "it stores a 16x16 block at [8, 8] of its 16x64 mem_desc: "
                                                          "rows 16 to 23 lie outside (out of bounds in the input)",
-    **_each("xegpu-wg-to-sg.mlir", ("convert_layout_reduce_to_scalar", "shape_cast_used_by_elementwise"), RAW_POINTER),
     ("xegpu-wg-to-sg.mlir", "distribute_nested_slice"): "its 256x16x16x256x16x16 vector (4G elements) is more than "
                                                         "the simulator holds",
     **_each("xegpu-wg-to-sg.mlir", ("scf_if", "scf_if_tensor_desc"), SUBGROUP_BRANCH),
