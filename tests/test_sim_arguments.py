@@ -213,6 +213,15 @@ def test_a_matrix_argument_is_shared_memory_filled_in_every_workgroup():
     np.testing.assert_array_equal(result.arguments["m"], np.broadcast_to(want, (2, 32, 64)))
 
 
+def test_what_workgroups_leave_in_shared_memory_comes_back_from_every_process():
+    module = parse(MATRIX)
+    inputs = random_inputs(find_function(module, "neg"), 0)
+    one, two = (run(module, "neg", {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup",
+                    grid=(8,), jobs=jobs) for jobs in (1, 2))
+    assert two.timing["processes"] == 2 and two.arguments["m"].shape == (8, 32, 64)
+    np.testing.assert_array_equal(two.arguments["m"], one.arguments["m"])
+
+
 @pytest.mark.parametrize("pipeline", ["xegpu-wg-to-sg", "xegpu-distribute"])
 def test_matrix_arguments_before_and_after_distribution(pipeline):
     out = check_xegpu(MATRIX, "neg", pipeline, grid=(2,))
