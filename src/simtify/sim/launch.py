@@ -12,12 +12,12 @@ from xdsl.dialects.builtin import MemRefType, VectorType
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
+from simtify.sim.arguments import (MAX_ELEMENTS, argument_shape, argument_value, bind, check_shapes, random_array,
+                                   shared_contents)
 from simtify.sim.counters import Counters
 from simtify.sim.grid import WORKGROUP_COUNT
 from simtify.sim.interpreter import BatchState, Interpreter
 from simtify.sim.liveness import max_registers_per_thread
-from simtify.sim.arguments import (MAX_ELEMENTS, argument_shape, argument_value, bind, check_shapes, random_array,
-                                   shared_contents)
 from simtify.sim.ops.memref import allocate, row_major_strides, type_strides
 from simtify.sim.ops.vector import held_as_view
 from simtify.sim.split_grid import processes_for, run_split
@@ -242,7 +242,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
         W = min(batch, n_wg - start)
         interp.state = BatchState(W, T_run, np.arange(start, start + W), mask=real)
         given = {name: argument_value(interp, name, t, bound, _strides) for name, t in function_args(func)}
-        values = list(given.values())
+        values = list(given.values())[:n_inputs]  # (a dispatch function's bindings are not block arguments)
         for a in block_args[n_inputs:]:  # gpu.func workgroup/private attributions
             values.append(allocate(interp, a.name_hint or "attribution", a.type, tuple(a.type.get_shape())))
         # what each batch leaves in shared-memory arguments rides with its returned values
