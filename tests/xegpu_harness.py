@@ -19,15 +19,18 @@ def distribute(text: str, pipeline: str = "xegpu-distribute") -> str:
 
 
 def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, seed: int = 0, rtol=1e-4,
-                atol=1e-4, inputs: dict | None = None, grid=None, block=None) -> str:
+                atol=1e-4, inputs: dict | None = None, grid=None, block=None, shapes: dict | None = None) -> str:
     """Every memref argument and returned value must agree and no sanitizer may fire;
     returns the output.
-    `inputs` (default: random) where the program needs particular values (in-range offsets);
+    `inputs` (default: random; the dynamic dims of memrefs from `shapes`, default: what
+    the function's gathers reach, `gathered_sizes`) where the program needs particular
+    values (in-range offsets);
     `grid` (default: one workgroup) for programs that index by ``gpu.block_id``; `block`
     for output that records no workgroup size (one subgroup's program distributed to lanes)."""
     ref_module = parse(text, "input.mlir")
     if inputs is None:
-        inputs = random_inputs(find_function(ref_module, func), seed)
+        function = find_function(ref_module, func)
+        inputs = random_inputs(function, seed, shapes if shapes is not None else gathered_sizes(function))
     ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup", grid=grid)
     out = distribute(text, pipeline)
     # propagation only annotates: its output is still the workgroup's program (even with a barrier in it)
@@ -49,6 +52,30 @@ def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, see
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{name}\n{out}")
     return out
+
+
+def gathered_sizes(func) -> dict:
+    """A size for each 1-D memref argument of dynamic size that the function only gathers
+    from or scatters to: what its constant offsets reach, chunks included."""
+    from xdsl.dialects.builtin import MemRefType
+
+    sizes = {}
+    for arg in func.body.blocks.first.args:
+        t = arg.type
+        if not (isinstance(t, MemRefType) and len(t.get_shape()) == 1 and t.get_shape()[0] < 0):
+            continue
+        reach = []
+        for use in arg.uses:
+            op = use.operation
+            if op.name not in ("xegpu.load", "xegpu.store", "xegpu.prefetch") or op.offsets.owner.name != "arith.constant":
+                break
+            offsets = np.asarray(op.offsets.owner.value.get_values(), dtype=np.int64)
+            chunk = int(op.chunk_size.value.data) if op.chunk_size is not None else 1
+            reach.append(int(offsets.max()) + chunk)
+        else:
+            if reach:
+                sizes[arg.name_hint] = (max(reach),)
+    return sizes
 
 
 XE_SUBGROUP = 16
@@ -195,8 +222,9 @@ def check_propagated_layouts(module, given=None) -> int:
             elif name == "vector.multi_reduction" and res is not None:
                 src = op.operands[0]
                 dims = tuple(int(d) for d in op.reduction_dims.get_values())
-                sliced = _ownership(XeGPUSlice(layouts[src], dims), op.results[0].type.get_shape(), threads)
-                same(res, sliced, "result and the source's layout sliced", op)
+                if src in own:  # (a function's vector argument has none)
+                    sliced = _ownership(XeGPUSlice(layouts[src], dims), op.results[0].type.get_shape(), threads)
+                    same(res, sliced, "result and the source's layout sliced", op)
                 if op.operands[1] in own:
                     same(own[op.operands[1]], res, "accumulator and result", op)
             elif name == "vector.transpose" and res is not None:

@@ -43,6 +43,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arg", action="append", default=[], metavar="NAME=FILE.npy|random[:seed]",
                    help="an argument's value; repeat for each argument (an IREE dispatch function's buffers "
                         "are its HAL bindings: binding0, binding1, ..)")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=AxB",
+                   help="the whole shape of a memref argument with dynamic dims (memref<?xf16>: --shape NAME=256), "
+                        "for its random input; repeat for each such argument")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--jobs", type=int, help="processes sharing the workgroups (default: every core when the "
                                             "launch is large; 1: one process)")
@@ -80,14 +83,32 @@ def _load_module(path: str):
     return parse(text, name)
 
 
-def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[str, np.ndarray]:
-    """Values for the function's arguments from ``NAME=FILE.npy`` / ``NAME=random[:seed]``."""
+def _shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
+    """``NAME=AxB`` -> {NAME: (A, B)}."""
+    out: dict[str, tuple[int, ...]] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        parts = value.split("x")
+        if not sep or not name or not all(p.isdigit() for p in parts):
+            raise SimtifyError(f"'{spec}' is not NAME=AxB (positive sizes, e.g. src=256 or a=64x32)", "--shape")
+        if name in out:
+            raise SimtifyError(f"argument '{name}' is given two shapes; give it one", "--shape")
+        out[name] = tuple(int(p) for p in parts)
+    return out
+
+
+def _arguments(func, specs: list[str], default_seed: int | None = None,
+               shape_specs: list[str] = ()) -> dict[str, np.ndarray]:
+    """Values for the function's arguments from ``NAME=FILE.npy`` / ``NAME=random[:seed]``,
+    the dynamic dims of random memrefs from ``--shape NAME=AxB``."""
     from simtify.sim import function_args
-    from simtify.sim.launch import MAX_ELEMENTS, random_array, refuse_tensor_argument
+    from simtify.sim.arguments import argument_shape, check_shapes, random_array, refuse_tensor_argument
 
     types = dict(function_args(func))
     for name, t in types.items():
         refuse_tensor_argument(name, t)
+    shapes = _shapes(shape_specs)
+    check_shapes(list(types.items()), shapes)
     given: dict[str, str] = {}
     for spec in specs:
         name, sep, value = spec.partition("=")
@@ -114,13 +135,7 @@ def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[
                 raise SimtifyError(f"'{value}': the seed must be an integer", "--arg") from None
             if seed < 0:
                 raise SimtifyError(f"'{value}': the seed must not be negative", "--arg")
-            shape = tuple(t.get_shape()) if hasattr(t, "get_shape") else ()
-            if any(d < 0 for d in shape):
-                raise SimtifyError(f"argument '{name}' has a dynamic shape; give a .npy file", "--arg")
-            if prod(shape) > MAX_ELEMENTS:
-                raise SimtifyError(f"argument '{name}' has {prod(shape)} elements, more than the simulator holds "
-                                   f"({MAX_ELEMENTS}); simulate a smaller shape", "--arg")
-            out[name] = random_array(t, shape, np.random.default_rng(seed))
+            out[name] = random_array(t, argument_shape(name, t, shapes), np.random.default_rng(seed))
         else:
             try:
                 out[name] = np.load(value, allow_pickle=False)
@@ -129,6 +144,9 @@ def _arguments(func, specs: list[str], default_seed: int | None = None) -> dict[
             if not isinstance(out[name], np.ndarray):  # np.load opens a .npz as an archive of arrays
                 out[name].close()
                 raise SimtifyError(f"'{value}' is a .npz archive; give one .npy file per argument", "--arg")
+            if name in shapes and out[name].shape != shapes[name]:
+                raise SimtifyError(f"'{value}' holds a {'x'.join(map(str, out[name].shape))} array, but --shape "
+                                   f"gives '{name}' {'x'.join(map(str, shapes[name]))}", "--shape")
     return out
 
 
@@ -162,7 +180,7 @@ def run_cmd(args) -> int:
     if args.block is not None and prod(args.block) != 1 and (args.level or detect_level(func)) == "workgroup":
         raise SimtifyError(f"@{args.func} is a workgroup-level function (one logical thread per workgroup, no "
                            "thread ids or lane ops): --block sets the threads of a SIMT-level function", "--block")
-    inputs = _arguments(func, args.arg)
+    inputs = _arguments(func, args.arg, shape_specs=args.shape)
     t2 = time.perf_counter()
     with Progress(not args.no_progress, unit="workgroup") as bar:
         result = _simulate(module, args, inputs, args.sanitize, bar.stage_of(f"@{args.func}"))
@@ -216,7 +234,7 @@ def check_cmd(args) -> int:
     new_sig = [(n, str(t)) for n, t in function_args(new_func)]
     if [t for _, t in ref_sig] != [t for _, t in new_sig]:
         raise SimtifyError(f"the two functions take different arguments: {ref_sig} vs {new_sig}", args.new)
-    inputs = _arguments(ref_func, args.arg, default_seed=args.seed)
+    inputs = _arguments(ref_func, args.arg, default_seed=args.seed, shape_specs=args.shape)
     new_inputs = {n2: inputs[n1].copy() for (n1, _), (n2, _) in zip(ref_sig, new_sig)}
     labels = {"ref": f"ref {args.ref}", "new": f"new {args.new}"}
     with Progress(not args.no_progress, labels, unit="workgroup") as bar:

@@ -8,27 +8,24 @@ from dataclasses import dataclass, field
 from math import prod
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType, TensorType, VectorType
+from xdsl.dialects.builtin import MemRefType, VectorType
 from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
 from simtify.ir.effects import is_per_thread
+from simtify.sim.arguments import (MAX_ELEMENTS, argument_shape, argument_value, bind, check_shapes, random_array,
+                                   shared_contents)
 from simtify.sim.counters import Counters
 from simtify.sim.grid import WORKGROUP_COUNT
 from simtify.sim.interpreter import BatchState, Interpreter
 from simtify.sim.liveness import max_registers_per_thread
-from simtify.sim.memory import GLOBAL, Buffer, MemRef
-from simtify.sim.ops.memref import allocate, type_strides
+from simtify.sim.ops.memref import allocate, row_major_strides, type_strides
 from simtify.sim.ops.vector import held_as_view
 from simtify.sim.split_grid import processes_for, run_split
-from simtify.sim.types import dtype_of, fit, shape_of
 from simtify.target import Target, get_target
 
 # Threads (or tile elements) in flight per batch: bounds memory, keeps numpy calls large.
 BATCH_ELEMENTS = 1 << 22
-# The most elements one workgroup's largest value (or one argument) may hold: beyond it the
-# simulator would need gigabytes, so it refuses instead of exhausting memory.
-MAX_ELEMENTS = 1 << 27
 # The most element-steps (workgroups x per-workgroup elements) one launch may ask for: a
 # simulator runs ~10^7 a second, so a mistyped --grid would otherwise hang for hours.
 MAX_LAUNCH_ELEMENTS = 1 << 32
@@ -160,40 +157,14 @@ def detect_level(func: Operation) -> str:
     return "simt" if first_simt_op(func) is not None else "workgroup"
 
 
-def random_inputs(func: Operation, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random, never-zero values for every argument: floats in [-1, 1) away from 0,
-    integers in [1, 100]; index arguments are left for the caller to choose."""
+def random_inputs(func: Operation, seed: int = 0, shapes: dict | None = None) -> dict[str, np.ndarray]:
+    """Random, never-zero values for every argument (`simtify.sim.arguments.random_array`),
+    the dynamic dims of memrefs from `shapes` (argument name -> whole shape); index
+    arguments are left for the caller to choose."""
     rng = np.random.default_rng(seed)
-    out = {}
-    for name, t in function_args(func):
-        refuse_tensor_argument(name, t)
-        if isinstance(t, MemRefType):
-            shape = tuple(t.get_shape())
-            if any(d < 0 for d in shape):
-                raise SimtifyError(f"argument '{name}' has a dynamic shape; give it with --arg {name}=FILE.npy")
-        else:
-            shape = shape_of(t)
-        if prod(shape) > MAX_ELEMENTS:  # before numpy tries to allocate it
-            raise SimtifyError(f"argument '{name}' has {prod(shape)} elements, more than the simulator holds "
-                               f"({MAX_ELEMENTS}); simulate a smaller shape", "--arg")
-        out[name] = random_array(t, shape, rng)
-    return out
-
-
-def refuse_tensor_argument(name: str, t) -> None:
-    if isinstance(t, TensorType):
-        raise SimtifyError(f"argument '{name}' is a {t}: the simulator gives functions memory, not tensors (take a "
-                           "memref and read it with bufferization.to_tensor)", "--arg")
-
-
-def random_array(t, shape, rng) -> np.ndarray:
-    dt = dtype_of(t.element_type if isinstance(t, MemRefType) else t)
-    if dt.kind == "f":
-        v = rng.uniform(0.05, 1.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)
-        return fit(v, t.element_type if isinstance(t, (MemRefType, VectorType)) else t)
-    if dt.kind == "b":
-        return rng.integers(0, 2, size=shape).astype(bool)
-    return rng.integers(1, 101, size=shape).astype(dt)
+    args = function_args(func)
+    check_shapes(args, shapes or {})
+    return {name: random_array(t, argument_shape(name, t, shapes), rng) for name, t in args}
 
 
 def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=None, block=None,
@@ -230,7 +201,8 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
             raise SimtifyError(f"per-lane XeGPU code runs on Intel Xe GPUs, not {tgt.name}; give --target xe",
                                "--target")
         _check_launch(launch, tgt, "--subgroup-size" if subgroup_size or not rec_sg else "--target")
-    buffers, scalars = _bind(func, args, tgt)
+    bound = bind(function_args(func), args)
+    buffers = bound.buffers
     counters = Counters()
     findings: list = []
     interp = Interpreter(launch, tgt, counters, findings, sanitize)
@@ -263,17 +235,12 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
         start = starts[i]
         W = min(batch, n_wg - start)
         interp.state = BatchState(W, T_run, np.arange(start, start + W), mask=real)
-        values = []
-        for (name, t), a in zip(function_args(func), block_args[:n_inputs]):
-            if name in buffers:
-                buf = buffers[name]
-                shape = tuple(buf.data_shape)
-                values.append(MemRef(buf, shape, type_strides(t, shape), 0))
-            else:
-                values.append(scalars[name])
+        given = {name: argument_value(interp, name, t, bound, _strides) for name, t in function_args(func)}
+        values = list(given.values())[:n_inputs]  # (a dispatch function's bindings are not block arguments)
         for a in block_args[n_inputs:]:  # gpu.func workgroup/private attributions
             values.append(allocate(interp, a.name_hint or "attribution", a.type, tuple(a.type.get_shape())))
-        return interp.run_block(func.body.blocks.first, values)
+        # what each batch leaves in shared-memory arguments rides with its returned values
+        return interp.run_block(func.body.blocks.first, values) + shared_contents(interp, bound, given)
 
     told = None if progress is None else (lambda done: progress(min(n_wg, done * batch), n_wg))
     t1 = time.perf_counter()
@@ -298,6 +265,12 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
     rets = [np.concatenate([np.broadcast_to(np.asarray(r[i]), (w,) + np.asarray(r[i]).shape[1:])
                             for w, r in zip(sizes, returns)])
             for i in range(len(returns[0]))] if returns and returns[0] else []
+    n_shared = 2 * len(bound.shared)
+    rets, shared = (rets[:len(rets) - n_shared], rets[len(rets) - n_shared:]) if n_shared else (rets, [])
+    for name, contents, wrote in zip(bound.shared, shared[::2], shared[1::2]):
+        arguments[name] = contents
+        if wrote.any():
+            outputs[name] = contents
     rets = [r[:, :T] if r.ndim >= 2 and r.shape[1] == T_run else r for r in rets]  # real threads only
     return RunResult(outputs, arguments, rets, stats, counters.by_op_json(), findings, launch,
                      {"simulate_s": t2 - t1, "setup_s": t1 - t0, "processes": processes}, {k: n for k, n in unwritten.items() if n})
@@ -332,39 +305,6 @@ def _largest_vector(func: Operation, held_as_view=lambda op: False) -> int:
     return n
 
 
-def _bind(func: Operation, args: dict, tgt: Target) -> tuple[dict, dict]:
-    """Global buffers for memref arguments, uniform arrays for the others; checked."""
-    buffers: dict[str, Buffer] = {}
-    scalars: dict[str, np.ndarray] = {}
-    expected = function_args(func)
-    names = {n for n, _ in expected}
-    unknown = sorted(set(args) - names)
-    if unknown:
-        raise SimtifyError(f"the function has no argument '{unknown[0]}' (arguments: {', '.join(sorted(names))})", "--arg")
-    base = 0
-    for name, t in expected:
-        refuse_tensor_argument(name, t)
-        if name not in args:
-            raise SimtifyError(f"argument '{name}' is missing; give --arg {name}=FILE.npy or {name}=random", "--arg")
-        a = np.asarray(args[name])
-        if isinstance(t, MemRefType):
-            want = tuple(t.get_shape())
-            if len(want) != a.ndim or any(w >= 0 and w != s for w, s in zip(want, a.shape)):
-                raise SimtifyError(f"argument '{name}' must have shape {list(want)} for {t}, got {list(a.shape)}", "--arg")
-            dt = dtype_of(t.element_type)
-            if a.dtype != dt:
-                raise SimtifyError(f"argument '{name}' must be {dt} for {t}, got {a.dtype}", "--arg")
-            data = np.ascontiguousarray(a).reshape(-1)
-            buf = Buffer(name, GLOBAL, t.element_type, data, base)
-            # the caller's array is read in place and copied before the first write to it
-            buf.lent = np.shares_memory(data, a)
-            buf.data_shape = a.shape
-            buf.tracks_writes = True
-            base += -(-buf.data.nbytes // 256) * 256 + 256
-            buffers[name] = buf
-        else:
-            shape = shape_of(t)
-            if a.shape != shape:
-                raise SimtifyError(f"argument '{name}' must have shape {list(shape)} for {t}, got {list(a.shape)}", "--arg")
-            scalars[name] = fit(a, t).reshape((1, 1) + shape)
-    return buffers, scalars
+def _strides(t: MemRefType | None, shape) -> tuple[int, ...]:
+    """A memref type's strides (row-major where there is no type: a descriptor's memory)."""
+    return type_strides(t, shape) if t is not None else row_major_strides(shape)

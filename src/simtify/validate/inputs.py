@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects.builtin import MemRefType
 
-from simtify.sim.launch import random_array
+from simtify.sim.arguments import random_array
 from simtify.sim.types import dtype_of, fit
 
 # Float ops whose result on integers is not an integer, or not the same one computed

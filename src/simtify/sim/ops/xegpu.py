@@ -29,6 +29,9 @@ fragments; the tile shape is the target's DPAS shape (M ≤ 8 rows).
 Gathers (``xegpu.load``) read ``chunk_size`` contiguous elements of the flattened memref
 from each offset whose mask bit is set (masked-off rows read zeros, and are not
 written by ``xegpu.store``); an element outside the memref is an out-of-bounds finding.
+From a raw address (an ``i64`` made from ``memref.extract_aligned_pointer_as_index``)
+the offsets count elements of the value's type, and each element finds its buffer in
+the launch's address space (`simtify.sim.address_space`).
 In a SIMT program each lane gathers from its own offsets, unless the op states a layout
 with lanes: then it is a subgroup's gather (first active lane, shared), upstream's
 subgroup-level form. ``load_matrix`` / ``store_matrix`` read and write the block at their
@@ -50,6 +53,7 @@ from simtify.errors import SimtifyError
 from simtify.ir.assembly import DYNAMIC
 from simtify.layout import XeGPULayout, XeGPUSlice
 from simtify.layout.xegpu import insert_dims
+from simtify.sim.address_space import resolve
 from simtify.sim.memory import MemRef
 from simtify.sim.handlers import handles
 from simtify.sim.types import byte_width, dtype_of, fit, shape_of
@@ -89,11 +93,15 @@ def _create_nd_tdesc(sim, op):
     src = sim.get(op.source)
     if not isinstance(src, MemRef) or not isinstance(op.source.type, MemRefType):
         raise SimtifyError("the simulator reads descriptors over memrefs, not raw addresses")
-    t = op.tensor_desc.type
-    origin = _mixed(sim, op.const_offsets, op.offsets) or [0] * len(src.shape)
+    origin = _mixed(sim, op.const_offsets, op.offsets)
+    return [descriptor_over(src, op.tensor_desc.type, origin)]
+
+
+def descriptor_over(memref: MemRef, t, origin=None) -> TensorDesc:
+    """The descriptor of type `t` over `memref`, anchored at `origin` (default: 0)."""
     block = t.block_attr
-    return [TensorDesc(src, tuple(origin), t.get_shape(), t.element_type,
-                       block.data[2] if block is not None else True, t.array_length, _layout_attr(t.distribute_layout))]
+    return TensorDesc(memref, tuple(origin or [0] * len(memref.shape)), t.get_shape(), t.element_type,
+                      block.data[2] if block is not None else True, t.array_length, _layout_attr(t.distribute_layout))
 
 
 # --- which elements an access touches --------------------------------------------------
@@ -422,47 +430,80 @@ def _flat_layout(layout):
     return layout.flatten()[0]
 
 
-def _gather_access(sim, op, mem, values=None):
-    """Read (values None) or write `chunk` contiguous elements of the flattened `mem`
-    from each offset where the mask is set; returns ``[W, T, *offsets, chunk]``."""
-    if not isinstance(mem, MemRef):
-        raise SimtifyError("the simulator reads gathers from memrefs, not raw addresses")
+def _gather_access(sim, op, source, values=None, elem_type=None):
+    """Read (values None) or write `chunk` contiguous elements of the flattened `source`
+    (a memref, or a raw address: `simtify.sim.address_space`) from each offset where the
+    mask is set; returns ``[W, T, *offsets, chunk]``."""
     chunk = _chunk(op)
     offs = lead(np.asarray(sim.get(op.offsets), dtype=np.int64))
     oshape = offs.shape[2:]
     mask = lead(np.asarray(sim.get(op.mask), dtype=bool)) if getattr(op, "mask", None) is not None else None
     lin = offs[..., None] + np.arange(chunk, dtype=np.int64)
     vshape = tuple(oshape) + (chunk,)
-    size = prod(mem.shape)
-    # an element outside the memref stays outside (so that the sanitizer reports it)
-    inside = (lin >= 0) & (lin < size)
-    idx = list(unravel(np.where(inside, lin, 0), tuple(mem.shape)))
-    if idx:
-        idx[0] = np.where(inside, idx[0], np.where(lin < 0, -1, mem.shape[0]))
     m = np.broadcast_to(mask[..., None], mask.shape + (chunk,)) if mask is not None else None
     performers = None if is_lane_gather(sim, op) else _performers(sim)
     if performers is not None:
         p = performers.reshape((sim.W, sim.T) + (1,) * len(vshape))
         m = p if m is None else (m & p)
+    if isinstance(source, MemRef):
+        parts = [(source, lin, m)]
+    else:
+        parts = _raw_parts(sim, source, lin, elem_type, m, vshape)
+    read = None
+    for mem, elements, part_mask in parts:
+        idx = _flat_indices(mem, elements)
+        if values is not None:
+            sim.store(op, mem, idx, values.reshape(values.shape[:2] + vshape), vshape, mask=part_mask)
+            continue
+        got = np.asarray(sim.load(op, mem, idx, vshape, mask=part_mask))
+        if part_mask is not None:
+            got = np.where(part_mask, got, np.zeros((), got.dtype) if read is None else read)
+        read = got
     if values is not None:
-        sim.store(op, mem, idx, values.reshape(values.shape[:2] + vshape), vshape, mask=m)
         return None
-    read = np.asarray(sim.load(op, mem, idx, vshape, mask=m))
-    if m is not None:
-        read = np.where(m, read, np.zeros((), read.dtype))
+    if read is None:  # no element read anywhere (every lane masked off)
+        read = np.zeros((sim.W, sim.T) + vshape, dtype=dtype_of(elem_type))
     return _share_in_subgroup(sim, read, performers)
+
+
+def _flat_indices(mem: MemRef, lin) -> list:
+    """Per dim of `mem`, the indices of flat element offsets `lin`; an element outside the
+    memref stays outside (so that the sanitizer reports it)."""
+    size = prod(mem.shape)
+    inside = (lin >= 0) & (lin < size)
+    idx = list(unravel(np.where(inside, lin, 0), tuple(mem.shape)))
+    if idx:
+        idx[0] = np.where(inside, idx[0], np.where(lin < 0, -1, mem.shape[0]))
+    return idx
+
+
+def _raw_parts(sim, address, lin, elem_type, mask, vshape) -> list:
+    """(memref, element offsets, mask) per buffer the raw `address` plus element offsets
+    `lin` reach."""
+    full = (sim.W, sim.T) + tuple(vshape)
+    addr = lead(np.asarray(address)).astype(np.int64)
+    addr = addr.reshape(addr.shape + (1,) * (len(full) - addr.ndim))
+    addresses = np.broadcast_to(addr + lin * byte_width(elem_type), full)
+    live = np.broadcast_to(sim.active().reshape((sim.W, sim.T) + (1,) * len(vshape)), full)
+    if mask is not None:
+        live = live & np.broadcast_to(mask, full)
+    parts = []
+    for mem, elements, mine in resolve(list(sim.bindings.values()), addresses, elem_type, live):
+        part_mask = mask if mine is None else (mine if mask is None else (mask & mine))
+        parts.append((mem, elements, part_mask))
+    return parts
 
 
 @handles("xegpu.load")
 def _load_gather(sim, op):
     t = op.value.type
-    read = _gather_access(sim, op, sim.get(op.source))
+    read = _gather_access(sim, op, sim.get(op.source), elem_type=t.element_type)
     return [fit(read.reshape(read.shape[:2] + shape_of(t)), t)]
 
 
 @handles("xegpu.store")
 def _store_scatter(sim, op):
-    _gather_access(sim, op, sim.get(op.dest), values=lead(sim.get(op.value)))
+    _gather_access(sim, op, sim.get(op.dest), values=lead(sim.get(op.value)), elem_type=op.value.type.element_type)
     return []
 
 
@@ -533,9 +574,14 @@ def _create_mem_desc(sim, op):
         memory = MemRef(views[key], (views[key].data.shape[-1],), (1,), 0)
     if count > memory.shape[0]:
         raise SimtifyError(f"the buffer holds {memory.shape[0]} {md.element_type}, the mem_desc needs {count}")
+    return [matrix_view(memory, md)]
+
+
+def matrix_view(memory: MemRef, md) -> MatrixView:
+    """The matrix a mem_desc type `md` makes of `memory` (1-D, typed)."""
     stride = md.stride
     col_major = stride is not None and len(stride) == 2 and stride[0] == 1 and md.get_shape()[0] > 1
-    return [MatrixView(memory, md.get_shape(), md.block, col_major)]
+    return MatrixView(memory, md.get_shape(), md.block, col_major)
 
 
 def _matrix_access(sim, op, data_type, values=None):

@@ -1,0 +1,350 @@
+"""Arguments the simulator gives memory of its own making (`simtify.sim.arguments`):
+memrefs of dynamic size (`--shape`, `shapes=`), block descriptors, shared-memory
+matrices (mem_desc) and raw addresses taken from memrefs. Each is run before and after a
+pass on random inputs, from Python and from the command line; bad input is a located
+error."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from diagnostics import one_error
+from xegpu_harness import check_xegpu, distribute
+
+from simtify.cli.main import main
+from simtify.errors import SimtifyError
+from simtify.ir import parse
+from simtify.sim import find_function, random_inputs, run
+
+
+def cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def cli_check(capsys, tmp_path, text: str, func: str, pipeline: str, *flags):
+    """`simtify check` of `text` against what `pipeline` makes of it, with `flags`."""
+    ref, new = tmp_path / "ref.mlir", tmp_path / "new.mlir"
+    ref.write_text(text)
+    new.write_text(distribute(text, pipeline))
+    return cli(capsys, "check", ref, new, "--func", func, "--target", "xe", "--json", "--no-progress", *flags)
+
+
+# --- memrefs of dynamic size -----------------------------------------------------------
+
+GATHER = """gpu.module @m {
+  gpu.func @gather(%src: memref<?xf32>, %dst: memref<256x4xf32>) {
+    %offset = arith.constant dense<7> : vector<256xindex>
+    %mask = arith.constant dense<true> : vector<256xi1>
+    %v = xegpu.load %src[%offset], %mask <{chunk_size = 4, layout = #xegpu.layout<sg_layout = [32, 1], sg_data = [8, 4]>}>
+      : memref<?xf32>, vector<256xindex>, vector<256xi1> -> vector<256x4xf32>
+    %d = xegpu.create_nd_tdesc %dst : memref<256x4xf32> -> !xegpu.tensor_desc<256x4xf32, #xegpu.layout<sg_layout = [32, 1], sg_data = [8, 4]>>
+    xegpu.store_nd %v, %d[0, 0] : vector<256x4xf32>, !xegpu.tensor_desc<256x4xf32, #xegpu.layout<sg_layout = [32, 1], sg_data = [8, 4]>>
+    gpu.return
+  }
+}"""
+
+
+def test_a_dynamic_memref_takes_its_shape_from_python():
+    out = check_xegpu(GATHER, "gather", "xegpu-wg-to-sg", shapes={"src": (11,)})
+    assert "memref<?xf32>" in out
+    inputs = random_inputs(find_function(parse(GATHER), "gather"), 0, {"src": (11,)})
+    assert inputs["src"].shape == (11,) and np.all(inputs["src"] != 0)
+    got = run(parse(GATHER), "gather", inputs, target="xe", level="workgroup").arguments["dst"]
+    np.testing.assert_array_equal(got, np.broadcast_to(inputs["src"][7:11], (256, 4)))
+
+
+def test_a_dynamic_memref_too_small_for_the_gather_is_out_of_bounds():
+    module = parse(GATHER)
+    inputs = random_inputs(find_function(module, "gather"), 0, {"src": (9,)})
+    findings = run(module, "gather", inputs, target="xe", level="workgroup").findings
+    assert [f.kind for f in findings] == ["out-of-bounds"] and findings[0].buffer == "src"
+
+
+def test_a_dynamic_memref_takes_its_shape_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, GATHER, "gather", "xegpu-wg-to-sg", "--shape", "src=11")
+    assert code == 0 and json.loads(out)["equal"], out + err
+    f = tmp_path / "in.mlir"
+    f.write_text(GATHER)
+    code, out, err = cli(capsys, "run", f, "--func", "gather", "--target", "xe", "--arg", "src=random",
+                         "--arg", "dst=random", "--shape", "src=11", "--json", "--no-progress")
+    assert code == 0 and json.loads(out)["outputs"] == ["dst"], err
+
+
+@pytest.mark.parametrize("flags, message", [
+    ((), "--shape: argument 'src' has a dynamic shape (memref<?xf32>); give it one with --shape src=SIZES"),
+    (("--shape", "src=4x4"), "--shape: argument 'src' is a memref<?xf32>: give 1 positive sizes that keep its "
+                             "static dims (?), not 4x4"),
+    (("--shape", "src=0"), "give 1 positive sizes"),
+    (("--shape", "dst=256x4"), "--shape: argument 'dst' is a memref<256x4xf32>, which has no dynamic dims to give"),
+    (("--shape", "nope=4"), "--shape: the function has no argument 'nope' (arguments: src, dst)"),
+    (("--shape", "src=four"), "--shape: 'src=four' is not NAME=AxB"),
+    (("--shape", "src=11", "--shape", "src=12"), "--shape: argument 'src' is given two shapes"),
+])
+def test_bad_shapes_are_located_errors(capsys, tmp_path, flags, message):
+    code, out, err = cli_check(capsys, tmp_path, GATHER, "gather", "xegpu-wg-to-sg", *flags)
+    assert code == 2 and message in one_error(err), err
+
+
+def test_bad_shapes_are_errors_from_python():
+    func = find_function(parse(GATHER), "gather")
+    with pytest.raises(SimtifyError, match="has a dynamic shape"):
+        random_inputs(func)
+    with pytest.raises(SimtifyError, match="no dynamic dims"):
+        random_inputs(func, 0, {"src": (11,), "dst": (256, 4)})
+
+
+# --- block descriptors ---------------------------------------------------------------
+
+DESCRIPTORS = """gpu.module @m {
+  gpu.func @mm(%a: !xegpu.tensor_desc<8x16xf16>, %b: !xegpu.tensor_desc<16x16xf16>, %c: !xegpu.tensor_desc<8x16xf32>) {
+    %x = xegpu.load_nd %a : !xegpu.tensor_desc<8x16xf16> -> vector<8x16xf16>
+    %y = xegpu.load_nd %b : !xegpu.tensor_desc<16x16xf16> -> vector<16x16xf16>
+    %e = arith.addf %y, %y : vector<16x16xf16>
+    %d = xegpu.dpas %x, %e : vector<8x16xf16>, vector<16x16xf16> -> vector<8x16xf32>
+    xegpu.store_nd %d, %c : vector<8x16xf32>, !xegpu.tensor_desc<8x16xf32>
+    gpu.return
+  }
+}"""
+
+
+def test_a_descriptor_argument_is_a_buffer_of_its_shape():
+    module = parse(DESCRIPTORS)
+    inputs = random_inputs(find_function(module, "mm"), 3)
+    assert {k: v.shape for k, v in inputs.items()} == {"a": (8, 16), "b": (16, 16), "c": (8, 16)}
+    assert all(np.all(v != 0) for v in inputs.values()) and inputs["a"].dtype == np.float16
+    result = run(module, "mm", inputs, target="xe", level="workgroup")
+    want = inputs["a"].astype(np.float64) @ (2 * inputs["b"].astype(np.float64))
+    np.testing.assert_allclose(result.arguments["c"], want, rtol=1e-2, atol=1e-2)
+    assert list(result.outputs) == ["c"] and not result.findings
+
+
+def test_descriptor_arguments_before_and_after_propagation():
+    out = check_xegpu(DESCRIPTORS, "mm", "xegpu-propagate", rtol=1e-2, atol=1e-2)
+    assert "layout_b = #xegpu.layout<inst_data = [16, 16], lane_layout = [1, 16], lane_data = [2, 1]>" in out
+
+
+def test_descriptor_arguments_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, DESCRIPTORS, "mm", "xegpu-propagate", "--level", "workgroup",
+                               "--rtol", "1e-2", "--atol", "1e-2")
+    rows = json.loads(out)["results"]
+    assert code == 0 and [r["argument"] for r in rows] == ["a", "b", "c"] and all(r["equal"] for r in rows), out + err
+    np.save(tmp_path / "a.npy", np.ones((8, 16), np.float16))
+    code, out, err = cli(capsys, "run", tmp_path / "ref.mlir", "--func", "mm", "--target", "xe", "--arg",
+                         f"a={tmp_path / 'a.npy'}", "--arg", "b=random", "--arg", "c=random", "--no-progress",
+                         "--out", tmp_path / "out.npz")
+    assert code == 0, err
+    with np.load(tmp_path / "out.npz") as saved:
+        assert saved["c"].shape == (8, 16)
+
+
+ARRAY = """func.func @pair(%a: !xegpu.tensor_desc<8x16xf32, #xegpu.block_tdesc_attr<array_length = 2>>) -> vector<2x8x16xf32> {
+  %v = xegpu.load_nd %a : !xegpu.tensor_desc<8x16xf32, #xegpu.block_tdesc_attr<array_length = 2>> -> vector<2x8x16xf32>
+  return %v : vector<2x8x16xf32>
+}"""
+
+
+def test_a_descriptor_of_an_array_of_blocks_has_them_side_by_side():
+    module = parse(ARRAY)
+    inputs = random_inputs(find_function(module, "pair"), 0)
+    assert inputs["a"].shape == (8, 32)
+    [got] = run(module, "pair", inputs, target="xe", level="workgroup").returns
+    np.testing.assert_array_equal(got[0, 0], np.stack([inputs["a"][:, :16], inputs["a"][:, 16:]]))
+
+
+SHARED_DESCRIPTOR = """gpu.module @m {
+  gpu.func @twice(%s: !xegpu.tensor_desc<16xf32, #xegpu.block_tdesc_attr<memory_space = slm>>) {
+    %v = xegpu.load_nd %s : !xegpu.tensor_desc<16xf32, #xegpu.block_tdesc_attr<memory_space = slm>> -> vector<16xf32>
+    %w = arith.addf %v, %v : vector<16xf32>
+    xegpu.store_nd %w, %s : vector<16xf32>, !xegpu.tensor_desc<16xf32, #xegpu.block_tdesc_attr<memory_space = slm>>
+    gpu.return
+  }
+}"""
+
+
+def test_a_descriptor_in_shared_memory_is_each_workgroups_own():
+    module = parse(SHARED_DESCRIPTOR)
+    inputs = random_inputs(find_function(module, "twice"), 0)
+    result = run(module, "twice", inputs, target="xe", level="workgroup", grid=(3,))
+    assert result.arguments["s"].shape == (3, 16) and list(result.outputs) == ["s"] and not result.findings
+    np.testing.assert_array_equal(result.arguments["s"], np.broadcast_to(2 * inputs["s"], (3, 16)))
+
+
+def test_a_descriptor_argument_of_dynamic_shape_is_a_located_error(capsys, tmp_path):
+    f = tmp_path / "dyn.mlir"
+    f.write_text("func.func @f(%a: !xegpu.tensor_desc<?x16xf32>) {\n  return\n}\n")
+    code, out, err = cli(capsys, "run", f, "--func", "f", "--target", "xe", "--arg", "a=random")
+    assert code == 2 and one_error(err).startswith(f"{f}:1:"), err
+
+
+def test_a_descriptor_argument_of_the_wrong_shape_is_an_error(capsys, tmp_path):
+    (tmp_path / "ref.mlir").write_text(DESCRIPTORS)
+    np.save(tmp_path / "a.npy", np.ones((16, 8), np.float16))
+    code, out, err = cli(capsys, "run", tmp_path / "ref.mlir", "--func", "mm", "--target", "xe", "--arg",
+                         f"a={tmp_path / 'a.npy'}", "--arg", "b=random", "--arg", "c=random")
+    assert code == 2 and one_error(err) == ("error: --arg: argument 'a' must have shape [8, 16] for "
+                                            "!xegpu.tensor_desc<8x16xf16>, got [16, 8]"), err
+
+
+# --- shared-memory matrices (mem_desc) -------------------------------------------------
+
+LAYOUT = "#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16], lane_layout = [2, 8], lane_data = [1, 1]>"
+MATRIX = f"""gpu.module @m {{
+  gpu.func @neg(%m: !xegpu.mem_desc<32x64xf32>) {{
+    %v = xegpu.load_matrix %m[0, 0] <{{layout = {LAYOUT}}}> : !xegpu.mem_desc<32x64xf32> -> vector<32x32xf32>
+    %w = arith.negf %v {{layout_result_0 = {LAYOUT}}} : vector<32x32xf32>
+    xegpu.store_matrix %w, %m[0, 32] <{{layout = {LAYOUT}}}> : vector<32x32xf32>, !xegpu.mem_desc<32x64xf32>
+    gpu.return
+  }}
+}}"""
+
+
+def test_a_matrix_argument_is_shared_memory_filled_in_every_workgroup():
+    module = parse(MATRIX)
+    inputs = random_inputs(find_function(module, "neg"), 0)
+    assert inputs["m"].shape == (32, 64) and np.all(inputs["m"] != 0)
+    result = run(module, "neg", inputs, target="xe", level="workgroup", grid=(2,))
+    assert not result.findings and list(result.outputs) == ["m"]
+    want = inputs["m"].copy()
+    want[:, 32:] = -want[:, :32]
+    np.testing.assert_array_equal(result.arguments["m"], np.broadcast_to(want, (2, 32, 64)))
+
+
+def test_what_workgroups_leave_in_shared_memory_comes_back_from_every_process():
+    module = parse(MATRIX)
+    inputs = random_inputs(find_function(module, "neg"), 0)
+    one, two = (run(module, "neg", {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup",
+                    grid=(8,), jobs=jobs) for jobs in (1, 2))
+    assert two.timing["processes"] == 2 and two.arguments["m"].shape == (8, 32, 64)
+    np.testing.assert_array_equal(two.arguments["m"], one.arguments["m"])
+
+
+@pytest.mark.parametrize("pipeline", ["xegpu-wg-to-sg", "xegpu-distribute"])
+def test_matrix_arguments_before_and_after_distribution(pipeline):
+    out = check_xegpu(MATRIX, "neg", pipeline, grid=(2,))
+    assert "!xegpu.mem_desc<32x64xf32>" in out
+
+
+def test_matrix_arguments_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, MATRIX, "neg", "xegpu-distribute", "--grid", "2")
+    assert code == 0 and json.loads(out)["results"] == [{"argument": "m", "equal": True, "max_error": 0.0}], out + err
+    code, out, err = cli(capsys, "run", tmp_path / "new.mlir", "--func", "neg", "--target", "xe", "--grid", "2",
+                         "--arg", "m=random", "--sanitize", "--no-progress", "--out", tmp_path / "out.npz")
+    assert code == 0 and "wrote m" in out, out + err
+    with np.load(tmp_path / "out.npz") as saved:
+        assert saved["m"].shape == (2, 32, 64)
+
+
+BLOCKED = """func.func @read(%m: !xegpu.mem_desc<32x32xf32, #xegpu.mem_layout<stride = [1, 32], block = [16, 1]>>) -> vector<16x2xf32> {
+  %v = xegpu.load_matrix %m[0, 1] : !xegpu.mem_desc<32x32xf32, #xegpu.mem_layout<stride = [1, 32], block = [16, 1]>> -> vector<16x2xf32>
+  return %v : vector<16x2xf32>
+}"""
+
+
+def test_a_matrix_argument_is_the_matrix_whatever_its_memory_order():
+    """The array is the matrix; the mem_layout (here blocks of 16x1, column-major) only
+    says where each element lies in shared memory."""
+    module = parse(BLOCKED)
+    inputs = random_inputs(find_function(module, "read"), 0)
+    assert inputs["m"].shape == (32, 32)
+    result = run(module, "read", inputs, target="xe", level="workgroup")
+    np.testing.assert_array_equal(result.returns[0][0, 0], inputs["m"][:16, 1:3])
+    np.testing.assert_array_equal(result.arguments["m"][0], inputs["m"])
+
+
+# --- raw addresses -----------------------------------------------------------------------
+
+LANES = "#xegpu.layout<sg_layout = [4], sg_data = [32], lane_layout = [16], lane_data = [1]>"
+RAW = f"""gpu.module @m {{
+  gpu.func @shift(%a: memref<272xf32>, %b: memref<128xf32>) {{
+    %pa = memref.extract_aligned_pointer_as_index %a : memref<272xf32> -> index
+    %c64 = arith.constant 64 : index
+    %qa = arith.addi %pa, %c64 : index
+    %ia = arith.index_cast %qa : index to i64
+    %pb = memref.extract_aligned_pointer_as_index %b : memref<128xf32> -> index
+    %ib = arith.index_cast %pb : index to i64
+    %step = vector.step {{layout_result_0 = {LANES}}} : vector<128xindex>
+    %c2 = arith.constant {{layout_result_0 = {LANES}}} dense<2> : vector<128xindex>
+    %offs = arith.muli %step, %c2 {{layout_result_0 = {LANES}}} : vector<128xindex>
+    %mask = arith.constant {{layout_result_0 = {LANES}}} dense<true> : vector<128xi1>
+    %v = xegpu.load %ia[%offs], %mask <{{layout = {LANES}}}> : i64, vector<128xindex>, vector<128xi1> -> vector<128xf32>
+    %w = arith.negf %v {{layout_result_0 = {LANES}}} : vector<128xf32>
+    xegpu.store %w, %ib[%step], %mask <{{layout = {LANES}}}> : vector<128xf32>, i64, vector<128xindex>, vector<128xi1>
+    gpu.return
+  }}
+}}"""
+
+
+def test_a_raw_address_names_a_buffer_and_an_element():
+    module = parse(RAW)
+    inputs = random_inputs(find_function(module, "shift"), 0)
+    result = run(module, "shift", inputs, target="xe", level="workgroup")
+    assert not result.findings and list(result.outputs) == ["b"]
+    np.testing.assert_array_equal(result.arguments["b"], -inputs["a"][16:272:2])
+
+
+@pytest.mark.parametrize("pipeline", ["xegpu-wg-to-sg", "xegpu-distribute"])
+def test_raw_addresses_before_and_after_distribution(pipeline):
+    out = check_xegpu(RAW, "shift", pipeline)
+    assert "memref.extract_aligned_pointer_as_index" in out
+
+
+def test_raw_addresses_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, RAW, "shift", "xegpu-distribute")
+    assert code == 0 and [r["equal"] for r in json.loads(out)["results"]] == [True, True], out + err
+
+
+def test_a_raw_address_past_its_buffer_is_out_of_bounds(capsys, tmp_path):
+    (tmp_path / "small.mlir").write_text(RAW.replace("memref<272xf32>", "memref<256xf32>"))
+    code, out, err = cli(capsys, "run", tmp_path / "small.mlir", "--func", "shift", "--target", "xe", "--arg",
+                         "a=random", "--arg", "b=random", "--sanitize", "--json", "--no-progress")
+    [finding] = json.loads(out)["sanitizer"]
+    assert code == 1 and finding["kind"] == "out-of-bounds" and finding["buffer"] == "a", out
+    assert finding["op"] == "xegpu.load" and finding["address"] == 256 * 4  # the first element past a's end
+
+
+TWO = """func.func @both(%a: memref<16xf32>, %b: memref<16xf32>) -> vector<16xf32> {
+  %pa = memref.extract_aligned_pointer_as_index %a : memref<16xf32> -> index
+  %pb = memref.extract_aligned_pointer_as_index %b : memref<16xf32> -> index
+  %apart = arith.subi %pb, %pa : index
+  %c4 = arith.constant 4 : index
+  %elements = arith.divui %apart, %c4 : index
+  %to_b = vector.broadcast %elements : index to vector<16xindex>
+  %zero = arith.constant dense<0> : vector<16xindex>
+  %odd = arith.constant dense<[false, true, false, true, false, true, false, true, false, true, false, true, false, true, false, true]> : vector<16xi1>
+  %jump = arith.select %odd, %to_b, %zero : vector<16xi1>, vector<16xindex>
+  %step = vector.step : vector<16xindex>
+  %offs = arith.addi %step, %jump : vector<16xindex>
+  %mask = arith.constant dense<true> : vector<16xi1>
+  %ia = arith.index_cast %pa : index to i64
+  %v = xegpu.load %ia[%offs], %mask : i64, vector<16xindex>, vector<16xi1> -> vector<16xf32>
+  return %v : vector<16xf32>
+}"""
+
+
+def test_one_gather_through_raw_addresses_may_read_two_buffers():
+    module = parse(TWO)
+    inputs = random_inputs(find_function(module, "both"), 0)
+    result = run(module, "both", inputs, target="xe", level="workgroup")
+    assert not result.findings
+    np.testing.assert_array_equal(result.returns[0][0, 0], np.where(np.arange(16) % 2, inputs["b"], inputs["a"]))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("%c64 = arith.constant 64", "%c64 = arith.constant 66"), "raw address 65602 is not aligned to the 4-byte "
+                                                               "elements of 'a'"),
+    (("-> vector<128xf32>\n", "-> vector<128xi32>\n"), "a raw address into 'a' (of f32) is accessed as i32"),
+])
+def test_bad_raw_addresses_are_located_errors(capsys, tmp_path, edit, message):
+    text = RAW.replace(*edit)
+    if "i32" in edit[1]:
+        text = text.replace("%w = arith.negf %v", "%w0 = arith.sitofp %v").replace(
+            "vector<128xf32>\n    xegpu.store %w", "vector<128xi32> to vector<128xf32>\n    %w = arith.negf %w0 {layout_result_0 = " + LANES + "} : vector<128xf32>\n    xegpu.store %w")
+    (tmp_path / "bad.mlir").write_text(text)
+    code, out, err = cli(capsys, "run", tmp_path / "bad.mlir", "--func", "shift", "--target", "xe", "--arg",
+                         "a=random", "--arg", "b=random", "--no-progress")
+    line = one_error(err)
+    assert code == 2 and line.startswith(f"{tmp_path / 'bad.mlir'}:13:") and message in line, err
