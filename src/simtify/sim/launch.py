@@ -20,7 +20,8 @@ from simtify.sim.memory import GLOBAL, Buffer, MemRef
 from simtify.sim.ops.memref import allocate, type_strides
 from simtify.sim.ops.vector import held_as_view
 from simtify.sim.split_grid import processes_for, run_split
-from simtify.sim.types import dtype_of, fit, shape_of
+from simtify.sim.narrow_floats import narrow_format, random_values
+from simtify.sim.types import dtype_of, element_type, fit, shape_of
 from simtify.target import Target, get_target
 
 # Ops whose presence makes a function a SIMT-level (per-thread) program.
@@ -194,6 +195,9 @@ def refuse_tensor_argument(name: str, t) -> None:
 
 def random_array(t, shape, rng) -> np.ndarray:
     dt = dtype_of(t.element_type if isinstance(t, MemRefType) else t)
+    narrow = narrow_format(element_type(t))
+    if narrow is not None:  # drawn from the format's own values: rounding [-1, 1) to f4 gives zeros
+        return random_values(narrow, shape, rng)
     if dt.kind == "f":
         v = rng.uniform(0.05, 1.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)
         return fit(v, t.element_type if isinstance(t, (MemRefType, VectorType)) else t)
