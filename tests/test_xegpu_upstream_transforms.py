@@ -85,7 +85,6 @@ NOT_RUNNABLE = {
     **_each("propagate-layout-inst-data.mlir", ("broadcast_both_leadingdims_innerdims",
                                                 "shape_cast_collapse_dims_with_order"), RAW_POINTER),
     **_each("propagate-layout-inst-data.mlir", ("bitcast_ui8_to_f4", "bitcast_ui16_to_f4"), F4_VALUES),
-    **_each("propagate-layout-inst-data.mlir", ("dpas_mx_f8e5m2", "dpas_mx_f4e2m1"), DPAS_MX),
     ("xegpu-wg-to-sg.mlir", "dpas_mx"): DPAS_MX,
     **_each("xegpu-wg-to-sg.mlir", ("load_gather", "load_with_non_unit_chunk_size"), UNSIZED),
     **_each("xegpu-wg-to-sg.mlir", ("vector_reduce_cross_sg_dim_1", "vector_reduce_multi_dim",

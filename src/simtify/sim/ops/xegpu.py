@@ -16,7 +16,16 @@ and its layout. Load, store and DPAS read their level off the vector shapes:
 
 Named barriers: ``nbarrier_wait`` is a workgroup barrier, allocating, initialising and
 arriving change nothing; ``fence`` changes nothing (memory here is sequentially
-consistent). ``dpas_mx`` is read and printed but not run.
+consistent).
+
+``dpas_mx`` multiplies microscaled operands: A (M×K) and B (K×N) in f8E4M3FN, f8E5M2 or
+f4E2M1FN, each block of K scaled by its f8E8M0FNU scale — ``scale_a`` is M×S (row m's
+block j), ``scale_b`` S×N, a block being K/S elements (32 on the hardware: one scale for
+f8's K = 32, two for f4's K = 64, as XeVM's ``mma_mx`` takes them); a scalar scale scales
+the whole operand, a missing one is 1. ``D = C + (A·sa) @ (B·sb)``, exact until the
+result is rounded to its type. At lane level the scales are fragments too: by default
+lane l holds row ``l % M`` of ``scale_a`` (``lane_layout = [16, 1]``) and column l of
+``scale_b``, A and B as XeVM packs them (A ``lane_data = [1, 16/bits]``).
 
 ``update_nd_offset`` (older IR) gives a descriptor whose origin moved by its offsets
 along the descriptor's (innermost) dims; descriptors ride loops and branches as values.
@@ -332,16 +341,66 @@ def _dpas(sim, op):
         return [_dpas_fragments(sim, op, a, b, c)]
     if len(shape_of(op.rhs.type)) == 3:
         b = _unpack_b(b)
+    return [_whole_tiles(sim, rt, [_wide(a, rt), _wide(b, rt)], c, lambda a, b: np.matmul(a, b))]
+
+
+def _whole_tiles(sim, rt, operands: list, c, product):
+    """``C + product(*operands)`` on whole tiles; in a SIMT program the subgroup's
+    (subgroup-uniform) tiles are multiplied once and every lane gets the result."""
     cooperative = sim.T > 1 and sim.T % sim.subgroup_size == 0
     if cooperative:
-        a, b = _per_subgroup(sim, a), _per_subgroup(sim, b)
+        operands = [_per_subgroup(sim, x) for x in operands]
         c = _per_subgroup(sim, c) if c is not None else None
-    d = np.matmul(_wide(a, rt), _wide(b, rt))
+    d = product(*operands)
     if c is not None:
         d = d + _wide(c, rt)
     if cooperative and d.shape[1] > 1:
         d = np.repeat(d, sim.subgroup_size, axis=1)
-    return [fit(d, rt)]
+    return fit(d, rt)
+
+
+def scaled_product(a, b, sa, sb) -> np.ndarray:
+    """``(A·sa) @ (B·sb)`` on the trailing two axes, exact (float64): block j of K (K/S
+    elements) of row m of A is scaled by ``sa[m, j]``, of column n of B by ``sb[j, n]``;
+    a scale of rank 0 scales everything, None is 1."""
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    k = a.shape[-1]
+    if sa is not None:
+        sa = np.asarray(sa, dtype=np.float64)
+        a = a * (np.repeat(sa, k // sa.shape[-1], axis=-1) if sa.ndim and sa.shape[-1] else sa)
+    if sb is not None:
+        sb = np.asarray(sb, dtype=np.float64)
+        b = b * (np.repeat(sb, k // sb.shape[-2], axis=-2) if sb.ndim >= 2 else sb)
+    return np.matmul(a, b)
+
+
+def _check_scale_blocks(op, k: int, sa_shape, sb_shape) -> None:
+    for what, shape, axis in (("scale_a", sa_shape, -1), ("scale_b", sb_shape, -2)):
+        if shape is not None and len(shape) >= 2 and (shape[axis] == 0 or k % shape[axis]):
+            raise SimtifyError(f"dpas_mx: {what} has {shape[axis]} blocks along K, which do not divide K = {k}")
+
+
+@handles("xegpu.dpas_mx")
+def _dpas_mx(sim, op):
+    rt = op.result.type
+    a, b = lead(sim.get(op.lhs)), lead(sim.get(op.rhs))
+    c = lead(sim.get(op.acc)) if op.acc is not None else None
+    sa = lead(sim.get(op.scale_a)) if op.scale_a is not None else None
+    sb = lead(sim.get(op.scale_b)) if op.scale_b is not None else None
+    if len(shape_of(op.lhs.type)) == 1:
+        return [_dpas_mx_fragments(sim, op, a, b, c, sa, sb)]
+    a_shape = shape_of(op.lhs.type)
+    sa_t = shape_of(op.scale_a.type) if op.scale_a is not None else None
+    sb_t = shape_of(op.scale_b.type) if op.scale_b is not None else None
+    _check_scale_blocks(op, a_shape[-1], sa_t, sb_t)
+    operands = [a, b] + [x for x in (sa, sb) if x is not None]
+    present = (sa is not None, sb is not None)
+
+    def product(a, b, *scales):
+        it = iter(scales)
+        return scaled_product(a, b, next(it) if present[0] else None, next(it) if present[1] else None)
+
+    return [_whole_tiles(sim, rt, operands, c, product)]
 
 
 def _gather_tile(frag: np.ndarray, coords: np.ndarray, shape, sg: int) -> np.ndarray:
@@ -386,9 +445,80 @@ def _dpas_fragments(sim, op, a, b, c):
     return fit(out.reshape(sim.W, T, -1), rt)
 
 
+def _lane_tile(layout, per_lane: int, known: int, axis: int, sg: int, what: str) -> tuple[int, int]:
+    """The 2-D tile whose `axis` is `known` and whose other extent gives each lane
+    `per_lane` elements under `layout` (the smallest such)."""
+    for extent in range(1, per_lane * sg + 1):
+        shape = (known, extent) if axis == 0 else (extent, known)
+        if not layout.fits(shape):
+            continue
+        if layout.ownership(shape, sg, sg).coords.shape[1] == per_lane:
+            return shape
+    raise SimtifyError(f"dpas_mx {what}: no tile with {known} along dim {axis} gives each lane {per_lane} "
+                       f"elements under {layout}")
+
+
+def mx_lane_layouts(a_type, subgroup_size: int) -> dict:
+    """Lane layouts of a lane-level dpas_mx when it states none (XeVM's ``mma_mx``
+    packing): A's lanes hold 16 bits of a row, B's a column, scale_a row ``l % M``,
+    scale_b column l, C/D as dpas."""
+    bits = 4 if "f4" in str(a_type) else 8
+    row = (1, subgroup_size)
+    return {"layout_a": XeGPULayout(lane_layout=row, lane_data=(1, 16 // bits)),
+            "layout_b": XeGPULayout(lane_layout=row, lane_data=(32 // bits, 1)),
+            "layout_cd": XeGPULayout(lane_layout=row, lane_data=(1, 1)),
+            "layout_a_scale": XeGPULayout(lane_layout=(subgroup_size, 1), lane_data=(1, 1)),
+            "layout_b_scale": XeGPULayout(lane_layout=row, lane_data=(1, 1))}
+
+
+def _dpas_mx_fragments(sim, op, a, b, c, sa, sb):
+    """A lane-level dpas_mx: the subgroup's fragments of A, B, C and the scales gathered
+    into tiles by their lane layouts, multiplied as a whole dpas_mx, handed back."""
+    sg = sim.subgroup_size
+    if sim.T % sg:
+        raise SimtifyError(f"a lane-level dpas_mx needs whole subgroups of {sg} lanes")
+    rt = op.result.type
+    defaults = mx_lane_layouts(op.lhs.type.element_type, sg)
+    lay = {k: _layout_attr(getattr(op, k)) or d for k, d in defaults.items()}
+    cd = lay["layout_cd"]
+    n = cd.lane_layout[-1] * cd.lane_data[-1]
+    per = {"C": shape_of(rt)[0], "A": shape_of(op.lhs.type)[0], "B": shape_of(op.rhs.type)[0]}
+    m = _lane_tile(cd, per["C"], n, 1, sg, "C")[0]
+    k = _lane_tile(lay["layout_a"], per["A"], m, 0, sg, "A")[1]
+    shapes = {"A": (m, k), "B": (k, n), "C": (m, n)}
+    for what, key in (("B", "layout_b"),):
+        got = lay[key].ownership(shapes[what], sg, sg).coords.shape[1]
+        if got != per[what]:
+            raise SimtifyError(f"dpas_mx {what}: the lane layout gives {got} elements per lane of the {m}x{n}x{k} "
+                               f"operation, the fragment has {per[what]}")
+    T = sim.T
+
+    def tile(x, layout, shape):
+        full = np.broadcast_to(x.astype(np.float64), (sim.W, T) + x.shape[2:])
+        return _gather_tile(full.reshape(sim.W, T, -1), layout.ownership(shape, sg, sg).coords, shape, sg)
+
+    A = tile(a, lay["layout_a"], shapes["A"])
+    B = tile(b, lay["layout_b"], shapes["B"])
+    scales = []
+    for x, key, known, axis, v in ((sa, "layout_a_scale", m, 0, op.scale_a), (sb, "layout_b_scale", n, 1, op.scale_b)):
+        if x is None or not shape_of(v.type):
+            scales.append(x if x is None else x.astype(np.float64).reshape(x.shape[:2] + (1, 1)))
+            continue
+        shape = _lane_tile(lay[key], shape_of(v.type)[0], known, axis, sg, key)
+        scales.append(tile(x, lay[key], shape))
+    _check_scale_blocks(op, k, scales[0].shape[2:] if scales[0] is not None else None,
+                        scales[1].shape[2:] if scales[1] is not None else None)
+    D = scaled_product(A, B, *scales)
+    if c is not None:
+        D = D + tile(c, cd, shapes["C"])
+    flat = ravel(tuple(np.moveaxis(cd.ownership(shapes["C"], sg, sg).coords, -1, 0)), shapes["C"])  # [sg, P]
+    out = D.reshape(sim.W, T // sg, -1)[:, :, flat]
+    return fit(out.reshape(sim.W, T, -1), rt)
+
+
 def is_lane_level(op) -> bool:
     """An XeGPU op on lane fragments (what makes a program without gpu ids SIMT-level)."""
-    if op.name == "xegpu.dpas":
+    if op.name in ("xegpu.dpas", "xegpu.dpas_mx"):
         return len(shape_of(op.lhs.type)) == 1
     if op.name in ("xegpu.load_nd", "xegpu.store_nd"):
         block = op.tensor_desc.type

@@ -1,0 +1,142 @@
+"""``xegpu.dpas_mx`` in the simulator against a reference written from its definition:
+``D[m, n] = C[m, n] + sum_k A[m, k]·sa[m, k // bs]·B[k, n]·sb[k // bs, n]`` with
+``bs = K / S`` (S: the scales' blocks along K), at subgroup level (whole tiles) and at
+lane level (XeVM's fragments: lane l holds 16 bits of each row of A, column l of B and C,
+row ``l % 8`` of scale_a and column l of scale_b); both of upstream's type forms."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from simtify.ir import parse, print_module
+from simtify.sim import find_function, random_inputs, run
+from simtify.sim.narrow_floats import FORMATS
+
+
+def reference(a, b, c, sa, sb):
+    """The definition, one term at a time."""
+    m_, k_ = a.shape
+    n_ = b.shape[1]
+    bs = k_ // sa.shape[1]
+    d = np.zeros((m_, n_)) if c is None else c.astype(np.float64).copy()
+    for m in range(m_):
+        for n in range(n_):
+            d[m, n] += sum(float(a[m, k]) * float(sa[m, k // bs]) * float(b[k, n]) * float(sb[k // bs, n])
+                           for k in range(k_))
+    return d
+
+
+WHOLE = """func.func @mx(%a: memref<MxKxET>, %b: memref<KxNxET>, %c: memref<MxNxf32>, %sa: memref<MxSxf8E8M0FNU>,
+             %sb: memref<SxNxf8E8M0FNU>, %d: memref<MxNxf32>) {
+  %c0 = arith.constant 0 : index
+  %va = vector.transfer_read %a[%c0, %c0], %PA : memref<MxKxET>, vector<MxKxET>
+  %vb = vector.transfer_read %b[%c0, %c0], %PA : memref<KxNxET>, vector<KxNxET>
+  %vc = vector.transfer_read %c[%c0, %c0], %pf : memref<MxNxf32>, vector<MxNxf32>
+  %vsa = vector.transfer_read %sa[%c0, %c0], %ps : memref<MxSxf8E8M0FNU>, vector<MxSxf8E8M0FNU>
+  %vsb = vector.transfer_read %sb[%c0, %c0], %ps : memref<SxNxf8E8M0FNU>, vector<SxNxf8E8M0FNU>
+  %r = xegpu.dpas_mx %va, %vb, %vc scale_a = %vsa scale_b = %vsb : TYPES -> vector<MxNxf32>
+  vector.transfer_write %r, %d[%c0, %c0] : vector<MxNxf32>, memref<MxNxf32>
+  return
+}"""
+
+
+def whole(et: str, m: int, n: int, k: int, s: int, bare: bool) -> str:
+    types = "vector<MxKxET>, vector<KxNxET>, vector<MxNxf32>, vector<MxSxf8E8M0FNU>, vector<SxNxf8E8M0FNU>"
+    text = WHOLE.replace("TYPES", types if bare else f"({types})")
+    pads = (f"%PA = arith.constant 0.0 : {et}\n  %pf = arith.constant 0.0 : f32\n  "
+            "%ps = arith.constant 1.0 : f8E8M0FNU\n  %va")
+    text = text.replace("%va", pads, 1)
+    for key, val in (("ET", et), ("M", str(m)), ("N", str(n)), ("K", str(k)), ("S", str(s))):
+        text = text.replace(f"{key}x", f"{val}x").replace(f"x{key}x", f"x{val}x")
+    return text.replace("xET", f"x{et}")
+
+
+@pytest.mark.parametrize("et, k, s", [("f8E5M2", 64, 2), ("f8E4M3FN", 32, 1), ("f4E2M1FN", 128, 4),
+                                      ("f4E2M1FN", 64, 8)])
+@pytest.mark.parametrize("bare", [False, True], ids=["parenthesized", "bare"])
+def test_whole_tiles_against_the_definition(et, k, s, bare):
+    text = whole(et, 8, 16, k, s, bare)
+    module = parse(text)
+    args = random_inputs(find_function(module, "mx"), seed=k + s)
+    res = run(module, "mx", {n: v.copy() for n, v in args.items()}, level="workgroup", target="xe")
+    want = reference(args["a"], args["b"], args["c"], args["sa"], args["sb"])
+    np.testing.assert_allclose(res.arguments["d"], want, rtol=1e-6)
+    # the scales matter: with all ones the product differs
+    assert not np.allclose(want, reference(args["a"], args["b"], args["c"], np.ones_like(args["sa"]),
+                                           np.ones_like(args["sb"])))
+
+
+LANES = """gpu.module @m {
+gpu.func @lanes(%a: memref<16xAxET>, %b: memref<16xBxET>, %c: memref<16x8xf32>, %sa: memref<16xSxf8E8M0FNU>,
+                %sb: memref<16xSxf8E8M0FNU>, %d: memref<16x8xf32>) kernel {
+  %l = gpu.lane_id
+  %c0 = arith.constant 0 : index
+  %fa = vector.load %a[%l, %c0] : memref<16xAxET>, vector<AxET>
+  %fb = vector.load %b[%l, %c0] : memref<16xBxET>, vector<BxET>
+  %fc = vector.load %c[%l, %c0] : memref<16x8xf32>, vector<8xf32>
+  %fsa = vector.load %sa[%l, %c0] : memref<16xSxf8E8M0FNU>, vector<Sxf8E8M0FNU>
+  %fsb = vector.load %sb[%l, %c0] : memref<16xSxf8E8M0FNU>, vector<Sxf8E8M0FNU>
+  %r = xegpu.dpas_mx %fa, %fb, %fc scale_a = %fsa scale_b = %fsb :
+      vector<AxET>, vector<BxET>, vector<8xf32>, vector<Sxf8E8M0FNU>, vector<Sxf8E8M0FNU> -> vector<8xf32>
+  vector.store %r, %d[%l, %c0] : memref<16x8xf32>, vector<8xf32>
+  gpu.return
+}
+}"""
+
+
+@pytest.mark.parametrize("et, k", [("f8E5M2", 32), ("f4E2M1FN", 64)])
+def test_lane_fragments_as_xevm_packs_them(et, k):
+    """Upstream's XeGPU-to-XeVM shapes: f8 A 8x32 as 16 per lane, f4 A 8x64 as 32; B a
+    column per lane; one scale per 32 of K, lane l holding row l % 8's."""
+    s, per_a = k // 32, 8 * k // 16
+    text = (LANES.replace("AxET", f"{per_a}x{et}").replace("BxET", f"{k}x{et}").replace("Sxf8", f"{s}xf8"))
+    rng = np.random.default_rng(k)
+    fmt = FORMATS[et]
+    a = fmt.round(rng.uniform(-2, 2, (8, k)))
+    b = fmt.round(rng.uniform(-2, 2, (k, 16)))
+    c = rng.uniform(-1, 1, (8, 16)).astype(np.float32)
+    sa = np.exp2(rng.integers(-2, 3, (8, s))).astype(np.float32)
+    sb = np.exp2(rng.integers(-2, 3, (s, 16))).astype(np.float32)
+    pack = 16 // fmt.bits  # A elements per lane per row
+    frag_a = np.stack([a[:, lane * pack:(lane + 1) * pack].reshape(-1) for lane in range(16)])
+    args = {"a": frag_a, "b": b.T.copy(), "c": c.T.copy(), "sa": np.stack([sa[lane % 8] for lane in range(16)]),
+            "sb": sb.T.copy(), "d": np.zeros((16, 8), np.float32)}
+    res = run(parse(text), "lanes", args, block=(16,), target="xe")
+    np.testing.assert_allclose(res.arguments["d"].T, reference(a, b, c, sa, sb), rtol=1e-6)
+
+
+def test_upstreams_bare_form_writes_the_result_type_third_without_an_accumulator():
+    text = """gpu.module @m {
+  gpu.func @f(%a: vector<32xf4E2M1FN>, %b: vector<64xf4E2M1FN>, %sa: vector<2xf8E8M0FNU>, %sb: vector<2xf8E8M0FNU>) kernel {
+    %res = xegpu.dpas_mx %a, %b scale_a = %sa scale_b = %sb :
+        vector<32xf4E2M1FN>, vector<64xf4E2M1FN>, vector<8xf32>, vector<2xf8E8M0FNU>, vector<2xf8E8M0FNU> -> vector<8xf32>
+    gpu.return
+  }
+}"""
+    printed = print_module(parse(text))
+    assert ("scale_b = %sb : (vector<32xf4E2M1FN>, vector<64xf4E2M1FN>, vector<2xf8E8M0FNU>, vector<2xf8E8M0FNU>) "
+            "-> vector<8xf32>") in printed
+    with pytest.raises(Exception, match=r":4:9: .*the third type \(C/D's\) is vector<8xf16>, but the result is"):
+        parse(text.replace("vector<64xf4E2M1FN>, vector<8xf32>", "vector<64xf4E2M1FN>, vector<8xf16>"))
+
+
+def test_scales_that_do_not_divide_k_are_a_located_error(tmp_path):
+    path = tmp_path / "mx.mlir"
+    path.write_text(whole("f8E5M2", 8, 16, 32, 3, False))
+    p = subprocess.run([sys.executable, "-m", "simtify", "run", str(path), "--func", "mx", "--target", "xe",
+                        *[f"--arg={n}=random" for n in ("a", "b", "c", "sa", "sb", "d")]], capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "mx.mlir:12:3: error: dpas_mx:" in p.stderr and "scale_a has 3 blocks along K, which do not divide K = 32" in p.stderr, \
+        p.stderr
+
+
+def test_the_cli_runs_a_dpas_mx(tmp_path):
+    path = tmp_path / "mx.mlir"
+    path.write_text(whole("f4E2M1FN", 8, 16, 64, 2, True))
+    p = subprocess.run([sys.executable, "-m", "simtify", "run", str(path), "--func", "mx", "--target", "xe",
+                        *[f"--arg={n}=random" for n in ("a", "b", "c", "sa", "sb", "d")]], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
