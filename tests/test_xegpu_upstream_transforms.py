@@ -45,8 +45,6 @@ RAW_POINTER = ("it scatters through a raw address taken from a memref (extract_a
                "which the simulator cannot give memory")
 UNSIZED = "its memref<?xf16> argument has no static size to make random inputs of"
 UNSIZED_F32 = "its memref<?xf32> argument has no static size to make random inputs of"
-F4_VALUES = "it makes f4E2M1FN values, which the simulator cannot hold"
-DPAS_MX = "the simulator does not run dpas_mx (nor hold its f8 and f4 values)"
 WARP_REGION = ("its input is already a lane-level warp region taking the lane id as an argument (upstream's "
                "-test-xegpu-sg-distribute starts there); simtify's XeGPU stages start from a subgroup's program")
 SUBGROUP_BRANCH = ("its workgroup-level program branches on gpu.subgroup_id, which has no meaning for the "
@@ -72,7 +70,8 @@ NOT_RUNNABLE = {
             MATRIX_ARGUMENTS),
     **_each("sg-to-lane-distribute-unit.mlir", ("load_store_matrix_1", "load_store_matrix_2", "load_store_matrix_3"),
             MATRIX_ARGUMENTS),
-    **_each("sg-to-lane-distribute-unit.mlir", ("xegpu_dpas_mx", "convert_layout_partial_subgroup"), DPAS_MX),
+    ("sg-to-lane-distribute-unit.mlir", "xegpu_dpas_mx"): MATRIX_ARGUMENTS + " (unused; test_xegpu_dpas_mx checks "
+                                                           "the function without them)",
     ("sg-to-lane-distribute-unit.mlir", "create_mask_3d"): "its only vector values are 3-D masks; the check stores "
                                                            "a 1-D or 2-D value",
     **_each("subgroup-distribute-unit.mlir", ("scatter_ops_chunksize", "scatter_ops", "scatter_ops_with_leading_dims"),
@@ -84,8 +83,6 @@ NOT_RUNNABLE = {
     **_each("propagate-layout-inst-data.mlir", ("store_matrix", "load_store_matrix"), MATRIX_ARGUMENTS),
     **_each("propagate-layout-inst-data.mlir", ("broadcast_both_leadingdims_innerdims",
                                                 "shape_cast_collapse_dims_with_order"), RAW_POINTER),
-    **_each("propagate-layout-inst-data.mlir", ("bitcast_ui8_to_f4", "bitcast_ui16_to_f4"), F4_VALUES),
-    ("xegpu-wg-to-sg.mlir", "dpas_mx"): DPAS_MX,
     **_each("xegpu-wg-to-sg.mlir", ("load_gather", "load_with_non_unit_chunk_size"), UNSIZED),
     **_each("xegpu-wg-to-sg.mlir", ("vector_reduce_cross_sg_dim_1", "vector_reduce_multi_dim",
                                     "vector_reduce_multi_dim_nou_unit_local_reduction", "convert_layout_3D"),
@@ -99,7 +96,6 @@ NOT_RUNNABLE = {
                                                            "simulator gives functions memory, not tensors",
     **_each("propagate-layout-subgroup.mlir", ("load_store_matrix", "convert_layout", "store_matrix"),
             MATRIX_ARGUMENTS),
-    **_each("propagate-layout-subgroup.mlir", ("dpas_mx", "dpas_mx_fp4"), DPAS_MX),
     ("propagate-layout-subgroup.mlir", "store_fails"): "upstream's propagation gives it no layout (its CHECK lines: 8 "
                                                        "subgroups cannot share the 8x16 tile): nothing to distribute",
 }

@@ -61,7 +61,8 @@ def _ownership(layout, shape, threads: int):
 
 ANCHORS = {"xegpu.load_nd": ("layout",), "xegpu.store_nd": ("layout",), "xegpu.load_matrix": ("layout",),
            "xegpu.store_matrix": ("layout",), "xegpu.load": ("layout",), "xegpu.store": ("layout",),
-           "xegpu.dpas": ("layout_a", "layout_b", "layout_cd")}
+           "xegpu.dpas": ("layout_a", "layout_b", "layout_cd"),
+           "xegpu.dpas_mx": ("layout_a", "layout_b", "layout_cd", "layout_a_scale", "layout_b_scale")}
 
 
 def _anchor_layouts(module) -> list:
@@ -77,7 +78,9 @@ def _anchor_layouts(module) -> list:
             lay = of_attr(op.properties.get(key)) or of_attr(op.attributes.get(key))
             if lay is None:
                 continue
-            if key == "layout_b":
+            if key in ("layout_a_scale", "layout_b_scale"):
+                v = op.scale_a if key == "layout_a_scale" else op.scale_b
+            elif key == "layout_b":
                 v = op.operands[1]
             elif key == "layout_a" or not op.results:
                 v = op.operands[0]
@@ -101,6 +104,21 @@ def _subgroups_only(layout):
     return replace(layout, inst_data=None, lane_layout=None, lane_data=None)
 
 
+def _stated_noop_conversions(module) -> int:
+    """convert_layouts the input writes from a layout to one of the same ownership
+    (upstream's bitcast tests do): propagation keeps them."""
+    from simtify.transforms.xegpu_annotations import of_attr
+
+    count = 0
+    for op in module.walk():
+        if op.name == "xegpu.convert_layout" and op.input_layout is not None:
+            have, want = of_attr(op.input_layout), of_attr(op.target_layout)
+            shape_ = tuple(op.source.type.get_shape())
+            threads = max(have.num_subgroups, want.num_subgroups) * XE_SUBGROUP
+            count += _ownership(have, shape_, threads).same_ownership(_ownership(want, shape_, threads))
+    return count
+
+
 def check_propagated_layouts(module, given=None) -> int:
     """What `xegpu-propagate` claims, checked edge by edge on the ownership maps of the
     layouts it wrote (not on its own rules): every vector value an op produces has a
@@ -108,7 +126,8 @@ def check_propagated_layouts(module, given=None) -> int:
     result is; a store's value as the store writes it; a reduction's result (and
     accumulator) as its source's layout sliced; a transpose's result as its source
     transposed; a loop's init, yielded value and result alike; a conversion's input is
-    its operand's layout and changes ownership. Returns the number of edges checked."""
+    its operand's layout and changes ownership (unless the input states that conversion).
+Returns the number of edges checked."""
     from xdsl.dialects.builtin import VectorType
     from xdsl.ir import OpResult
 
@@ -129,12 +148,13 @@ def check_propagated_layouts(module, given=None) -> int:
             return load_layout(op)
         if op.name in ("xegpu.load", "xegpu.load_matrix"):
             return own_layout(op)
-        if op.name == "xegpu.dpas":
+        if op.name in ("xegpu.dpas", "xegpu.dpas_mx"):
             return dpas_layouts(op)[2]
         return of_attr(op.attributes.get(f"layout_result_{i}"))
 
     funcs = [op for op in module.walk() if op.name in ("func.func", "gpu.func")]
     checked = 0
+    noop, stated_noop = 0, _stated_noop_conversions(given) if given is not None else 0
     if given is not None:  # every layout the input states on an anchor op is kept
         before, after = _anchor_layouts(given), _anchor_layouts(module)
         assert [n for n, _ in before] == [n for n, _ in after], "the anchor ops changed"
@@ -151,7 +171,7 @@ def check_propagated_layouts(module, given=None) -> int:
     for func in funcs:
         values = [r for op in func.walk() for r in op.results if is_vec(r)]
         layouts = {r: produced(r) for r in values}
-        missing = [r for r, lay in layouts.items() if lay is None and r.op.name != "xegpu.dpas"]
+        missing = [r for r, lay in layouts.items() if lay is None and r.op.name not in ("xegpu.dpas", "xegpu.dpas_mx")]
         assert not missing, f"no layout on {[str(r.op.name) for r in missing]}"
         sgs = [lay.num_subgroups for lay in layouts.values() if lay is not None]
         threads = max(sgs, default=1) * XE_SUBGROUP
@@ -191,7 +211,9 @@ def check_propagated_layouts(module, given=None) -> int:
                 given = of_attr(op.properties.get("input_layout") or op.attributes.get("input_layout"))
                 same(own[src], of(src, given), "operand and input_layout", op)
                 checked += 1
-                assert not own[src].same_ownership(res), f"{name}: converts to the same ownership"
+                if own[src].same_ownership(res):
+                    noop += 1  # only where the input itself states such a conversion
+                    assert noop <= stated_noop, f"{name}: converts to the same ownership"
             elif name == "vector.multi_reduction" and res is not None:
                 src = op.operands[0]
                 dims = tuple(int(d) for d in op.reduction_dims.get_values())

@@ -23,9 +23,8 @@ f4E2M1FN, each block of K scaled by its f8E8M0FNU scale — ``scale_a`` is M×S 
 block j), ``scale_b`` S×N, a block being K/S elements (32 on the hardware: one scale for
 f8's K = 32, two for f4's K = 64, as XeVM's ``mma_mx`` takes them); a scalar scale scales
 the whole operand, a missing one is 1. ``D = C + (A·sa) @ (B·sb)``, exact until the
-result is rounded to its type. At lane level the scales are fragments too: by default
-lane l holds row ``l % M`` of ``scale_a`` (``lane_layout = [16, 1]``) and column l of
-``scale_b``, A and B as XeVM packs them (A ``lane_data = [1, 16/bits]``).
+result is rounded to its type. At lane level the scales are fragments too, held as the
+op's layouts say, else as `simtify.target.xe` gives the scaled DPAS's lanes.
 
 ``update_nd_offset`` (older IR) gives a descriptor whose origin moved by its offsets
 along the descriptor's (innermost) dims; descriptors ride loops and branches as values.
@@ -63,7 +62,7 @@ from simtify.sim.memory import MemRef
 from simtify.sim.handlers import handles
 from simtify.sim.types import byte_width, dtype_of, fit, shape_of
 from simtify.sim.values import lead
-from simtify.target.xe import block_load_layout, dpas_lane_layouts, dpas_shape, element_bits
+from simtify.target.xe import block_load_layout, dpas_lane_layouts, dpas_shape, element_bits, mx_scale_lane_layouts
 
 
 @dataclass(eq=False)
@@ -447,8 +446,9 @@ def _dpas_fragments(sim, op, a, b, c):
 
 def _lane_tile(layout, per_lane: int, known: int, axis: int, sg: int, what: str) -> tuple[int, int]:
     """The 2-D tile whose `axis` is `known` and whose other extent gives each lane
-    `per_lane` elements under `layout` (the smallest such)."""
-    for extent in range(1, per_lane * sg + 1):
+    `per_lane` elements under `layout`: the largest such (a smaller one would have lanes
+    share what they hold), at most the subgroup's elements over `known`."""
+    for extent in range(per_lane * sg // known, 0, -1):
         shape = (known, extent) if axis == 0 else (extent, known)
         if not layout.fits(shape):
             continue
@@ -458,19 +458,6 @@ def _lane_tile(layout, per_lane: int, known: int, axis: int, sg: int, what: str)
                        f"elements under {layout}")
 
 
-def mx_lane_layouts(a_type, subgroup_size: int) -> dict:
-    """Lane layouts of a lane-level dpas_mx when it states none (XeVM's ``mma_mx``
-    packing): A's lanes hold 16 bits of a row, B's a column, scale_a row ``l % M``,
-    scale_b column l, C/D as dpas."""
-    bits = 4 if "f4" in str(a_type) else 8
-    row = (1, subgroup_size)
-    return {"layout_a": XeGPULayout(lane_layout=row, lane_data=(1, 16 // bits)),
-            "layout_b": XeGPULayout(lane_layout=row, lane_data=(32 // bits, 1)),
-            "layout_cd": XeGPULayout(lane_layout=row, lane_data=(1, 1)),
-            "layout_a_scale": XeGPULayout(lane_layout=(subgroup_size, 1), lane_data=(1, 1)),
-            "layout_b_scale": XeGPULayout(lane_layout=row, lane_data=(1, 1))}
-
-
 def _dpas_mx_fragments(sim, op, a, b, c, sa, sb):
     """A lane-level dpas_mx: the subgroup's fragments of A, B, C and the scales gathered
     into tiles by their lane layouts, multiplied as a whole dpas_mx, handed back."""
@@ -478,8 +465,9 @@ def _dpas_mx_fragments(sim, op, a, b, c, sa, sb):
     if sim.T % sg:
         raise SimtifyError(f"a lane-level dpas_mx needs whole subgroups of {sg} lanes")
     rt = op.result.type
-    defaults = mx_lane_layouts(op.lhs.type.element_type, sg)
-    lay = {k: _layout_attr(getattr(op, k)) or d for k, d in defaults.items()}
+    keys = ("layout_a", "layout_b", "layout_cd", "layout_a_scale", "layout_b_scale")
+    defaults = dpas_lane_layouts(op.lhs.type.element_type, sg) + mx_scale_lane_layouts(sg)
+    lay = {k: _layout_attr(getattr(op, k)) or d for k, d in zip(keys, defaults)}
     cd = lay["layout_cd"]
     n = cd.lane_layout[-1] * cd.lane_data[-1]
     per = {"C": shape_of(rt)[0], "A": shape_of(op.lhs.type)[0], "B": shape_of(op.rhs.type)[0]}
