@@ -6,12 +6,15 @@ row ``l % 8`` of scale_a and column l of scale_b); both of upstream's type forms
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from xegpu_harness import check_xegpu, distribute, store_last_value
 
+from simtify.errors import SimtifyError
 from simtify.ir import parse, print_module
 from simtify.sim import find_function, random_inputs, run
 from simtify.sim.narrow_floats import FORMATS
@@ -140,3 +143,105 @@ def test_the_cli_runs_a_dpas_mx(tmp_path):
     p = subprocess.run([sys.executable, "-m", "simtify", "run", str(path), "--func", "mx", "--target", "xe",
                         *[f"--arg={n}=random" for n in ("a", "b", "c", "sa", "sb", "d")]], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+# --- distributed: every stage checked against the workgroup's program on random inputs ---
+
+WG = """gpu.module @m {
+gpu.func @wg(%a: memref<MxKxET>, %b: memref<KxNxET>, %sa: memref<MxSxf8E8M0FNU>, %sb: memref<SxNxf8E8M0FNU>,
+             %c: memref<MxNxf32>, %d: memref<MxNxf32>) {
+  %ta = xegpu.create_nd_tdesc %a : memref<MxKxET> -> !xegpu.tensor_desc<MxKxET>
+  %tb = xegpu.create_nd_tdesc %b : memref<KxNxET> -> !xegpu.tensor_desc<KxNxET>
+  %tsa = xegpu.create_nd_tdesc %sa : memref<MxSxf8E8M0FNU> -> !xegpu.tensor_desc<MxSxf8E8M0FNU>
+  %tsb = xegpu.create_nd_tdesc %sb : memref<SxNxf8E8M0FNU> -> !xegpu.tensor_desc<SxNxf8E8M0FNU>
+  %tc = xegpu.create_nd_tdesc %c : memref<MxNxf32> -> !xegpu.tensor_desc<MxNxf32>
+  %td = xegpu.create_nd_tdesc %d : memref<MxNxf32> -> !xegpu.tensor_desc<MxNxf32>
+  %va = xegpu.load_nd %ta[0, 0] : !xegpu.tensor_desc<MxKxET> -> vector<MxKxET>
+  %vb = xegpu.load_nd %tb[0, 0] : !xegpu.tensor_desc<KxNxET> -> vector<KxNxET>
+  %vsa = xegpu.load_nd %tsa[0, 0] : !xegpu.tensor_desc<MxSxf8E8M0FNU> -> vector<MxSxf8E8M0FNU>
+  %vsb = xegpu.load_nd %tsb[0, 0] : !xegpu.tensor_desc<SxNxf8E8M0FNU> -> vector<SxNxf8E8M0FNU>
+  %vc = xegpu.load_nd %tc[0, 0] : !xegpu.tensor_desc<MxNxf32> -> vector<MxNxf32>
+  %r = xegpu.dpas_mx %va, %vb, %vc scale_a = %vsa scale_b = %vsb <{layout_cd = #C}>
+      : vector<MxKxET>, vector<KxNxET>, vector<MxNxf32>, vector<MxSxf8E8M0FNU>, vector<SxNxf8E8M0FNU> -> vector<MxNxf32>
+  xegpu.store_nd %r, %td[0, 0] <{layout = #C}> : vector<MxNxf32>, !xegpu.tensor_desc<MxNxf32>
+  gpu.return
+}
+}"""
+
+
+def wg_program(et: str, m: int, n: int, k: int, s: int, c_layout: str) -> str:
+    text = WG.replace("#C", c_layout)
+    for key, val in (("M", m), ("N", n), ("K", k), ("S", s)):
+        text = re.sub(rf"(?<=[<x]){key}x", f"{val}x", text)
+    return text.replace("xET", f"x{et}")
+
+
+SUBGROUPS = "#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 32]>"
+ROUNDS = "#xegpu.layout<sg_layout = [2, 2], sg_data = [8, 16]>"  # each subgroup 2x2 tiles, round-robin
+
+
+@pytest.mark.parametrize("et, k", [("f8E5M2", 64), ("f8E4M3FN", 32), ("f4E2M1FN", 128)])
+@pytest.mark.parametrize("c_layout, tiles", [(SUBGROUPS, 1), (ROUNDS, 4)], ids=["one-tile", "rounds"])
+@pytest.mark.parametrize("pipeline", ["xegpu-wg-to-sg", "xegpu-distribute"])
+def test_distributed_to_subgroups_and_lanes(et, k, c_layout, tiles, pipeline):
+    """Four subgroups of a 32x64 result; each its C tiles' rows of A and scale_a and
+    columns of B and scale_b with all of K; then 8x16 DPAS blocks chained along K, each
+    with its block of the scales, and the lanes' fragments."""
+    text = wg_program(et, 32, 64, k, k // 32, c_layout)
+    out = check_xegpu(text, "wg", pipeline, rtol=1e-5, atol=1e-5)
+    mx = [line for line in out.splitlines() if "xegpu.dpas_mx" in line]
+    tile_blocks = (16 // 8) * (32 // 16) if tiles == 1 else 1  # 8x16 DPAS blocks per C tile
+    k_blocks = k // (256 // FORMATS[et].bits)
+    assert len(mx) == (tiles * tile_blocks * k_blocks if pipeline == "xegpu-distribute" else tiles), out
+
+
+def test_blocked_to_instructions_then_lanes():
+    """A subgroup's program with instruction blocks (upstream's inst-data form)."""
+    text = wg_program("f4E2M1FN", 16, 32, 128, 4, "#xegpu.layout<inst_data = [8, 16]>")
+    for pipeline in ("xegpu-distribute",):
+        out = check_xegpu(text, "wg", pipeline, rtol=1e-5, atol=1e-5, block=(16,))
+        assert out.count("xegpu.dpas_mx") == 2 * 2 * 2, out
+
+
+def test_a_scale_layout_that_splits_k_among_subgroups_is_refused():
+    text = wg_program("f8E5M2", 32, 64, 64, 2, SUBGROUPS).replace(
+        "%vsa = xegpu.load_nd %tsa[0, 0] :",
+        "%vsa = xegpu.load_nd %tsa[0, 0] <{layout = #xegpu.layout<sg_layout = [2, 2], sg_data = [16, 1]>}> :")
+    text = text.replace("<{layout_cd = ", "<{layout_a_scale = #xegpu.layout<sg_layout = [2, 2], sg_data = [16, 1]>, "
+                                          "layout_cd = ")
+    with pytest.raises(SimtifyError, match=r":\d+:\d+: .*scale_a's layout gives a subgroup 1 of its 2 blocks along K"):
+        distribute(text, "xegpu-wg-to-sg")
+
+
+def test_the_upstream_unit_function_without_its_unused_arguments():
+    """sg-to-lane-distribute-unit's xegpu_dpas_mx (A 8x16 of f8 with two scales a row: not
+    a hardware shape, lanes other than the scaled DPAS's): the lane-level op states
+    layout_a, and the simulator runs it as stated."""
+    from test_xegpu_upstream_syntax import FIXTURES, functions_of
+
+    from simtify.cli.opt_cmd import split_chunks
+    [text] = [t for chunk in split_chunks((FIXTURES / "sg-to-lane-distribute-unit.mlir").read_text())
+              for name, t in functions_of(chunk) if name == "xegpu_dpas_mx"]
+    text = text.replace("(%arg0: !xegpu.mem_desc<8x8xf16>, %arg1: !xegpu.mem_desc<8x8xf16>)", "()")
+    # random constants instead of splats, so that a lane's mix-up shows
+    rng = np.random.default_rng(5)
+    a = FORMATS["f8E4M3FN"].round(rng.uniform(-2, 2, (8, 16)))
+    text = text.replace("dense<3.> : vector<8x16xf8E4M3FN>",
+                        f"dense<{np.array2string(a, separator=', ', threshold=10**6)}> : vector<8x16xf8E4M3FN>")
+    sa = np.exp2(rng.integers(-2, 3, (8, 2))).astype(np.float32)
+    text = text.replace("dense<1.> : vector<8x2xf8E8M0FNU>",
+                        f"dense<{np.array2string(sa, separator=', ')}> : vector<8x2xf8E8M0FNU>")
+    out = check_xegpu(store_last_value(text, "xegpu_dpas_mx"), "xegpu_dpas_mx", "xegpu-sg-to-lane", block=(16,))
+    assert "layout_a = #xegpu.layout<lane_layout = [1, 16], lane_data = [1, 1]>" in out, out
+
+
+def test_the_cli_distributes_a_dpas_mx(tmp_path):
+    path, out = tmp_path / "wg.mlir", tmp_path / "lanes.mlir"
+    path.write_text(wg_program("f8E5M2", 32, 64, 64, 2, SUBGROUPS))
+    cli = [sys.executable, "-m", "simtify"]
+    p = subprocess.run(cli + ["opt", str(path), "--pipeline", "xegpu-distribute", "--target", "xe", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run(cli + ["check", str(path), str(out), "--func", "wg", "--target", "xe"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr + p.stdout
