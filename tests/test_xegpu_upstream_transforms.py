@@ -10,7 +10,7 @@ import re
 
 import pytest
 from test_xegpu_upstream_syntax import FIXTURES, UNREGISTERED_OP, functions_of
-from xegpu_harness import check_xegpu, store_last_value
+from xegpu_harness import check_xegpu, lane_id_from_the_hardware, store_last_value
 
 from simtify.cli.opt_cmd import split_chunks
 
@@ -45,8 +45,6 @@ RAW_POINTER = ("it scatters through a raw address taken from a memref (extract_a
                "which the simulator cannot give memory")
 UNSIZED = "its memref<?xf16> argument has no static size to make random inputs of"
 UNSIZED_F32 = "its memref<?xf32> argument has no static size to make random inputs of"
-WARP_REGION = ("its input is already a lane-level warp region taking the lane id as an argument (upstream's "
-               "-test-xegpu-sg-distribute starts there); simtify's XeGPU stages start from a subgroup's program")
 SUBGROUP_BRANCH = ("its workgroup-level program branches on gpu.subgroup_id, which has no meaning for the "
                    "workgroup as a whole")
 UNWRITTEN = "it reads shared memory nothing wrote"
@@ -74,8 +72,6 @@ NOT_RUNNABLE = {
                                                            "the function without them)",
     ("sg-to-lane-distribute-unit.mlir", "create_mask_3d"): "its only vector values are 3-D masks; the check stores "
                                                            "a 1-D or 2-D value",
-    **_each("subgroup-distribute-unit.mlir", ("scatter_ops_chunksize", "scatter_ops", "scatter_ops_with_leading_dims"),
-            WARP_REGION),
     ("subgroup-distribute.mlir", "create_nd_tdesc_non_memref"): "it reads through descriptors over raw addresses, "
                                                                 "which the simulator cannot give memory",
     **_each("xegpu-wg-to-sg-unify-ops.mlir", ("load_gather", "load_with_non_unit_chunk_size"), UNSIZED),
@@ -160,7 +156,12 @@ def test_upstream_function_distributes_correctly(file, func, text, request):
         text = stored
     stage = STAGES[file]
     tolerance = 1e-2 if re.search(r"x(b?f16|i8)>", text) else 1e-4  # 16-bit sums in another order round apart
-    check_xegpu(text, func, stage, block=(16,) if stage in LANE_STAGES else None, rtol=tolerance, atol=tolerance)
+    lanes = (16,) if stage in LANE_STAGES else None
+    in_warp_region = re.search(r"gpu\.warp_execute_on_lane_0\(%laneid\)", text)
+    if in_warp_region:  # the subgroup's program in a warp region: its body is distributed (and run on lane 0)
+        text = lane_id_from_the_hardware(text, func)
+    check_xegpu(text, func, stage, block=lanes, ref_block=lanes if in_warp_region else None, rtol=tolerance,
+                atol=tolerance)
 
 
 def test_lane_less_gather_store_writes_every_lane_share():

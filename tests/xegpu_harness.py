@@ -19,16 +19,18 @@ def distribute(text: str, pipeline: str = "xegpu-distribute") -> str:
 
 
 def check_xegpu(text: str, func: str, pipeline: str = "xegpu-distribute", *, seed: int = 0, rtol=1e-4,
-                atol=1e-4, inputs: dict | None = None, grid=None, block=None) -> str:
+                atol=1e-4, inputs: dict | None = None, grid=None, block=None, ref_block=None) -> str:
     """Every memref argument and returned value must agree and no sanitizer may fire;
     returns the output.
     `inputs` (default: random) where the program needs particular values (in-range offsets);
     `grid` (default: one workgroup) for programs that index by ``gpu.block_id``; `block`
-    for output that records no workgroup size (one subgroup's program distributed to lanes)."""
+    for output that records no workgroup size (one subgroup's program distributed to lanes);
+    `ref_block` runs the input on lanes too (a subgroup's program in a warp region)."""
     ref_module = parse(text, "input.mlir")
     if inputs is None:
         inputs = random_inputs(find_function(ref_module, func), seed)
-    ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup", grid=grid)
+    ref = run(ref_module, func, {k: v.copy() for k, v in inputs.items()}, target="xe",
+              level="workgroup" if ref_block is None else None, grid=grid, block=ref_block)
     out = distribute(text, pipeline)
     # propagation only annotates: its output is still the workgroup's program (even with a barrier in it)
     new = run(parse(out, "distributed.mlir"), func, {k: v.copy() for k, v in inputs.items()}, target="xe",
@@ -320,3 +322,13 @@ def store_last_value(text: str, func: str) -> str | None:
     lines[ret:ret] = [f"{body}%{STORED}_desc = xegpu.create_nd_tdesc %{STORED}_out[{zeros}] : {memref} -> {desc}",
                       f"{body}xegpu.store_nd %{STORED}, %{STORED}_desc{on_store} : {value.type}, {desc}"]
     return "\n".join(lines)
+
+
+def lane_id_from_the_hardware(text: str, func: str) -> str:
+    """Upstream's lane-distribution tests hand a warp region its lane id as the function's
+    ``%laneid`` argument, which must be the lane id: read it from ``gpu.lane_id`` instead,
+    so that the simulator can run the function."""
+    head = re.search(rf"gpu\.func @{re.escape(func)}\((.*?)\)\s*\{{", text, re.S)
+    args = [a.strip() for a in head.group(1).split(",") if a.strip() and not a.strip().startswith("%laneid")]
+    return (text[:head.start()] + f"gpu.func @{func}({', '.join(args)}) {{\n  %laneid = gpu.lane_id"
+            + text[head.end():])
