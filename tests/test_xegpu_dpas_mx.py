@@ -73,6 +73,33 @@ def test_whole_tiles_against_the_definition(et, k, s, bare):
                                            np.ones_like(args["sb"])))
 
 
+SCALARS = """func.func @mx(%a: memref<8x64xf8E4M3FN>, %b: memref<64x16xf8E4M3FN>, %s: memref<2xf8E8M0FNU>,
+             %d: memref<8x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %p = arith.constant 0.0 : f8E4M3FN
+  %va = vector.transfer_read %a[%c0, %c0], %p : memref<8x64xf8E4M3FN>, vector<8x64xf8E4M3FN>
+  %vb = vector.transfer_read %b[%c0, %c0], %p : memref<64x16xf8E4M3FN>, vector<64x16xf8E4M3FN>
+  %sa = memref.load %s[%c0] : memref<2xf8E8M0FNU>
+  %sb = memref.load %s[%c1] : memref<2xf8E8M0FNU>
+  %r = xegpu.dpas_mx %va, %vb scale_a = %sa scale_b = %sb : (vector<8x64xf8E4M3FN>, vector<64x16xf8E4M3FN>,
+      f8E8M0FNU, f8E8M0FNU) -> vector<8x16xf32>
+  vector.transfer_write %r, %d[%c0, %c0] : vector<8x16xf32>, memref<8x16xf32>
+  return
+}"""
+
+
+@pytest.mark.parametrize("block", [None, (16,)], ids=["workgroup", "subgroup"])
+def test_scalar_scales_scale_everything(block):
+    module = parse(SCALARS)
+    args = random_inputs(find_function(module, "mx"), seed=2)
+    res = run(module, "mx", {n: v.copy() for n, v in args.items()}, target="xe", block=block,
+              level="workgroup" if block is None else None)
+    s = args["s"]
+    want = reference(args["a"], args["b"], None, np.full((8, 1), s[0]), np.full((1, 16), s[1]))
+    np.testing.assert_allclose(res.arguments["d"], want, rtol=1e-6)
+
+
 LANES = """gpu.module @m {
 gpu.func @lanes(%a: memref<16xAxET>, %b: memref<16xBxET>, %c: memref<16x8xf32>, %sa: memref<16xSxf8E8M0FNU>,
                 %sb: memref<16xSxf8E8M0FNU>, %d: memref<16x8xf32>) kernel {

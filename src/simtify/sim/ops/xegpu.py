@@ -360,20 +360,26 @@ def _whole_tiles(sim, rt, operands: list, c, product):
 
 def scaled_product(a, b, sa, sb) -> np.ndarray:
     """``(A·sa) @ (B·sb)`` on the trailing two axes, exact (float64): block j of K (K/S
-    elements) of row m of A is scaled by ``sa[m, j]``, of column n of B by ``sb[j, n]``;
-    a scale of rank 0 scales everything, None is 1."""
+    elements) of row m of A is scaled by ``sa[m, j]``, of column n of B by ``sb[j, n]``
+    (a scalar scale comes as one 1x1 block); None is 1."""
     a, b = a.astype(np.float64), b.astype(np.float64)
     k = a.shape[-1]
     if sa is not None:
-        sa = np.asarray(sa, dtype=np.float64)
-        a = a * (np.repeat(sa, k // sa.shape[-1], axis=-1) if sa.ndim and sa.shape[-1] else sa)
+        a = a * np.repeat(sa.astype(np.float64), k // sa.shape[-1], axis=-1)
     if sb is not None:
-        sb = np.asarray(sb, dtype=np.float64)
-        b = b * (np.repeat(sb, k // sb.shape[-2], axis=-2) if sb.ndim >= 2 else sb)
+        b = b * np.repeat(sb.astype(np.float64), k // sb.shape[-2], axis=-2)
     return np.matmul(a, b)
 
 
-def _check_scale_blocks(op, k: int, sa_shape, sb_shape) -> None:
+def _scale_values(sim, v) -> np.ndarray | None:
+    """A scale operand's values, a scalar one as a 1x1 block."""
+    if v is None:
+        return None
+    x = lead(sim.get(v))
+    return x if shape_of(v.type) else x.reshape(x.shape + (1, 1))
+
+
+def _check_scale_blocks(k: int, sa_shape, sb_shape) -> None:
     for what, shape, axis in (("scale_a", sa_shape, -1), ("scale_b", sb_shape, -2)):
         if shape is not None and len(shape) >= 2 and (shape[axis] == 0 or k % shape[axis]):
             raise SimtifyError(f"dpas_mx: {what} has {shape[axis]} blocks along K, which do not divide K = {k}")
@@ -384,14 +390,11 @@ def _dpas_mx(sim, op):
     rt = op.result.type
     a, b = lead(sim.get(op.lhs)), lead(sim.get(op.rhs))
     c = lead(sim.get(op.acc)) if op.acc is not None else None
-    sa = lead(sim.get(op.scale_a)) if op.scale_a is not None else None
-    sb = lead(sim.get(op.scale_b)) if op.scale_b is not None else None
+    sa, sb = _scale_values(sim, op.scale_a), _scale_values(sim, op.scale_b)
     if len(shape_of(op.lhs.type)) == 1:
         return [_dpas_mx_fragments(sim, op, a, b, c, sa, sb)]
-    a_shape = shape_of(op.lhs.type)
-    sa_t = shape_of(op.scale_a.type) if op.scale_a is not None else None
-    sb_t = shape_of(op.scale_b.type) if op.scale_b is not None else None
-    _check_scale_blocks(op, a_shape[-1], sa_t, sb_t)
+    _check_scale_blocks(shape_of(op.lhs.type)[-1], sa.shape[-2:] if sa is not None else None,
+                        sb.shape[-2:] if sb is not None else None)
     operands = [a, b] + [x for x in (sa, sb) if x is not None]
     present = (sa is not None, sb is not None)
 
@@ -474,11 +477,10 @@ def _dpas_mx_fragments(sim, op, a, b, c, sa, sb):
     m = _lane_tile(cd, per["C"], n, 1, sg, "C")[0]
     k = _lane_tile(lay["layout_a"], per["A"], m, 0, sg, "A")[1]
     shapes = {"A": (m, k), "B": (k, n), "C": (m, n)}
-    for what, key in (("B", "layout_b"),):
-        got = lay[key].ownership(shapes[what], sg, sg).coords.shape[1]
-        if got != per[what]:
-            raise SimtifyError(f"dpas_mx {what}: the lane layout gives {got} elements per lane of the {m}x{n}x{k} "
-                               f"operation, the fragment has {per[what]}")
+    got = lay["layout_b"].ownership(shapes["B"], sg, sg).coords.shape[1]
+    if got != per["B"]:
+        raise SimtifyError(f"dpas_mx B: the lane layout gives {got} elements per lane of the {m}x{n}x{k} "
+                           f"operation, the fragment has {per['B']}")
     T = sim.T
 
     def tile(x, layout, shape):
@@ -489,12 +491,12 @@ def _dpas_mx_fragments(sim, op, a, b, c, sa, sb):
     B = tile(b, lay["layout_b"], shapes["B"])
     scales = []
     for x, key, known, axis, v in ((sa, "layout_a_scale", m, 0, op.scale_a), (sb, "layout_b_scale", n, 1, op.scale_b)):
-        if x is None or not shape_of(v.type):
-            scales.append(x if x is None else x.astype(np.float64).reshape(x.shape[:2] + (1, 1)))
+        if x is None or not shape_of(v.type):  # a scalar: the subgroup's one value
+            scales.append(x if x is None else _per_subgroup(sim, x))
             continue
         shape = _lane_tile(lay[key], shape_of(v.type)[0], known, axis, sg, key)
         scales.append(tile(x, lay[key], shape))
-    _check_scale_blocks(op, k, scales[0].shape[2:] if scales[0] is not None else None,
+    _check_scale_blocks(k, scales[0].shape[2:] if scales[0] is not None else None,
                         scales[1].shape[2:] if scales[1] is not None else None)
     D = scaled_product(A, B, *scales)
     if c is not None:
