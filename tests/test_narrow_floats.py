@@ -151,10 +151,10 @@ F4_BITCAST = """func.func @f4(%x: memref<4xi8>, %out: memref<8xf32>, %back: memr
   %c0 = arith.constant 0 : index
   %v = vector.load %x[%c0] : memref<4xi8>, vector<4xi8>
   %f = vector.bitcast %v : vector<4xi8> to vector<8xf4E2M1FN>
-  %w = arith.extf %f : vector<8xf4E2M1FN> to vector<8xf32>
-  vector.store %w, %out[%c0] : memref<8xf32>, vector<8xf32>
   %b = vector.bitcast %f : vector<8xf4E2M1FN> to vector<4xi8>
   vector.store %b, %back[%c0] : memref<4xi8>, vector<4xi8>
+  %w = arith.extf %f : vector<8xf4E2M1FN> to vector<8xf32>
+  vector.store %w, %out[%c0] : memref<8xf32>, vector<8xf32>
   return
 }"""
 
