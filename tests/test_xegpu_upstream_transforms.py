@@ -10,7 +10,7 @@ import re
 
 import pytest
 from test_xegpu_upstream_syntax import FIXTURES, UNREGISTERED_OP, functions_of
-from xegpu_harness import check_xegpu, store_last_value
+from xegpu_harness import check_xegpu, lane_id_from_the_hardware, store_last_value
 
 from simtify.cli.opt_cmd import split_chunks
 
@@ -39,10 +39,6 @@ LANE_STAGES = ("xegpu-sg-to-lane",)  # input: one subgroup's program
 REMOVED = "uses xegpu.create_tdesc, removed upstream (a located error, tested in test_xegpu_upstream_syntax)"
 UNREGISTERED = ("it makes its values with upstream's test-only ops (\"some_op\", \"test.some_op\"), which simtify "
                 "refuses where they are used (tested in test_xegpu_upstream_syntax): nothing gives them values")
-F4_VALUES = "it makes f4E2M1FN values, which the simulator cannot hold"
-DPAS_MX = "the simulator does not run dpas_mx (nor hold its f8 and f4 values)"
-WARP_REGION = ("its input is already a lane-level warp region taking the lane id as an argument (upstream's "
-               "-test-xegpu-sg-distribute starts there); simtify's XeGPU stages start from a subgroup's program")
 SUBGROUP_BRANCH = ("its workgroup-level program branches on gpu.subgroup_id, which has no meaning for the "
                    "workgroup as a whole")
 UNWRITTEN = "it reads shared memory nothing wrote"
@@ -61,17 +57,11 @@ NOT_RUNNABLE = {
     **_each("xegpu-blocking.mlir", ("test_prefetch_load_store_update", "test_prefetch_load_store_update_chunk",
                                     "test_3d_scattered_tensor_desc"), REMOVED),
     ("xegpu-blocking.mlir", "unroll_load_matrix"): UNWRITTEN + " (the version in tests/fixtures/xegpu fills it first)",
-    **_each("sg-to-lane-distribute-unit.mlir", ("xegpu_dpas_mx", "convert_layout_partial_subgroup"), DPAS_MX),
     ("sg-to-lane-distribute-unit.mlir", "create_mask_3d"): "its only vector values are 3-D masks; the check stores "
                                                            "a 1-D or 2-D value",
-    **_each("subgroup-distribute-unit.mlir", ("scatter_ops_chunksize", "scatter_ops", "scatter_ops_with_leading_dims"),
-            WARP_REGION),
     ("subgroup-distribute.mlir", "create_nd_tdesc_non_memref"): "it reads through descriptors over raw addresses, "
                                                                 "which the simulator cannot give memory",
     ("xegpu-wg-to-sg-unify-ops.mlir", "distribute_load_matrix"): UNWRITTEN,
-    **_each("propagate-layout-inst-data.mlir", ("bitcast_ui8_to_f4", "bitcast_ui16_to_f4"), F4_VALUES),
-    **_each("propagate-layout-inst-data.mlir", ("dpas_mx_f8e5m2", "dpas_mx_f4e2m1"), DPAS_MX),
-    ("xegpu-wg-to-sg.mlir", "dpas_mx"): DPAS_MX,
     **_each("xegpu-wg-to-sg.mlir", ("vector_reduce_multi_dim_nou_unit_local_reduction", "convert_layout_3D"),
             TOO_MANY_SUBGROUPS),
     ("xegpu-wg-to-sg.mlir", "distribute_load_matrix"): UNWRITTEN,
@@ -85,7 +75,6 @@ NOT_RUNNABLE = {
     **_each("xegpu-wg-to-sg.mlir", ("scf_if", "scf_if_tensor_desc"), SUBGROUP_BRANCH),
     ("xegpu-wg-to-sg.mlir", "no_crash_on_dynamic_tensor"): "its argument is a tensor<?xi32> (no XeGPU in it): the "
                                                            "simulator gives functions memory, not tensors",
-    **_each("propagate-layout-subgroup.mlir", ("dpas_mx", "dpas_mx_fp4"), DPAS_MX),
     ("propagate-layout-subgroup.mlir", "store_fails"): "upstream's propagation gives it no layout (its CHECK lines: 8 "
                                                        "subgroups cannot share the 8x16 tile): nothing to distribute",
 }
@@ -153,7 +142,12 @@ def test_upstream_function_distributes_correctly(file, func, text, request):
         text = stored
     stage = STAGES[file]
     tolerance = 1e-2 if re.search(r"x(b?f16|i8)>", text) else 1e-4  # 16-bit sums in another order round apart
-    check_xegpu(text, func, stage, block=(16,) if stage in LANE_STAGES else None, rtol=tolerance, atol=tolerance)
+    lanes = (16,) if stage in LANE_STAGES else None
+    in_warp_region = re.search(r"gpu\.warp_execute_on_lane_0\(%laneid\)", text)
+    if in_warp_region:  # the subgroup's program in a warp region: its body is distributed (and run on lane 0)
+        text = lane_id_from_the_hardware(text, func)
+    check_xegpu(text, func, stage, block=lanes, ref_block=lanes if in_warp_region else None, rtol=tolerance,
+                atol=tolerance)
 
 
 def test_lane_less_gather_store_writes_every_lane_share():

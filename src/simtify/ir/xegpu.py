@@ -1202,8 +1202,8 @@ class FenceOp(_XeGPUOp):
 class DpasMxOp(_MatrixMultiplyOp):
     """``%d = xegpu.dpas_mx %a, %b, %c scale_a = %sa scale_b = %sb {layout_a = ..} :
     (vector<..>, vector<..>, vector<..>, vector<..xf8E8M0FNU>, vector<..xf8E8M0FNU>) ->
-    vector<..>``: DPAS of microscaled (MX) operands, each block of 32 elements along K
-    multiplied by its scale. Read and printed; the simulator does not run it."""
+    vector<..>``: DPAS of microscaled (MX) operands, each block of K (K / the scales' K
+    elements: 32 on the hardware) multiplied by its scale (`simtify.sim.ops.xegpu`)."""
 
     name = "xegpu.dpas_mx"
 
@@ -1217,7 +1217,8 @@ class DpasMxOp(_MatrixMultiplyOp):
 
     # Hand-written: the types of the optional operands follow the operands present (a
     # format's optional groups would give the first scale's type to a missing
-    # accumulator), in parentheses or bare, as dpas writes its types.
+    # accumulator), in parentheses or bare, as dpas writes its types; upstream's bare
+    # form may also write C/D's type third where there is no accumulator.
     @classmethod
     def parse(cls, parser: Parser) -> DpasMxOp:
         lhs = parser.parse_unresolved_operand()
@@ -1242,6 +1243,11 @@ class DpasMxOp(_MatrixMultiplyOp):
         result = parser.parse_type()
         given = [lhs, rhs, acc, *scales]
         present = [o for o in given if o is not None]
+        if not paren and acc is None and len(types) == len(present) + 1:
+            # upstream's bare form writes C/D's type third even without an accumulator
+            if types[2] != result:
+                parser.raise_error(f"the third type (C/D's) is {types[2]}, but the result is {result}", pos)
+            del types[2]
         if len(types) != len(present):
             parser.raise_error(f"expected {len(present)} operand types (A, B"
                                f"{', C' if acc else ''}{', scale_a' if scales[0] else ''}"

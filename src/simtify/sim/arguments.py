@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import MemRefType, TensorType, VectorType
 from simtify.errors import SimtifyError
 from simtify.ir.xegpu import MemDescType, TensorDescType
 from simtify.sim.memory import GLOBAL, Buffer, MemRef
+from simtify.sim.narrow_floats import narrow_format, random_values
 from simtify.sim.ops.xegpu import MatrixView, descriptor_over, matrix_view
 from simtify.sim.types import dtype_of, fit, shape_of
 
@@ -104,8 +105,12 @@ def argument_shape(name: str, t, shapes: dict | None = None) -> tuple[int, ...]:
 
 
 def random_array(t, shape, rng) -> np.ndarray:
-    """Random values, never zeros: floats in [-1, 1) away from 0, integers in [1, 100]."""
+    """Random values, never zeros: floats in [-1, 1) away from 0, integers in [1, 100];
+    f8 and f4 values drawn from the format's own (rounding [-1, 1) to f4 gives zeros)."""
     elem = element_type(t)
+    narrow = narrow_format(elem)
+    if narrow is not None:
+        return random_values(narrow, shape, rng)
     dt = dtype_of(elem)
     if dt.kind == "f":
         v = rng.uniform(0.05, 1.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)

@@ -6,11 +6,19 @@ A's element type: 16 for f16/bf16, 32 for i8). Lanes run along N: lane l holds c
 of C (``lane_layout = [1, 16]``, ``lane_data = [1, 1]``) and of A's K (the same layout);
 B is VNNI-packed, each lane holding ``32 / bits`` consecutive rows of its column
 (``lane_data = [2, 1]`` for 16-bit types, ``[4, 1]`` for 8-bit), as upstream's tests write.
+
+The scaled DPAS (``xegpu.dpas_mx``, XeVM's ``mma_mx``: Xe3's, which upstream's XeGPU tests
+target; simtify runs it on xe) takes f8E4M3FN / f8E5M2 (K = 32) or f4E2M1FN (K = 64)
+with one f8E8M0FNU scale per 32 of K. Its lanes pack 16 bits: A ``lane_data = [1, 16 /
+bits]``, B ``[16 / bits, 1]``, as upstream's propagation writes them; lane l holds row
+``l % M`` of scale_a (``lane_layout = [16, 1]``) and column l of scale_b.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import IntegerType, VectorType
+
+MX_ELEMENT_BITS = {"f8E4M3FN": 8, "f8E5M2": 8, "f4E2M1FN": 4}
 
 from simtify.errors import SimtifyError
 from simtify.layout.xegpu import XeGPULayout
@@ -21,7 +29,12 @@ def element_bits(t) -> int:
     e = t.element_type if isinstance(t, VectorType) else t
     if isinstance(e, IntegerType):
         return e.width.data
-    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "tf32": 32}.get(str(e), 32)
+    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "tf32": 32, "f8E8M0FNU": 8, **MX_ELEMENT_BITS}.get(str(e), 32)
+
+
+def is_mx(a_type) -> bool:
+    """Whether `a_type` is an element type of the scaled DPAS."""
+    return str(a_type) in MX_ELEMENT_BITS
 
 
 def vnni_factor(bits: int) -> int:
@@ -31,6 +44,9 @@ def vnni_factor(bits: int) -> int:
 
 def dpas_instruction(target: Target, a_type) -> MatrixInstruction:
     name = str(a_type)
+    if is_mx(name):
+        k = 256 // MX_ELEMENT_BITS[name]
+        return MatrixInstruction(f"DPAS_MX_8x16x{k}_{name.upper()}", 8, 16, k, name, name, "f32")
     for mi in target.matrix_instructions:
         if mi.a_type == name:
             return mi
@@ -60,10 +76,21 @@ def dpas_shape(target: Target, a_type, n_c: int, subgroup_size: int) -> tuple[in
 def dpas_lane_layouts(a_type, subgroup_size: int) -> tuple[XeGPULayout, XeGPULayout, XeGPULayout]:
     """Lane layouts of DPAS A, B and C/D."""
     row = (1, subgroup_size)
+    if is_mx(a_type):
+        pack = 16 // element_bits(a_type)
+        return (XeGPULayout(lane_layout=row, lane_data=(1, pack)),
+                XeGPULayout(lane_layout=row, lane_data=(pack, 1)),
+                XeGPULayout(lane_layout=row, lane_data=(1, 1)))
     vnni = vnni_factor(element_bits(a_type))
     return (XeGPULayout(lane_layout=row, lane_data=(1, 1)),
             XeGPULayout(lane_layout=row, lane_data=(vnni, 1)),
             XeGPULayout(lane_layout=row, lane_data=(1, 1)))
+
+
+def mx_scale_lane_layouts(subgroup_size: int) -> tuple[XeGPULayout, XeGPULayout]:
+    """Lane layouts of a scaled DPAS's scale_a (a row per lane) and scale_b (a column)."""
+    return (XeGPULayout(lane_layout=(subgroup_size, 1), lane_data=(1, 1)),
+            XeGPULayout(lane_layout=(1, subgroup_size), lane_data=(1, 1)))
 
 
 def block_load_layout(rank: int, bits: int, packed: bool, subgroup_size: int) -> XeGPULayout:

@@ -104,6 +104,32 @@ def inside(warp: Operation, value: SSAValue) -> bool:
 
 
 
+def crosses_whole(warp: Operation) -> bool:
+    """Whether every value crosses the region uniformly (the same type on both sides)."""
+    y = yield_of(warp)
+    return all(o.type == a.type for o, a in zip(warp.args, body(warp).args)) and \
+        all(r.type == v.type for r, v in zip(warp.results, y.operands))
+
+
+def open_region(warp: Operation) -> None:
+    """Replace a region whose values all cross it whole (`crosses_whole`) by its body,
+    where the region stood: what lane 0 ran on whole-warp values becomes every lane's
+    program — a subgroup's program, as XeGPU's lane stage takes one."""
+    blk, y = body(warp), yield_of(warp)
+    for operand, arg in zip(warp.args, blk.args):
+        arg.replace_by(operand)
+    yielded = list(y.operands)
+    for op in list(blk.ops):
+        if op is y:
+            break
+        op.detach()
+        warp.parent_block().insert_op_before(op, warp)
+    for r, v in zip(warp.results, yielded):
+        r.replace_by(v)
+    warp.detach()
+    warp.erase()
+
+
 # --- types and ratios ----------------------------------------------------------------
 
 

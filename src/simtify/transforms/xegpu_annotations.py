@@ -1,7 +1,8 @@
 """Where XeGPU layouts live in the IR, read and written the way upstream does today.
 
 Anchors carry inherent layouts: ``load_nd``/``store_nd``/``prefetch_nd`` ``layout``, ``dpas``
-``layout_a``/``layout_b``/``layout_cd`` and ``convert_layout``'s two layouts. A descriptor
+``layout_a``/``layout_b``/``layout_cd`` (``dpas_mx`` also ``layout_a_scale``/``layout_b_scale``)
+and ``convert_layout``'s two layouts. A descriptor
 type may carry the layout of its block (older IR); a load with ``transpose`` then
 produces the block's layout transposed. Every other op states the layout of its vector
 result ``i`` in the discardable attribute ``layout_result_i`` (older dpas IR also wrote
@@ -16,7 +17,7 @@ from simtify.ir.xegpu import LayoutAttr, SliceAttr, TensorDescType
 from simtify.layout.xegpu import Layout, XeGPULayout, XeGPUSlice, insert_dims, permute
 
 RESULT_PREFIX = "layout_result_"
-ANCHOR_OPS = ("xegpu.load_nd", "xegpu.store_nd", "xegpu.prefetch_nd", "xegpu.dpas", "xegpu.convert_layout",
+ANCHOR_OPS = ("xegpu.load_nd", "xegpu.store_nd", "xegpu.prefetch_nd", "xegpu.dpas", "xegpu.dpas_mx", "xegpu.convert_layout",
               "xegpu.load", "xegpu.store", "xegpu.prefetch", "xegpu.load_matrix", "xegpu.store_matrix")
 
 
@@ -76,6 +77,11 @@ def dpas_layouts(op: Operation) -> tuple[Layout | None, Layout | None, Layout | 
     cd = _inherent(op, "layout_cd") or of_attr(op.attributes.get(RESULT_PREFIX + "0")) or of_attr(
         op.attributes.get("layout"))
     return _inherent(op, "layout_a"), _inherent(op, "layout_b"), cd
+
+
+def scale_layouts(op: Operation) -> tuple[Layout | None, Layout | None]:
+    """A dpas_mx's stated ``layout_a_scale`` and ``layout_b_scale``."""
+    return _inherent(op, "layout_a_scale"), _inherent(op, "layout_b_scale")
 
 
 def result_layout(op: Operation, i: int) -> Layout | None:

@@ -31,7 +31,7 @@ from simtify.target import get_target
 from simtify.target.xe import check_dpas_shape
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.emit import Emitter
-from simtify.transforms.xegpu_propagate import XeGPULayouts, shape
+from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
 from simtify.transforms.xegpu_pieces.level import XeGPULevel
 from simtify.transforms.xegpu_pieces.rewriter import linear_index
 
@@ -102,6 +102,13 @@ class Blocking(XeGPULevel):
             raise SimtifyError(f"dpas blocks do not line up: A {im}x{ik}, B {ik2}x{in_}, C {jm}x{jn} "
                                f"(inst_data of {a}, {b}, {c})")
         check_dpas_shape(self.target, op.lhs.type.element_type, jm, jn, ik)
+        stated = {"layout_a": a, "layout_b": b, "layout_cd": c}
+        scales = [None, None]
+        if op.name == "xegpu.dpas_mx":
+            scales = [self.scale_blocks(op, v, want) for v, want in ((op.scale_a, (bm, bk)), (op.scale_b, (bk, bn)))]
+            stated.update(layout_a_scale=self.layout_of(op.scale_a) if scales[0] else None,
+                          layout_b_scale=self.layout_of(op.scale_b) if scales[1] else None)
+        layouts = {key: self.piece_layout(x) if x is not None else None for key, x in stated.items()}
         ap, bp = self.pieces(op.lhs), self.pieces(op.rhs)
         cp = self.pieces(op.acc) if op.acc is not None else None
         rt = self.piece_type(op.result)
@@ -109,13 +116,25 @@ class Blocking(XeGPULevel):
         for i, j in product(range(cm), range(cn)):
             acc = cp[i * cn + j] if cp is not None else None
             for k in range(bk):
-                operands = [ap[i * bk + k], bp[k * bn + j]] + ([acc] if acc is not None else [])
-                new = xegpu_ir.DpasOp.build(operands=[operands[0], operands[1], operands[2:]], result_types=[rt])
-                for key, x in (("layout_a", a), ("layout_b", b), ("layout_cd", c)):
-                    notes.set_inherent(new, key, self.piece_layout(x))
-                acc = em.value(new)
+                sa = scales[0][i * bk + k if len(scales[0]) > 1 else 0] if scales[0] else None
+                sb = scales[1][k * bn + j if len(scales[1]) > 1 else 0] if scales[1] else None
+                acc = em.value(self.matrix_piece(op, ap[i * bk + k], bp[k * bn + j], acc, (sa, sb), rt, layouts))
             out.append(acc)
         self.value_pieces[op.result] = out
+
+    op_xegpu_dpas_mx = op_xegpu_dpas
+
+    def scale_blocks(self, op: Operation, v: SSAValue | None, want: tuple[int, int]) -> list[SSAValue] | None:
+        """A dpas_mx scale's blocks: one per block of its operand (a scalar scale: itself)."""
+        if v is None:
+            return None
+        if not is_vector(v):
+            return [self.one(v)]
+        got = self.grid_of(v)
+        if got != want:
+            raise SimtifyError(f"dpas_mx: the scale {shape(v)} is cut into {got[0]}x{got[1]} blocks, its operand into "
+                               f"{want[0]}x{want[1]} (inst_data of {self.layout_of(v)})")
+        return self.pieces(v)
 
     # --- re-cutting a tile ---------------------------------------------------------------
 

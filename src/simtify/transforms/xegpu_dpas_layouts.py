@@ -4,6 +4,10 @@ the DPAS's lanes), what of a C layout the DPAS can compute, and the three layout
 ends up with (its anchors, else derived from C, completed where asked).
 
     %d = xegpu.dpas %a, %b, %c {layout_cd = #C}   // A: sg_data = [m, K], B: [K, n]
+
+A dpas_mx's scales follow A and B with K counted in blocks (K / S elements each): scale_a
+of A ``sg_data = [m, K]``, ``inst_data = [8, 32]`` is ``[m, S]``, ``[8, 1]``, its lanes one
+row each (upstream's rule).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from xdsl.ir import Operation, SSAValue
 from simtify.errors import SimtifyError
 from simtify.layout.xegpu import Layout, XeGPUSlice, build, fields, has, plan, same, subgroup_part
 from simtify.target import Target
-from simtify.target.xe import dpas_instruction, dpas_lane_layouts
+from simtify.target.xe import dpas_instruction, dpas_lane_layouts, mx_scale_lane_layouts
 from simtify.transforms import xegpu_annotations as notes
 from simtify.transforms.xegpu_completion import complete
 
@@ -116,3 +120,45 @@ def dpas_layouts(op: Operation, users_c: Layout | None, *, subgroup_size: int, t
         if b is not None and len(_shape(op.rhs)) == 2:
             b = complete(b, _shape(op.rhs), subgroup_size, role="b", **kw)
     return a, b, c
+
+
+def scale_layout(operand: Layout | None, operand_shape, scale_shape, k_axis: int, subgroup_size: int) -> Layout | None:
+    """The layout of a dpas_mx scale from its operand's (A: `k_axis` 1, B: 0): the same
+    subgroups, instruction blocks and order with K counted in scale blocks; the scaled
+    DPAS's lanes."""
+    if operand is None or isinstance(operand, XeGPUSlice) or len(scale_shape) != 2:
+        return None
+    block = operand_shape[k_axis] // scale_shape[k_axis]
+    f = fields(operand)
+    out = {key: None for key in f}
+
+    def in_blocks(extents):
+        e = list(extents)
+        if e[k_axis] % block:
+            return None
+        e[k_axis] //= block
+        return e
+
+    if f["sg_layout"] is not None:
+        out["sg_layout"] = list(f["sg_layout"])
+        out["sg_data"] = in_blocks([p.D for p in plan(operand, operand_shape)])
+        out["order"] = f["order"]
+        if out["sg_data"] is None:
+            return None
+    if f["inst_data"] is not None:
+        out["inst_data"] = in_blocks(f["inst_data"])
+    if f["lane_layout"] is not None:
+        lanes = mx_scale_lane_layouts(subgroup_size)[1 - k_axis]
+        out["lane_layout"], out["lane_data"] = list(lanes.lane_layout), list(lanes.lane_data)
+    return build(out)
+
+
+def mx_scale_layouts(op: Operation, a: Layout | None, b: Layout | None,
+                     subgroup_size: int) -> tuple[Layout | None, Layout | None]:
+    """scale_a and scale_b of a dpas_mx: its anchors, else from A's and B's layouts."""
+    sa, sb = notes.scale_layouts(op)
+    if sa is None and op.scale_a is not None and len(_shape(op.scale_a)) == 2:
+        sa = scale_layout(a, _shape(op.lhs), _shape(op.scale_a), 1, subgroup_size)
+    if sb is None and op.scale_b is not None and len(_shape(op.scale_b)) == 2:
+        sb = scale_layout(b, _shape(op.rhs), _shape(op.scale_b), 0, subgroup_size)
+    return sa, sb

@@ -23,6 +23,7 @@ from xdsl.ir import Operation
 from simtify.errors import SimtifyError
 from simtify.layout.xegpu import flatten
 from simtify.ir import location_of
+from simtify.transforms import warp_region
 from simtify.transforms.launch import functions, record_launch, recorded_threads
 from simtify.transforms.xegpu_propagate import XeGPULayouts, annotate, propagate
 
@@ -143,10 +144,30 @@ def xegpu_sg_to_lane(module: ModuleOp, opts) -> None:
 def _sg_to_lane(func: Operation, opts) -> None:
     from simtify.transforms.xegpu_sg_to_lane import distribute_to_lanes
 
+    _open_warp_regions(func, _subgroup_size(opts))
     analysis = _analyze(func, opts, inst=False, lanes=True)
     _check_lane_counts(func, analysis)
     distribute_to_lanes(func, analysis)
     verified("xegpu-sg-to-lane", func)
+
+
+def _open_warp_regions(func: Operation, subgroup_size: int) -> None:
+    """A subgroup's XeGPU program may come inside ``gpu.warp_execute_on_lane_0`` (upstream's
+    test pass for lane distribution starts there, the lane id a function argument): the
+    region's body is the subgroup's program, distributed like any other. Values the
+    region hands over already distributed are the warp pipeline's to take."""
+    for warp in warp_region.warp_ops(func):
+        if not any(op.name.startswith("xegpu.") for op in warp.walk()):
+            continue
+        where = location_of(warp)
+        if warp_region.size(warp) != subgroup_size:
+            raise SimtifyError(f"a warp region of {warp_region.size(warp)} lanes around XeGPU code; XeGPU runs "
+                               f"{subgroup_size}-lane subgroups", where)
+        if not warp_region.crosses_whole(warp):
+            raise SimtifyError("xegpu-sg-to-lane distributes the body of a warp region whose values cross it "
+                               "whole; this one hands over distributed values (run the warp pipeline, "
+                               "warp-distribute, on it)", where)
+        warp_region.open_region(warp)
 
 
 def _check_lane_counts(func: Operation, analysis: XeGPULayouts) -> None:

@@ -91,8 +91,10 @@ from simtify.transforms.propagation_engine import (
     is_vector,
 )
 from simtify.transforms.xegpu_completion import complete, complete_gather, is_complete
-from simtify.transforms.xegpu_dpas_layouts import dpas_layouts, runnable_c
+from simtify.transforms.xegpu_dpas_layouts import dpas_layouts, mx_scale_layouts, runnable_c
 from simtify.transforms.xegpu_subgroup_layouts import store_layout
+
+MATRIX_OPS = ("xegpu.dpas", "xegpu.dpas_mx")
 
 
 def shape(v: SSAValue) -> tuple[int, ...]:
@@ -246,6 +248,15 @@ class Dpas(XeGPURule):
     def needs(self, p, op):
         a, b, c = p.dpas_layouts(op)
         return [(op.lhs, a), (op.rhs, b)] + ([(op.acc, c)] if op.acc is not None else [])
+
+
+class DpasMx(Dpas):
+    """As dpas, and the scales as A and B have them (`mx_scale_layouts`)."""
+
+    def needs(self, p, op):
+        sa, sb = p.scale_layouts(op)
+        scales = [(v, lay) for v, lay in ((op.scale_a, sa), (op.scale_b, sb)) if v is not None and is_vector(v)]
+        return super().needs(p, op) + scales
 
 
 class ConvertLayout(XeGPURule):
@@ -417,6 +428,7 @@ RULES: dict[str, OpRule] = {
     "xegpu.load": Gather(),
     "xegpu.store": Gather(),
     "xegpu.dpas": Dpas(),
+    "xegpu.dpas_mx": DpasMx(),
     "xegpu.convert_layout": ConvertLayout(),
     "vector.multi_reduction": MultiReduction(),
     "vector.broadcast": Broadcast(),
@@ -459,7 +471,7 @@ class Propagation(Engine):
         self.tied = carried_ties(self.program)
         # dpas results whose layout comes from their users: they take only what the DPAS
         # runs, and the users convert
-        self.dpas_results = {op.result: op for op in self.program if op.name == "xegpu.dpas"
+        self.dpas_results = {op.result: op for op in self.program if op.name in MATRIX_OPS
                              and notes.dpas_layouts(op)[2] is None}
 
     # --- the family's policy --------------------------------------------------------
@@ -538,6 +550,10 @@ class Propagation(Engine):
         return dpas_layouts(op, self.L(op.result), subgroup_size=self.sg, threads=self.result.threads,
                             target=self.target, inst=self.inst, lanes=self.lanes)
 
+    def scale_layouts(self, op: Operation) -> tuple[Layout | None, Layout | None]:
+        a, b, _ = self.dpas_layouts(op)
+        return mx_scale_layouts(op, a, b, self.sg)
+
     # --- the fixed point: the engine's flow, then XeGPU's defaults -------------------
 
     def flow(self, ops: list[Operation] | None = None) -> None:
@@ -552,7 +568,7 @@ class Propagation(Engine):
         if self.result.workgroup_level or not (self.inst or self.lanes):
             return
         for op in self.program:
-            if op.name == "xegpu.dpas" and self.L(op.result) is None:
+            if op.name in MATRIX_OPS and self.L(op.result) is None:
                 self.assign(op.result, complete(None, shape(op.result), self.sg, role="c", inst=self.inst,
                                                 lanes=self.lanes, target=self.target,
                                                 a_type=op.lhs.type.element_type))
@@ -719,9 +735,13 @@ def annotate(analysis: XeGPULayouts) -> None:
                 notes.set_result_layout(op, 0, None)
         elif name == "xegpu.store_nd":
             notes.set_inherent(op, "layout", L(op.value))
-        elif name == "xegpu.dpas":
+        elif name in MATRIX_OPS:
             notes.clear(op)
-            for key, v in (("layout_a", op.lhs), ("layout_b", op.rhs), ("layout_cd", op.result)):
+            keyed = [("layout_a", op.lhs), ("layout_b", op.rhs), ("layout_cd", op.result)]
+            if name == "xegpu.dpas_mx":
+                keyed += [(k, v) for k, v in (("layout_a_scale", op.scale_a), ("layout_b_scale", op.scale_b))
+                          if v is not None and is_vector(v)]
+            for key, v in keyed:
                 notes.set_inherent(op, key, L(v))
         elif name == "xegpu.convert_layout":
             continue

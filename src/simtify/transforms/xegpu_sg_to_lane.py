@@ -44,7 +44,8 @@ from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
 from simtify.layout.xegpu import (Layout, XeGPULayout, XeGPUSlice, flatten, has, kept_dims, lane_slice, linear_strides, plan,
                                   remove_dims)
-from simtify.target.xe import block_load_layout, check_dpas_shape, dpas_lane_layouts, element_bits, vnni_factor
+from simtify.target.xe import (block_load_layout, check_dpas_shape, dpas_lane_layouts, element_bits,
+                               mx_scale_lane_layouts, vnni_factor)
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
 from simtify.transforms.launch import recorded_threads
 from simtify.transforms.xegpu_pieces.block_access import flat_type, flattened
@@ -334,6 +335,36 @@ class LaneDistribution(XeGPULevel):
         # the lanes are the target's DPAS lanes (checked above): the op states no layouts, as upstream's
         d = em.value(xegpu_ir.DpasOp.build(operands=[flat[0], flat[1], flat[2:]], result_types=[rt]))
         self.value_pieces[op.result] = [em.shape_cast(d, self.piece_type(op.result))]
+
+    def op_xegpu_dpas_mx(self, op: Operation, em: Emitter) -> None:
+        """Each lane's fragments of A, B, C and the scales into one lane-level dpas_mx. Where
+        an operand's lanes are not the scaled DPAS's (`simtify.target.xe`) the op states
+        them, so that it still says which lane holds what (upstream's test inputs use
+        others, and shapes the hardware does not run)."""
+        sg = self.analysis.subgroup_size
+        want = dpas_lane_layouts(op.lhs.type.element_type, sg) + mx_scale_lane_layouts(sg)
+        keyed = [("layout_a", op.lhs), ("layout_b", op.rhs), ("layout_cd", op.result), ("layout_a_scale", op.scale_a),
+                 ("layout_b_scale", op.scale_b)]
+        layouts = {}
+        for (key, v), need in zip(keyed, want):
+            if v is None or not is_vector(v):
+                continue
+            got = self.layout_of(v)
+            if got is None:
+                raise SimtifyError(f"dpas_mx: its {key[7:] or 'operand'} ({v.type}) has no layout to distribute it by")
+            if not self.analysis.same(got, need, shape(v)):
+                layouts[key] = got
+
+        def lane_value(v):
+            if v is None:
+                return None
+            return flattened(self.one(v), em) if is_vector(v) else self.one(v)
+
+        rt = VectorType(op.result.type.element_type, [prod(self.piece_shape(self.layout_of(op.result),
+                                                                            shape(op.result)))])
+        new = self.matrix_piece(op, lane_value(op.lhs), lane_value(op.rhs), lane_value(op.acc),
+                                (lane_value(op.scale_a), lane_value(op.scale_b)), rt, layouts)
+        self.value_pieces[op.result] = [em.shape_cast(em.value(new), self.piece_type(op.result))]
 
     # --- across lanes ---------------------------------------------------------------------
 

@@ -218,24 +218,47 @@ class SubgroupDistribution(XeGPULevel):
             if offs.shape[1] != 1 or size != k:
                 raise SimtifyError(f"dpas: {what}'s layout gives a subgroup {size} of the K = {k} elements in "
                                    f"{offs.shape[1]} round(s); each subgroup needs the whole K of its C tiles")
-        if oa[0][0] != oc[0][0] or not np.array_equal(oa[0][1], oc[0][1]):
-            raise SimtifyError(f"dpas: layout_a {a} does not give each subgroup the A rows of its C tiles "
-                               f"(layout_cd {c})")
-        if ob[1][0] != oc[1][0] or not np.array_equal(ob[1][1], oc[1][1]):
-            raise SimtifyError(f"dpas: layout_b {b} does not give each subgroup the B columns of its C tiles "
-                               f"(layout_cd {c})")
+        self.check_rows(op, "layout_a", a, oa[0], c, oc[0], "A rows")
+        self.check_rows(op, "layout_b", b, ob[1], c, oc[1], "B columns")
+        scales = [None, None]
+        if op.name == "xegpu.dpas_mx":
+            for i, (v, axis) in enumerate(((op.scale_a, 0), (op.scale_b, 1))):
+                if v is None or not is_vector(v):
+                    scales[i] = [self.one(v)] if v is not None else None
+                    continue
+                lay = self.layout_of(v)
+                offs = self.host_offsets(lay, shape(v))
+                size, k_offs = offs[1 - axis]
+                if k_offs.shape[1] != 1 or size != shape(v)[1 - axis]:
+                    raise SimtifyError(f"dpas_mx: {('scale_a', 'scale_b')[i]}'s layout gives a subgroup {size} of its "
+                                       f"{shape(v)[1 - axis]} blocks along K; each subgroup needs them all")
+                self.check_rows(op, ("layout_a_scale", "layout_b_scale")[i], lay, offs[axis], c, oc[axis],
+                                ("scale_a rows", "scale_b columns")[i])
+                scales[i] = self.pieces(v)
         ap, bp = self.pieces(op.lhs), self.pieces(op.rhs)
         cp = self.pieces(op.acc) if op.acc is not None else None
         rm, rn = self.grid_of(op.result)
+        stated = {"layout_a": a, "layout_b": b, "layout_cd": c}
+        if op.name == "xegpu.dpas_mx":
+            stated.update(layout_a_scale=self.layout_of(op.scale_a) if scales[0] else None,
+                          layout_b_scale=self.layout_of(op.scale_b) if scales[1] else None)
+        layouts = {key: self.piece_layout(x) if x is not None else None for key, x in stated.items()}
         out = []
         for i, j in product(range(rm), range(rn)):
-            operands = [ap[i], bp[j]] + ([cp[i * rn + j]] if cp is not None else [])
-            new = xegpu_ir.DpasOp.build(operands=[operands[0], operands[1], operands[2:]],
-                                        result_types=[self.piece_type(op.result)])
-            for key, x in (("layout_a", a), ("layout_b", b), ("layout_cd", c)):
-                notes.set_inherent(new, key, self.piece_layout(x))
-            out.append(em.value(new))
+            sa = scales[0][i if len(scales[0]) > 1 else 0] if scales[0] else None
+            sb = scales[1][j if len(scales[1]) > 1 else 0] if scales[1] else None
+            acc = cp[i * rn + j] if cp is not None else None
+            out.append(em.value(self.matrix_piece(op, ap[i], bp[j], acc, (sa, sb), self.piece_type(op.result),
+                                                  layouts)))
         self.value_pieces[op.result] = out
+
+    op_xegpu_dpas_mx = op_xegpu_dpas
+
+    def check_rows(self, op: Operation, key: str, have, have_offs, c, c_offs, what: str) -> None:
+        """Each subgroup's tiles of an operand along M (N) are its C tiles'."""
+        if have_offs[0] != c_offs[0] or not np.array_equal(have_offs[1], c_offs[1]):
+            raise SimtifyError(f"{op.name[6:]}: {key} {have} does not give each subgroup the {what} of its C tiles "
+                               f"(layout_cd {c})")
 
     # --- across subgroups: shared local memory --------------------------------------------
 

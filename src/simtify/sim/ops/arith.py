@@ -7,7 +7,7 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 from simtify.sim.handlers import handles
-from simtify.sim.types import dtype_of, element_type, fit
+from simtify.sim.types import bit_width, bits_of, dtype_of, element_type, fit, from_bits
 from simtify.sim.values import constant, prop
 
 CMPI = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
@@ -155,8 +155,10 @@ def _cast_unsigned(sim, op):
 
 @handles("arith.bitcast")
 def _bitcast(sim, op):
+    """Through the bit patterns: bf16 and the narrow floats are held wider than they are."""
     (a,) = _args(sim, op)
-    dt = dtype_of(op.results[0].type)
-    if a.dtype.itemsize != dt.itemsize:
-        raise SimtifyError("bitcast between types of different width (bf16 is held as f32 here)")
-    return [np.ascontiguousarray(a).view(dt)]
+    src, dst = op.operands[0].type, op.results[0].type
+    if bit_width(src) != bit_width(dst):
+        raise SimtifyError(f"bitcast between types of different widths: {element_type(src)} has "
+                           f"{bit_width(src)} bits, {element_type(dst)} {bit_width(dst)}")
+    return [from_bits(bits_of(a, src), dst)]

@@ -14,7 +14,7 @@ from simtify.errors import SimtifyError
 from simtify.sim.affine_eval import result_dims
 from simtify.sim.handlers import handles
 from simtify.sim.memory import SplitThreads
-from simtify.sim.types import dtype_of, fit, held_as_is, shape_of
+from simtify.sim.types import bit_width, bits_of, dtype_of, fit, from_bits, held_as_is, shape_of
 from simtify.sim.values import bool_array, int_array, lead
 
 KINDS = {
@@ -722,9 +722,18 @@ def _constant_mask(sim, op):
 
 @handles("vector.bitcast")
 def _bitcast(sim, op):
-    src = np.ascontiguousarray(_v(sim, op.source))
-    dt = dtype_of(op.results[0].type)
-    return [src.view(dt).reshape(src.shape[:2] + shape_of(op.results[0].type))]
+    """The innermost dim's bits re-read as the result's elements, the first element in the
+    lowest bits (little-endian, as the targets lay vectors out in memory)."""
+    src_t, dst_t = op.source.type, op.results[0].type
+    bits = bits_of(_v(sim, op.source), src_t)
+    ws, wd = bit_width(src_t), bit_width(dst_t)
+    if ws > wd:  # each element splits into ws/wd pieces, low bits first
+        shifts = np.arange(ws // wd, dtype=np.uint64) * np.uint64(wd)
+        bits = (bits[..., None] >> shifts) & np.uint64((1 << wd) - 1)
+    elif ws < wd:  # wd/ws elements make one, the first in the low bits
+        shifts = np.arange(wd // ws, dtype=np.uint64) * np.uint64(ws)
+        bits = np.bitwise_or.reduce(bits.reshape(bits.shape[:-1] + (-1, wd // ws)) << shifts, axis=-1)
+    return [from_bits(bits, dst_t).reshape(bits.shape[:2] + shape_of(dst_t))]
 
 
 @handles("vector.interleave")

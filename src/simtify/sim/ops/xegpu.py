@@ -16,7 +16,15 @@ and its layout. Load, store and DPAS read their level off the vector shapes:
 
 Named barriers: ``nbarrier_wait`` is a workgroup barrier, allocating, initialising and
 arriving change nothing; ``fence`` changes nothing (memory here is sequentially
-consistent). ``dpas_mx`` is read and printed but not run.
+consistent).
+
+``dpas_mx`` multiplies microscaled operands: A (M×K) and B (K×N) in f8E4M3FN, f8E5M2 or
+f4E2M1FN, each block of K scaled by its f8E8M0FNU scale — ``scale_a`` is M×S (row m's
+block j), ``scale_b`` S×N, a block being K/S elements (32 on the hardware: one scale for
+f8's K = 32, two for f4's K = 64, as XeVM's ``mma_mx`` takes them); a scalar scale scales
+the whole operand, a missing one is 1. ``D = C + (A·sa) @ (B·sb)``, exact until the
+result is rounded to its type. At lane level the scales are fragments too, held as the
+op's layouts say, else as `simtify.target.xe` gives the scaled DPAS's lanes.
 
 ``update_nd_offset`` (older IR) gives a descriptor whose origin moved by its offsets
 along the descriptor's (innermost) dims; descriptors ride loops and branches as values.
@@ -58,7 +66,7 @@ from simtify.sim.memory import MemRef
 from simtify.sim.handlers import handles
 from simtify.sim.types import byte_width, dtype_of, fit, shape_of
 from simtify.sim.values import lead
-from simtify.target.xe import block_load_layout, dpas_lane_layouts, dpas_shape, element_bits
+from simtify.target.xe import block_load_layout, dpas_lane_layouts, dpas_shape, element_bits, mx_scale_lane_layouts
 
 
 @dataclass(eq=False)
@@ -340,16 +348,69 @@ def _dpas(sim, op):
         return [_dpas_fragments(sim, op, a, b, c)]
     if len(shape_of(op.rhs.type)) == 3:
         b = _unpack_b(b)
+    return [_whole_tiles(sim, rt, [_wide(a, rt), _wide(b, rt)], c, lambda a, b: np.matmul(a, b))]
+
+
+def _whole_tiles(sim, rt, operands: list, c, product):
+    """``C + product(*operands)`` on whole tiles; in a SIMT program the subgroup's
+    (subgroup-uniform) tiles are multiplied once and every lane gets the result."""
     cooperative = sim.T > 1 and sim.T % sim.subgroup_size == 0
     if cooperative:
-        a, b = _per_subgroup(sim, a), _per_subgroup(sim, b)
+        operands = [_per_subgroup(sim, x) for x in operands]
         c = _per_subgroup(sim, c) if c is not None else None
-    d = np.matmul(_wide(a, rt), _wide(b, rt))
+    d = product(*operands)
     if c is not None:
         d = d + _wide(c, rt)
     if cooperative and d.shape[1] > 1:
         d = np.repeat(d, sim.subgroup_size, axis=1)
-    return [fit(d, rt)]
+    return fit(d, rt)
+
+
+def scaled_product(a, b, sa, sb) -> np.ndarray:
+    """``(A·sa) @ (B·sb)`` on the trailing two axes, exact (float64): block j of K (K/S
+    elements) of row m of A is scaled by ``sa[m, j]``, of column n of B by ``sb[j, n]``
+    (a scalar scale comes as one 1x1 block); None is 1."""
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    k = a.shape[-1]
+    if sa is not None:
+        a = a * np.repeat(sa.astype(np.float64), k // sa.shape[-1], axis=-1)
+    if sb is not None:
+        b = b * np.repeat(sb.astype(np.float64), k // sb.shape[-2], axis=-2)
+    return np.matmul(a, b)
+
+
+def _scale_values(sim, v) -> np.ndarray | None:
+    """A scale operand's values, a scalar one as a 1x1 block."""
+    if v is None:
+        return None
+    x = lead(sim.get(v))
+    return x if shape_of(v.type) else x.reshape(x.shape + (1, 1))
+
+
+def _check_scale_blocks(k: int, sa_shape, sb_shape) -> None:
+    for what, shape, axis in (("scale_a", sa_shape, -1), ("scale_b", sb_shape, -2)):
+        if shape is not None and len(shape) >= 2 and (shape[axis] == 0 or k % shape[axis]):
+            raise SimtifyError(f"dpas_mx: {what} has {shape[axis]} blocks along K, which do not divide K = {k}")
+
+
+@handles("xegpu.dpas_mx")
+def _dpas_mx(sim, op):
+    rt = op.result.type
+    a, b = lead(sim.get(op.lhs)), lead(sim.get(op.rhs))
+    c = lead(sim.get(op.acc)) if op.acc is not None else None
+    sa, sb = _scale_values(sim, op.scale_a), _scale_values(sim, op.scale_b)
+    if len(shape_of(op.lhs.type)) == 1:
+        return [_dpas_mx_fragments(sim, op, a, b, c, sa, sb)]
+    _check_scale_blocks(shape_of(op.lhs.type)[-1], sa.shape[-2:] if sa is not None else None,
+                        sb.shape[-2:] if sb is not None else None)
+    operands = [a, b] + [x for x in (sa, sb) if x is not None]
+    present = (sa is not None, sb is not None)
+
+    def product(a, b, *scales):
+        it = iter(scales)
+        return scaled_product(a, b, next(it) if present[0] else None, next(it) if present[1] else None)
+
+    return [_whole_tiles(sim, rt, operands, c, product)]
 
 
 def _gather_tile(frag: np.ndarray, coords: np.ndarray, shape, sg: int) -> np.ndarray:
@@ -394,9 +455,68 @@ def _dpas_fragments(sim, op, a, b, c):
     return fit(out.reshape(sim.W, T, -1), rt)
 
 
+def _lane_tile(layout, per_lane: int, known: int, axis: int, sg: int, what: str) -> tuple[int, int]:
+    """The 2-D tile whose `axis` is `known` and whose other extent gives each lane
+    `per_lane` elements under `layout`: the largest such (a smaller one would have lanes
+    share what they hold), at most the subgroup's elements over `known`."""
+    for extent in range(per_lane * sg // known, 0, -1):
+        shape = (known, extent) if axis == 0 else (extent, known)
+        if not layout.fits(shape):
+            continue
+        if layout.ownership(shape, sg, sg).coords.shape[1] == per_lane:
+            return shape
+    raise SimtifyError(f"dpas_mx {what}: no tile with {known} along dim {axis} gives each lane {per_lane} "
+                       f"elements under {layout}")
+
+
+def _dpas_mx_fragments(sim, op, a, b, c, sa, sb):
+    """A lane-level dpas_mx: the subgroup's fragments of A, B, C and the scales gathered
+    into tiles by their lane layouts, multiplied as a whole dpas_mx, handed back."""
+    sg = sim.subgroup_size
+    if sim.T % sg:
+        raise SimtifyError(f"a lane-level dpas_mx needs whole subgroups of {sg} lanes")
+    rt = op.result.type
+    keys = ("layout_a", "layout_b", "layout_cd", "layout_a_scale", "layout_b_scale")
+    defaults = dpas_lane_layouts(op.lhs.type.element_type, sg) + mx_scale_lane_layouts(sg)
+    lay = {k: _layout_attr(getattr(op, k)) or d for k, d in zip(keys, defaults)}
+    cd = lay["layout_cd"]
+    n = cd.lane_layout[-1] * cd.lane_data[-1]
+    per = {"C": shape_of(rt)[0], "A": shape_of(op.lhs.type)[0], "B": shape_of(op.rhs.type)[0]}
+    m = _lane_tile(cd, per["C"], n, 1, sg, "C")[0]
+    k = _lane_tile(lay["layout_a"], per["A"], m, 0, sg, "A")[1]
+    shapes = {"A": (m, k), "B": (k, n), "C": (m, n)}
+    got = lay["layout_b"].ownership(shapes["B"], sg, sg).coords.shape[1]
+    if got != per["B"]:
+        raise SimtifyError(f"dpas_mx B: the lane layout gives {got} elements per lane of the {m}x{n}x{k} "
+                           f"operation, the fragment has {per['B']}")
+    T = sim.T
+
+    def tile(x, layout, shape):
+        full = np.broadcast_to(x.astype(np.float64), (sim.W, T) + x.shape[2:])
+        return _gather_tile(full.reshape(sim.W, T, -1), layout.ownership(shape, sg, sg).coords, shape, sg)
+
+    A = tile(a, lay["layout_a"], shapes["A"])
+    B = tile(b, lay["layout_b"], shapes["B"])
+    scales = []
+    for x, key, known, axis, v in ((sa, "layout_a_scale", m, 0, op.scale_a), (sb, "layout_b_scale", n, 1, op.scale_b)):
+        if x is None or not shape_of(v.type):  # a scalar: the subgroup's one value
+            scales.append(x if x is None else _per_subgroup(sim, x))
+            continue
+        shape = _lane_tile(lay[key], shape_of(v.type)[0], known, axis, sg, key)
+        scales.append(tile(x, lay[key], shape))
+    _check_scale_blocks(k, scales[0].shape[2:] if scales[0] is not None else None,
+                        scales[1].shape[2:] if scales[1] is not None else None)
+    D = scaled_product(A, B, *scales)
+    if c is not None:
+        D = D + tile(c, cd, shapes["C"])
+    flat = ravel(tuple(np.moveaxis(cd.ownership(shapes["C"], sg, sg).coords, -1, 0)), shapes["C"])  # [sg, P]
+    out = D.reshape(sim.W, T // sg, -1)[:, :, flat]
+    return fit(out.reshape(sim.W, T, -1), rt)
+
+
 def is_lane_level(op) -> bool:
     """An XeGPU op on lane fragments (what makes a program without gpu ids SIMT-level)."""
-    if op.name == "xegpu.dpas":
+    if op.name in ("xegpu.dpas", "xegpu.dpas_mx"):
         return len(shape_of(op.lhs.type)) == 1
     if op.name in ("xegpu.load_nd", "xegpu.store_nd"):
         block = op.tensor_desc.type

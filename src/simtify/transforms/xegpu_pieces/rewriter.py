@@ -186,6 +186,21 @@ class PieceRewriter:
     def grid_of(self, v: SSAValue) -> tuple[int, ...]:
         return self.grid(self.layout_of(v), shape(v))
 
+    def matrix_piece(self, op: Operation, a: SSAValue, b: SSAValue, acc: SSAValue | None, scales, result_type,
+                     layouts: dict) -> Operation:
+        """A dpas (or dpas_mx, with its `scales`) on pieces, stating the pieces' `layouts`
+        (key -> layout, None: none stated)."""
+        if op.name == "xegpu.dpas_mx":
+            given = dict(lhs=a, rhs=b, acc=acc, scale_a=scales[0], scale_b=scales[1])
+            operands = [[given[name]] if given[name] is not None else []
+                        for name, _ in xegpu_ir.DpasMxOp.get_irdl_definition().operands]
+            new = xegpu_ir.DpasMxOp.build(operands=operands, result_types=[result_type])
+        else:
+            new = xegpu_ir.DpasOp.build(operands=[a, b, [acc] if acc is not None else []], result_types=[result_type])
+        for key, lay in layouts.items():
+            notes.set_inherent(new, key, lay)
+        return new
+
     def annotate(self, op: Operation, old: SSAValue, i: int = 0) -> Operation:
         notes.set_result_layout(op, i, self.piece_layout(self.layout_of(old)))
         return op
