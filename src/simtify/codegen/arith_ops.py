@@ -15,10 +15,10 @@ from simtify.codegen.c_types import (
     int_literal,
     int_width,
     is_float,
-    shape_of,
 )
 from simtify.codegen.c_values import Val
 from simtify.codegen.expressions import paren
+from simtify.ir.vector import shape_of
 
 
 class ArithmeticOps:

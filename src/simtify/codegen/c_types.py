@@ -6,26 +6,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from xdsl.dialects.builtin import AnyFloat, IntegerType, MemRefType, VectorType
+from xdsl.dialects.builtin import AnyFloat, IntegerType
 
-
-def element_type(t):
-    return t.element_type if isinstance(t, (VectorType, MemRefType)) else t
-
-
-def shape_of(t) -> tuple[int, ...]:
-    return tuple(t.get_shape()) if isinstance(t, VectorType) else ()
+from simtify.ir.vector import element_type_of
 
 
 def int_width(t) -> int | None:
-    e = element_type(t)
+    e = element_type_of(t)
     if isinstance(e, IntegerType):
         return e.width.data
     return None
 
 
 def is_float(t) -> bool:
-    return isinstance(element_type(t), AnyFloat)
+    return isinstance(element_type_of(t), AnyFloat)
 
 
 def byte_width_of(ctype: str) -> int:

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 from xdsl.ir import SSAValue
 
-from simtify.codegen.c_types import shape_of
 from simtify.codegen.c_values import Val
 from simtify.codegen.expressions import Fact, paren
+from simtify.ir.vector import shape_of
 
 
 class ControlFlowOps:

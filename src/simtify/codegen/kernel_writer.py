@@ -29,7 +29,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from simtify.codegen.arith_ops import ArithmeticOps
 from simtify.codegen.c_names import NAME_LIKE, RESERVED, Names
-from simtify.codegen.c_types import element_type, int_literal, shape_of
+from simtify.codegen.c_types import int_literal
 from simtify.codegen.c_values import Mem, Val
 from simtify.codegen.control_flow import ControlFlowOps
 from simtify.codegen.expressions import Fact, Lin, paren, pow2_divisor
@@ -44,6 +44,7 @@ from simtify.codegen.vector_transfers import TransferOps
 from simtify.errors import SimtifyError
 from simtify.ir import location_of
 from simtify.ir.effects import is_pure
+from simtify.ir.vector import element_type_of, shape_of
 
 XE_ONLY = "XeGPU code runs on Intel Xe GPUs, which have no CUDA or HIP; simulate it instead: simtify run --target xe"
 
@@ -105,7 +106,7 @@ class KernelWriter(ArithmeticOps, IndexOps, MemoryOps, TransferOps, VectorOps, R
         return "long long" if big else "int"
 
     def ctype(self, t, op: Operation | None = None) -> str:
-        e = element_type(t)
+        e = element_type_of(t)
         if isinstance(e, IndexType):
             return self.index_t
         if isinstance(e, IntegerType):
@@ -153,7 +154,7 @@ class KernelWriter(ArithmeticOps, IndexOps, MemoryOps, TransferOps, VectorOps, R
             raise SimtifyError(f"memref {v.name_hint or ''} is not known to the code generator") from None
 
     def const_int(self, v: SSAValue) -> int | None:
-        l = self.lin(v) if v in self.vals and isinstance(element_type(v.type), (IndexType, IntegerType)) else None
+        l = self.lin(v) if v in self.vals and isinstance(element_type_of(v.type), (IndexType, IntegerType)) else None
         return l.const if l is not None and l.is_const else None
 
     def fact(self, lin: Lin) -> Fact:

@@ -11,10 +11,11 @@ from math import prod
 import numpy as np
 from xdsl.ir import OpResult, SSAValue
 
-from simtify.codegen.c_types import byte_width_of, shape_of
+from simtify.codegen.c_types import byte_width_of
 from simtify.codegen.c_values import Val
 from simtify.codegen.expressions import Lin, paren
 from simtify.codegen.op_attributes import static_or_dynamic
+from simtify.ir.vector import shape_of
 
 
 class VectorOps:

@@ -8,9 +8,9 @@ from math import prod
 
 from xdsl.dialects.builtin import MemRefType
 
-from simtify.codegen.c_types import shape_of
 from simtify.codegen.c_values import Mem, Val
 from simtify.codegen.expressions import Lin, paren
+from simtify.ir.vector import shape_of
 
 
 class TransferOps:

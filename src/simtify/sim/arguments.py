@@ -28,11 +28,12 @@ import numpy as np
 from xdsl.dialects.builtin import MemRefType, TensorType, VectorType
 
 from simtify.errors import SimtifyError
+from simtify.ir.vector import shape_of
 from simtify.ir.xegpu import MemDescType, TensorDescType
 from simtify.sim.memory import GLOBAL, Buffer, MemRef
 from simtify.sim.narrow_floats import narrow_format, random_values
 from simtify.sim.ops.xegpu import MatrixView, descriptor_over, matrix_view
-from simtify.sim.types import dtype_of, fit, shape_of
+from simtify.sim.types import dtype_of, fit
 
 # The most elements one argument (or one workgroup's largest value) may hold: beyond it the
 # simulator would need gigabytes, so it refuses instead of exhausting memory.

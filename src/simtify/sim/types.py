@@ -10,23 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type
-from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType, VectorType
+from xdsl.dialects.builtin import IndexType, IntegerType
 
 from simtify.errors import SimtifyError
+from simtify.ir.vector import element_type_of
 from simtify.sim.narrow_floats import narrow_format
-
-
-def element_type(t):
-    return t.element_type if isinstance(t, (VectorType, MemRefType)) else t
-
-
-def shape_of(t) -> tuple[int, ...]:
-    return tuple(t.get_shape()) if isinstance(t, VectorType) else ()
 
 
 def dtype_of(t) -> np.dtype:
     """The numpy dtype holding values of scalar or vector type `t`."""
-    e = element_type(t)
+    e = element_type_of(t)
     if isinstance(e, IndexType):
         return np.dtype(np.int64)
     if isinstance(e, IntegerType):
@@ -49,7 +42,7 @@ def dtype_of(t) -> np.dtype:
 
 def byte_width(t) -> int:
     """Bytes one element of `t` occupies in memory (index: 8, i1: 1, bf16: 2)."""
-    e = element_type(t)
+    e = element_type_of(t)
     if isinstance(e, IndexType):
         return 8
     if isinstance(e, IntegerType):
@@ -66,7 +59,7 @@ def byte_width(t) -> int:
 
 
 def is_bf16(t) -> bool:
-    return isinstance(element_type(t), BFloat16Type)
+    return isinstance(element_type_of(t), BFloat16Type)
 
 
 def round_bf16(a: np.ndarray) -> np.ndarray:
@@ -86,14 +79,14 @@ def _odd_width(e) -> bool:
 def held_as_is(dtype: np.dtype, t) -> bool:
     """Whether values of numpy `dtype` are values of `t` unchanged (`fit` returns them
     as they are)."""
-    e = element_type(t)
+    e = element_type_of(t)
     return dtype == dtype_of(t) and not is_bf16(t) and not _odd_width(e) and narrow_format(e) is None
 
 
 def fit(value: np.ndarray, t) -> np.ndarray:
     """`value` converted to the numpy type of `t`, wrapping integers as MLIR does."""
     dt = dtype_of(t)
-    e = element_type(t)
+    e = element_type_of(t)
     value = np.asarray(value)
     if _odd_width(e):
         w = e.width.data
@@ -118,7 +111,7 @@ def undefined(dt: np.dtype):
 
 def bit_width(t) -> int:
     """Bits of one element of `t` as a bitcast sees them (bf16: 16, f4E2M1FN: 4)."""
-    e = element_type(t)
+    e = element_type_of(t)
     narrow = narrow_format(e)
     if narrow is not None:
         return narrow.bits
@@ -131,7 +124,7 @@ def bit_width(t) -> int:
 
 def bits_of(values: np.ndarray, t) -> np.ndarray:
     """The bit patterns (uint64) of values of element type `t`."""
-    e = element_type(t)
+    e = element_type_of(t)
     w = bit_width(e)
     narrow = narrow_format(e)
     if narrow is not None:
@@ -147,8 +140,7 @@ def bits_of(values: np.ndarray, t) -> np.ndarray:
 
 def from_bits(bits: np.ndarray, t) -> np.ndarray:
     """Values of element type `t` from their bit patterns (uint64)."""
-    e = element_type(t)
-    w = bit_width(e)
+    e = element_type_of(t)
     narrow = narrow_format(e)
     bits = np.asarray(bits, dtype=np.uint64)
     if narrow is not None:

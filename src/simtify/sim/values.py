@@ -12,7 +12,8 @@ from xdsl.dialects.builtin import (
 )
 
 from simtify.errors import SimtifyError
-from simtify.sim.types import fit, shape_of
+from simtify.ir.vector import shape_of
+from simtify.sim.types import fit
 
 
 def constant(attr, t) -> np.ndarray:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from simtify.errors import SimtifyError
+from simtify.ir.vector import element_type_of
 from simtify.sim.handlers import handles
-from simtify.sim.types import bit_width, bits_of, dtype_of, element_type, fit, from_bits
+from simtify.sim.types import bit_width, bits_of, dtype_of, fit, from_bits
 from simtify.sim.values import constant, prop
 
 CMPI = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
@@ -145,7 +146,7 @@ def _cast(sim, op):
 @handles("arith.index_castui", "arith.extui", "arith.uitofp", "arith.fptoui")
 def _cast_unsigned(sim, op):
     (a,) = _args(sim, op)
-    src = element_type(op.operands[0].type)
+    src = element_type_of(op.operands[0].type)
     if op.name == "arith.fptoui":
         return [fit(_quiet(lambda: a.astype(np.uint64)).astype(np.int64), op.results[0].type)]
     u = _unsigned(a) if a.dtype.kind in "ib" else a
@@ -159,6 +160,6 @@ def _bitcast(sim, op):
     (a,) = _args(sim, op)
     src, dst = op.operands[0].type, op.results[0].type
     if bit_width(src) != bit_width(dst):
-        raise SimtifyError(f"bitcast between types of different widths: {element_type(src)} has "
-                           f"{bit_width(src)} bits, {element_type(dst)} {bit_width(dst)}")
+        raise SimtifyError(f"bitcast between types of different widths: {element_type_of(src)} has "
+                           f"{bit_width(src)} bits, {element_type_of(dst)} {bit_width(dst)}")
     return [from_bits(bits_of(a, src), dst)]

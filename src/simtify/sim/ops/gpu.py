@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from simtify.errors import SimtifyError
+from simtify.ir.vector import shape_of
 from simtify.sim.handlers import handles
 from simtify.sim.memory import SplitThreads
 from simtify.sim.ops.vector import reduce
 from simtify.sim.report import Finding, id_ranges
-from simtify.sim.types import byte_width, fit, shape_of, undefined
+from simtify.sim.types import byte_width, fit, undefined
 from simtify.sim.values import lead
 
 AXIS = {"x": 0, "y": 1, "z": 2}

@@ -11,8 +11,9 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from simtify.errors import SimtifyError
+from simtify.ir.vector import shape_of
 from simtify.sim.handlers import handles
-from simtify.sim.types import fit, shape_of
+from simtify.sim.types import fit
 from simtify.sim.values import lead
 
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 import numpy as np
 
 from simtify.errors import SimtifyError
+from simtify.ir.vector import shape_of
 from simtify.sim.dispatch import binding_name, forall_trip_counts, forall_workgroup_dims
 from simtify.sim.memory import MemRef
 from simtify.sim.handlers import handles
 from simtify.sim.ops.gpu import block_coord
 from simtify.sim.ops.memref import type_strides
-from simtify.sim.types import dtype_of, shape_of, undefined
+from simtify.sim.types import dtype_of, undefined
 
 
 @handles("hal.interface.binding.subspan")

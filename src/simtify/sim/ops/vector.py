@@ -11,10 +11,11 @@ from math import prod
 import numpy as np
 
 from simtify.errors import SimtifyError
+from simtify.ir.vector import shape_of
 from simtify.sim.affine_eval import result_dims
 from simtify.sim.handlers import handles
 from simtify.sim.memory import SplitThreads
-from simtify.sim.types import bit_width, bits_of, dtype_of, fit, from_bits, held_as_is, shape_of
+from simtify.sim.types import bit_width, bits_of, dtype_of, fit, from_bits, held_as_is
 from simtify.sim.values import bool_array, int_array, lead
 
 KINDS = {

@@ -54,6 +54,7 @@ from math import prod
 
 import numpy as np
 
+from simtify.ir.vector import shape_of
 from simtify.layout.ownership import ravel, unravel
 from xdsl.dialects.builtin import MemRefType
 
@@ -64,7 +65,7 @@ from simtify.layout.xegpu import insert_dims
 from simtify.sim.address_space import resolve
 from simtify.sim.memory import MemRef
 from simtify.sim.handlers import handles
-from simtify.sim.types import byte_width, dtype_of, fit, shape_of
+from simtify.sim.types import byte_width, dtype_of, fit
 from simtify.sim.values import lead
 from simtify.target.xe import block_load_layout, dpas_lane_layouts, dpas_shape, element_bits, mx_scale_lane_layouts
 

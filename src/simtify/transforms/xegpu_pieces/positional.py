@@ -26,7 +26,7 @@ from math import prod
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, IntegerType, VectorType, i1
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, VectorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
