@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from math import prod
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType, TensorType, VectorType
+from xdsl.dialects.builtin import MemRefType, TensorType
 
 from simtify.errors import SimtifyError
-from simtify.ir.vector import shape_of
+from simtify.ir.vector import element_type_of, shape_of
 from simtify.ir.xegpu import MemDescType, TensorDescType
 from simtify.sim.memory import GLOBAL, Buffer, MemRef
 from simtify.sim.narrow_floats import narrow_format, random_values
@@ -62,7 +62,7 @@ def memory_shape(t) -> tuple[int, ...]:
 
 def element_type(t):
     """The element type of an argument's memory (its own type for a scalar or vector)."""
-    return t.element_type if isinstance(t, (MemRefType, VectorType, TensorDescType, MemDescType)) else t
+    return t.element_type if isinstance(t, (TensorDescType, MemDescType)) else element_type_of(t)
 
 
 def check_shapes(args: list[tuple[str, object]], shapes: dict) -> None:
