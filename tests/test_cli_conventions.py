@@ -304,6 +304,10 @@ def test_the_process_exits_with_its_status_after_writing_everything_and_running_
                           timeout=120, check=False, env=buffered)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("<stdin>:2:8: error: unknown operation") and proc.stderr.endswith("exit handler ran\n")
+    profile = tmp_path / "opt.prof"  # a profiler still writes its results at the exit
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "simtify", "opt", "example:row-max"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and profile.stat().st_size > 0
 
 
 def test_python_dash_m_simtify_is_the_command_line(capsys):
