@@ -12,7 +12,10 @@
    against ``iree-opt`` running ``iree-llvmgpu-vector-distribute`` on the same file (the
    inputs both distribute); then the same on generated functions of 10 / 100 / 1000 /
    5000 / 6250 distributed units (read, anchor, an elementwise op, write: 4 ops a unit;
-   6250 units are 25,003 ops).
+   6250 units are 25,003 ops). Beside the lit inputs, the floor of any whole process that
+   reads them with xDSL: the interpreter importing the xDSL modules every lit input needs
+   (builtin, the parser, printer and declarative formats, func, arith, vector, affine,
+   scf), no simtify code, leaving as ``simtify`` does (no interpreter teardown).
 
 Prints the measurements and their ratios; every number comes from this one run. Whole
 processes run simtify as installed: a copy of the package with its bytecode compiled
@@ -21,7 +24,7 @@ bytecode (``PYTHONDONTWRITEBYTECODE=1``: every simtify module compiled anew). Be
 wall times, the distributions' CPU times (user and system) are compared: on a machine
 other work keeps busy, wall times include waiting for a core.
 
-    python bench/bench_ir.py [--ops 10000] [--repeat 3] [--units 10,100,1000,5000,6250]
+    python bench/bench_ir.py [--ops 10000] [--repeat 3] [--units 10,100,1000,5000,6250] [--lit]
 """
 
 from __future__ import annotations
@@ -139,7 +142,17 @@ def main() -> int:
     options.add_argument("--small", type=int, default=100, help="ops in the file for the whole-process timing")
     options.add_argument("--repeat", type=int, default=3)
     options.add_argument("--units", default="10,100,1000,5000,6250", help="sizes of the generated distribution inputs")
+    options.add_argument("--lit", action="store_true",
+                         help="only the whole-process distribution of IREE's lit inputs (needs iree-opt)")
     args = options.parse_args()
+    if args.lit:
+        iree_opt = shutil.which("iree-opt")
+        if iree_opt is None:
+            raise SystemExit("--lit needs iree-opt (pip install iree-base-compiler==3.12.0)")
+        with tempfile.TemporaryDirectory() as directory:
+            install_compiled(Path(directory) / "installed")
+            lit_inputs(iree_opt)
+        return 0
 
     from simtify.ir import parse, print_module
 
@@ -183,26 +196,51 @@ def main() -> int:
 IREE_DISTRIBUTE = "--pass-pipeline=builtin.module(func.func(iree-llvmgpu-vector-distribute))"
 
 
+OURS = [sys.executable, "-m", "simtify.cli.main", "opt", "--pipeline", "nested-distribute"]
+# The xDSL modules every lit input's distribution needs, and no simtify code: the floor of
+# a whole process that reads these inputs with xDSL.
+XDSL_FLOOR = [sys.executable, "-c", "import os, xdsl.dialects.builtin, xdsl.parser, xdsl.printer, "
+              "xdsl.irdl.declarative_assembly_format, xdsl.dialects.func, xdsl.dialects.arith, "
+              "xdsl.dialects.vector, xdsl.dialects.affine, xdsl.dialects.scf; os._exit(0)"]
+
+
 def distribution(iree_opt: str, directory: Path, units: list[int], repeat: int) -> None:
     """Whole-process nested distribution, simtify against iree-opt: IREE's lit inputs, then
     generated functions of growing size."""
-    ours_cmd = [sys.executable, "-m", "simtify.cli.main", "opt", "--pipeline", "nested-distribute"]
+    lit_inputs(iree_opt)
+    scaling(iree_opt, directory, units, repeat)
+
+
+def lit_inputs(iree_opt: str) -> None:
+    """IREE's lit inputs, each file once through simtify (installed and from source),
+    iree-opt and the xDSL floor, interleaved; the files both tools distribute count."""
     lit = sorted((Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "iree_nested").glob("*.mlir"))
-    ours = theirs = source = ours_cpu = theirs_cpu = 0.0
+    ours = theirs = source = floor = ours_cpu = theirs_cpu = floor_cpu = 0.0
     both = 0
-    for p in lit:  # one run each: the files that both tools distribute count
-        runs = [timed_run(cmd + [str(p)]) for cmd in (ours_cmd, [iree_opt, IREE_DISTRIBUTE])]
-        uncompiled = timed_run(ours_cmd + [str(p)], SOURCE_ENV)
-        if all(ok for ok, _, _ in runs):
+    for p in lit:
+        runs = [timed_run(cmd + [str(p)]) for cmd in (OURS, [iree_opt, IREE_DISTRIBUTE])]
+        uncompiled = timed_run(OURS + [str(p)], SOURCE_ENV)
+        bare = timed_run(XDSL_FLOOR)
+        if all(ok for ok, _, _ in runs) and bare[0]:
             both += 1
             ours, theirs, source = ours + runs[0][1], theirs + runs[1][1], source + uncompiled[1]
             ours_cpu, theirs_cpu = ours_cpu + runs[0][2], theirs_cpu + runs[1][2]
+            floor, floor_cpu = floor + bare[1], floor_cpu + bare[2]
     print(f"nested distribution of IREE's lit inputs ({both} of {len(lit)} files both distribute), "
           f"whole processes, summed: simtify {ours:.2f} s, iree-opt {theirs:.2f} s "
           f"(simtify / iree-opt = {ours / theirs:.1f}x)")
     print(f"  CPU time: simtify {ours_cpu:.2f} s, iree-opt {theirs_cpu:.2f} s ({ours_cpu / theirs_cpu:.1f}x)")
+    print(f"  per file: simtify {ours / both * 1e3:.0f} ms ({ours_cpu / both * 1e3:.0f} ms CPU), "
+          f"iree-opt {theirs / both * 1e3:.0f} ms ({theirs_cpu / both * 1e3:.0f} ms CPU)")
+    print(f"  floor, the interpreter importing the xDSL modules these inputs need (no simtify code): "
+          f"{floor / both * 1e3:.0f} ms a file ({floor_cpu / both * 1e3:.0f} ms CPU), "
+          f"{floor / theirs:.1f}x iree-opt ({floor_cpu / theirs_cpu:.1f}x CPU)")
     print(f"  without bytecode (a source tree, PYTHONDONTWRITEBYTECODE=1): simtify {source:.2f} s "
           f"({source / theirs:.1f}x)")
+
+
+def scaling(iree_opt: str, directory: Path, units: list[int], repeat: int) -> None:
+    """Generated functions of `units` distributed units, simtify against iree-opt."""
     print("| units | ops | simtify s | iree-opt s | simtify / iree-opt | CPU time: simtify / iree-opt "
           "| simtify ms per unit |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
@@ -210,7 +248,7 @@ def distribution(iree_opt: str, directory: Path, units: list[int], repeat: int) 
         path = directory / f"units_{n}.mlir"
         path.write_text(generate_units(n))
         times = max(1, repeat if n <= 1000 else 1)
-        ours, ours_cpu = process_time(ours_cmd + [str(path)], times)
+        ours, ours_cpu = process_time(OURS + [str(path)], times)
         theirs, theirs_cpu = process_time([iree_opt, IREE_DISTRIBUTE, str(path)], times)
         print(f"| {n} | {len(UNIT) * n + 3} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.1f} "
               f"| {ours_cpu / theirs_cpu:.1f} | {ours / n * 1e3:.2f} |")

@@ -8,10 +8,12 @@ mlir-opt prints them (``FILE:LINE:COL: error: ...``, the source line, a caret);
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 from diagnostics import one_error
@@ -269,6 +271,43 @@ def test_version_is_the_package_version_without_heavy_imports():
     assert proc.returncode == 0 and proc.stdout == f"simtify {version('simtify')}\n"
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     assert not {"numpy", "xdsl", "simtify.ir", "simtify.cli.opt_cmd"} & imported, sorted(imported)
+
+
+def test_distributing_one_of_iree_s_lit_inputs_reads_no_numpy():
+    """Distributing a small kernel asks its layouts about single threads only: numpy (a
+    fifth of such a run's start-up) is left unread."""
+    lit = Path(__file__).parent / "fixtures" / "iree_nested" / "main__12_distribute_transfer_read_write.mlir"
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "simtify", "opt", str(lit), "--pipeline",
+                           "nested-distribute"], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and "gpu.thread_id" in proc.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "simtify.transforms.nested.driver" in imported and "numpy" not in imported
+
+
+def test_the_process_exits_with_its_status_after_writing_everything_and_running_exit_handlers(tmp_path, capsys):
+    """`entry` leaves without tearing the interpreter down: what was written still reaches
+    the pipe and the file, registered exit handlers still run, the status is main's."""
+    run_entry = ("import atexit, sys\n"
+                 "atexit.register(lambda: print('exit handler ran', file=sys.stderr))\n"
+                 "from simtify.cli.main import entry\n"
+                 "entry()\n")
+    expected = opt(capsys, "example:row-max", "--pipeline", "nested-distribute")[1]
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as a pipe is, by default
+    out = tmp_path / "out.mlir"
+    for extra in ([], ["-o", str(out)]):
+        proc = subprocess.run([sys.executable, "-c", run_entry, "opt", "example:row-max", "--pipeline",
+                               "nested-distribute", *extra], capture_output=True, text=True, timeout=120, check=False,
+                              env=buffered)
+        assert proc.returncode == 0 and proc.stderr == "exit handler ran\n"
+        assert (out.read_text() if extra else proc.stdout) == expected
+    proc = subprocess.run([sys.executable, "-c", run_entry, "opt", "-"], input=BAD_OP, capture_output=True, text=True,
+                          timeout=120, check=False, env=buffered)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("<stdin>:2:8: error: unknown operation") and proc.stderr.endswith("exit handler ran\n")
+    profile = tmp_path / "opt.prof"  # a profiler still writes its results at the exit
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "simtify", "opt", "example:row-max"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and profile.stat().st_size > 0
 
 
 def test_python_dash_m_simtify_is_the_command_line(capsys):

@@ -1,7 +1,5 @@
 """`python -m simtify ...`: the same command line as `simtify ...`."""
 
-import sys
+from simtify.cli.main import entry
 
-from simtify.cli.main import main
-
-sys.exit(main())
+entry()

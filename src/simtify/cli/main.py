@@ -122,5 +122,28 @@ def _run(argv: list[str]) -> int:
         return 130
 
 
+def entry() -> None:
+    """The process's entry point (`simtify`, `python -m simtify`): `main`, then exit
+    without tearing the interpreter down. Freeing every module and object one by one at
+    exit took a sixth of a small `simtify opt` run (~90 ms of 0.5 s); the standard streams
+    are flushed and the exit handlers run first, so nothing written is lost. Under a
+    profiler, coverage or a debugger the exit is Python's own."""
+    import atexit
+    import os
+
+    code = main()
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)  # a profiler, coverage or a debugger writes its results at the usual exit
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:  # the reader left: as `main` does, not an error
+            pass
+        except (OSError, ValueError):
+            code = code or 120  # what Python's own exit returns when flushing fails
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

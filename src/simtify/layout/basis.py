@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
-from typing import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Sequence
 
 from simtify.errors import SimtifyError
 from simtify.layout.nested import NestedLayout
 from simtify.layout.syntax import _Reader, built_at, format_ints, int_list
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class Basis:
 
     def digits(self, ids) -> np.ndarray:
         """``[len(ids), len(counts)]`` basis digits of each id."""
+        import numpy as np  # here, not at import: reading a config's layout needs no arrays
+
         ids = np.asarray(ids, dtype=np.int64)
         return np.stack([(ids // s) % c for s, c in zip(self.digit_strides, self.counts)], axis=-1)
 

@@ -12,15 +12,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from math import prod
-from typing import Iterable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from simtify.errors import SimtifyError
-from simtify.layout.ownership import OwnershipMap
 from simtify.layout.protocol import VectorLayout
 from simtify.layout.reshape import reshape_nested
 from simtify.layout.syntax import AttributeText, built_at, format_ints, int_list, parse_dim_map
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from simtify.layout.ownership import OwnershipMap
+
+# numpy is imported by the methods that compute on arrays (ownership maps), not here:
+# distributing a small kernel asks the layout only about single threads, and reading
+# numpy is a fifth of such a run.
 
 ATTRIBUTE_NAME = "#iree_vector_ext.nested_layout"
 FIELDS = (
@@ -194,8 +200,8 @@ class NestedLayout(VectorLayout):
             )
         lay = self.on_subgroups(num_threads // subgroup_size)
         if span > subgroup_size and lay.subgroup_span > 1:
-            s, t = lay.thread_digits(np.arange(num_threads), subgroup_size)
-            if len(np.unique(np.concatenate([s, t], axis=1), axis=0)) < prod(lay.subgroup_tile) * prod(lay.thread_tile):
+            distinct = {lay.digits_of(tid, subgroup_size) for tid in range(num_threads)}
+            if len(distinct) < prod(lay.subgroup_tile) * prod(lay.thread_tile):
                 raise SimtifyError(
                     f"thread span {span} crosses subgroups that the subgroup tiles also tell apart (the same "
                     f"thread id bits give both digits): some elements have no owner"
@@ -231,20 +237,28 @@ class NestedLayout(VectorLayout):
 
     # --- ownership ----------------------------------------------------------------
 
+    def digits_of(self, tid, subgroup_size: int) -> tuple[tuple, tuple]:
+        """``(s, t)``: the subgroup and the thread digit of each dim, of one thread id (a
+        tuple of ints each) or of an array of ids (a tuple of arrays each)."""
+        sg = tid // subgroup_size
+        s = tuple((sg // max(st, 1)) % n for n, st in zip(self.subgroup_tile, self.subgroup_strides))
+        t = tuple((tid // max(st, 1)) % n for n, st in zip(self.thread_tile, self.thread_strides))
+        return s, t
+
     def thread_digits(self, tids: np.ndarray, subgroup_size: int) -> tuple[np.ndarray, np.ndarray]:
         """``(s, t)``: per thread id (array), the subgroup and thread digits, ``[len, rank]``."""
+        import numpy as np
+
         tids = np.asarray(tids, dtype=np.int64)
         if self.rank == 0:
             return np.zeros(tids.shape + (0,), np.int64), np.zeros(tids.shape + (0,), np.int64)
-        sg = tids // subgroup_size
-        s = np.stack(
-            [(sg // max(st, 1)) % n for n, st in zip(self.subgroup_tile, self.subgroup_strides)], axis=-1
-        )
-        t = np.stack([(tids // max(st, 1)) % n for n, st in zip(self.thread_tile, self.thread_strides)], axis=-1)
-        return s, t
+        s, t = self.digits_of(tids, subgroup_size)
+        return np.stack(s, axis=-1), np.stack(t, axis=-1)
 
     def register_offsets(self) -> np.ndarray:
         """``[registers, rank]``: the coordinate each register adds to its thread's base."""
+        import numpy as np
+
         r = self.rank
         if r == 0:
             return np.zeros((1, 0), np.int64)
@@ -260,6 +274,10 @@ class NestedLayout(VectorLayout):
         """The protocol's ``ownership(shape, subgroup_size, num_threads)``, `shape` checked
         against the layout's own. The layout fixes its shape, so the shape may be left
         out: ``ownership(subgroup_size, num_threads)`` (an int first) reads as that."""
+        import numpy as np
+
+        from simtify.layout.ownership import OwnershipMap
+
         if isinstance(shape, (int, np.integer)):
             shape, subgroup_size, num_threads = None, int(shape), subgroup_size
         if shape is not None:
@@ -292,7 +310,7 @@ class NestedLayout(VectorLayout):
         """Drop dims (a list of dim indices, or one bool per dim as IREE takes): the
         threads and subgroups that told the dropped dims apart now replicate."""
         dropped = list(dropped)
-        if dropped and all(isinstance(d, (bool, np.bool_)) for d in dropped):
+        if dropped and all(_is_flag(d) for d in dropped):
             if len(dropped) != self.rank:
                 raise SimtifyError(f"project needs {self.rank} flags, got {len(dropped)}")
             drop = {i for i, d in enumerate(dropped) if d}
@@ -340,6 +358,17 @@ class NestedLayout(VectorLayout):
         if source_shape is not None:
             self.check_shape(source_shape)
         return reshape_nested(self, tuple(shape))
+
+
+def _is_flag(value) -> bool:
+    """Whether `value` is a bool, Python's or numpy's (numpy is not imported for an int)."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return False
+    import numpy as np
+
+    return isinstance(value, np.bool_)
 
 
 def field_dict(layout: NestedLayout) -> dict[str, tuple[int, ...]]:

@@ -35,11 +35,13 @@ it), so a caller learns what is missing instead of meeting an AttributeError.
 
 from __future__ import annotations
 
-from typing import Self, Sequence
+from typing import TYPE_CHECKING, Self, Sequence
 
 from simtify.errors import SimtifyError
-from simtify.layout.ownership import OwnershipMap
 from simtify.layout.syntax import AttributeText, parse_attribute
+
+if TYPE_CHECKING:  # ownership maps are numpy's: a family imports them where it builds one
+    from simtify.layout.ownership import OwnershipMap
 
 
 class VectorLayout:

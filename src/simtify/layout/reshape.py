@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from itertools import pairwise
 from math import prod
 
-import numpy as np
-
 from simtify.errors import SimtifyError
 
 LEVELS = ("subgroup", "batch", "outer", "thread", "element")
@@ -283,6 +281,8 @@ def _build(nested_layout: type, dims: list[list[_Piece]], chosen: dict[int, int]
 
 def _same_map(a, b) -> bool:
     """Same owners and registers, on the smallest launch both layouts fit."""
+    import numpy as np
+
     sg = max(a.thread_span, b.thread_span)
     n = sg * max(a.subgroup_span, b.subgroup_span)
     return np.array_equal(a.ownership(sg, n).flat, b.ownership(sg, n).flat)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -17,6 +16,8 @@ from simtify.errors import SimtifyError
 
 
 def eval_expr(e: AffineExpr, dims, syms):
+    import numpy as np  # here, not at import: the passes read maps (`result_dims`) without arrays
+
     if isinstance(e, AffineConstantExpr):
         return np.int64(e.value)
     if isinstance(e, AffineDimExpr):

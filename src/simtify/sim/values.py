@@ -1,8 +1,12 @@
-"""Turning IR attributes into simulator values, and common shape helpers."""
+"""Turning IR attributes into simulator values, and common shape helpers.
+
+The attribute readers (`int_array`, `bool_array`, `prop`) serve the passes too, which
+run without numpy: it is imported by the functions that make arrays."""
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -12,12 +16,18 @@ from xdsl.dialects.builtin import (
 )
 
 from simtify.errors import SimtifyError
-from simtify.ir.vector import shape_of
-from simtify.sim.types import fit
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def constant(attr, t) -> np.ndarray:
     """The value of a constant attribute, shaped ``[1, 1, *shape]`` (uniform everywhere)."""
+    import numpy as np
+
+    from simtify.ir.vector import shape_of
+    from simtify.sim.types import fit
+
     shape = shape_of(t)
     if isinstance(attr, DenseIntOrFPElementsAttr):
         vals = np.asarray(attr.get_values())
@@ -53,11 +63,15 @@ def prop(op, name: str):
 
 def lead(a) -> np.ndarray:
     """`a` as an array with the two leading [W, T] axes."""
+    import numpy as np
+
     a = np.asarray(a)
     return a.reshape((1, 1) + a.shape) if a.ndim < 2 else a
 
 
 def vec_shape(v: np.ndarray) -> tuple[int, ...]:
+    import numpy as np
+
     return tuple(np.shape(v)[2:])
 
 
@@ -67,6 +81,9 @@ def is_vector(t) -> bool:
 
 def placeholder(t) -> np.ndarray:
     """A value of type `t` for results no active thread observes."""
+    import numpy as np
+
+    from simtify.ir.vector import shape_of
     from simtify.sim.types import dtype_of
 
     try:

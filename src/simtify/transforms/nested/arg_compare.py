@@ -13,7 +13,6 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 from simtify.ir import gpu as gpu_ir
-from simtify.layout.ownership import unravel
 from simtify.transforms.emit import Emitter
 from simtify.transforms.nested.context import DistributionContext
 from simtify.transforms.nested.conversions import convert
@@ -94,9 +93,8 @@ def distribute_arg_compare(ctx: DistributionContext, op: Operation, em: Emitter)
 
     strides = [prod(shape[j + 1:]) for j in range(len(shape))]
     kept_axes = [j for j in range(len(shape)) if j != e]
-    for j in range(k):
-        digits = unravel(j, kept_shape) if kept_shape else ()
-        start = sum(int(d) * strides[a] for d, a in zip(digits, kept_axes))
+    for j, digits in enumerate(product(*(range(size) for size in kept_shape))):  # row-major, as `best`
+        start = sum(d * strides[a] for d, a in zip(digits, kept_axes))
         for i in range(n):
             flat = start + i * strides[e]
             cand = em.extract(flat_x, [flat], elt)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, VectorType, i1, i32
 from xdsl.ir import Block, Operation, SSAValue
@@ -188,22 +187,24 @@ class DistributionContext:
                tuple(thread_dims), tuple(subgroup_dims))
         if key in self.prelude_cache:
             return self.prelude_cache[key]
-        tids = np.arange(self.threads)
-        s_dig, t_dig = layout.thread_digits(tids, self.subgroup_size)
-        digits = np.concatenate([t_dig[:, thread_dims], s_dig[:, subgroup_dims]], axis=1)
-        first = np.unique(digits, axis=0, return_index=True)[1] if digits.shape[1] else np.array([0])
-        chosen = np.zeros(self.threads, dtype=bool)
-        chosen[first] = True
-        if chosen.all():
+        # thread by thread (a workgroup's few hundred ids; no arrays needed): whether it is
+        # the first with its digits, and whether the arithmetic form picks it
+        seen: set[tuple[int, ...]] = set()
+        chosen: list[bool] = []
+        formula_picks_chosen = True
+        for tid in range(self.threads):
+            s_dig, t_dig = layout.digits_of(tid, self.subgroup_size)
+            digits = tuple(t_dig[d] for d in thread_dims) + tuple(s_dig[d] for d in subgroup_dims)
+            chosen.append(digits not in seen)
+            seen.add(digits)
+            formula = (sum(t_dig[d] * layout.thread_strides[d] for d in thread_dims)
+                       + sum(s_dig[d] * layout.subgroup_strides[d] for d in subgroup_dims) * self.subgroup_size)
+            formula_picks_chosen = formula_picks_chosen and (formula == tid) == chosen[-1]
+        if all(chosen):
             self.prelude_cache[key] = None
             return None
-        formula = np.zeros(self.threads, dtype=np.int64)
-        for d in thread_dims:
-            formula += t_dig[:, d] * layout.thread_strides[d]
-        for d in subgroup_dims:
-            formula += s_dig[:, d] * layout.subgroup_strides[d] * self.subgroup_size
         s, t = self.tid_digits(layout)
-        if np.array_equal(formula == tids, chosen):
+        if formula_picks_chosen:
             expr: AffineExpr = AffineConstantExpr(0)
             operands = []
             for d in thread_dims:
@@ -219,7 +220,7 @@ class DistributionContext:
         else:
             from simtify.ir import vector as vector_ir
 
-            table = self.prelude.dense(VectorType(i1, [self.threads]), [bool(x) for x in chosen])
+            table = self.prelude.dense(VectorType(i1, [self.threads]), chosen)
             cond = self.prelude.value(vector_ir.ExtractOp(table, [self.tid], i1))
         self.prelude_cache[key] = cond
         return cond

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from math import prod
 
-import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType, i1, i32
 from xdsl.ir import Operation, SSAValue
@@ -25,7 +24,9 @@ from simtify.transforms.nested.registers import (
     scatter_run,
     zero_constant,
 )
-from simtify.layout.conversion_plan import plan_conversion
+
+# `simtify.layout.conversion_plan` (ownership maps, on numpy) is imported where a
+# conversion needs a plan: most anchors are free or a register permutation.
 
 
 def distribute_to_layout(ctx: DistributionContext, op: Operation, em: Emitter) -> None:
@@ -51,6 +52,8 @@ def convert(ctx: DistributionContext, value: SSAValue, src: NestedLayout, dst: N
         return em.shape_cast(value, distributed_type(vtype, dst))
     if not force_memory and _batch_outer_only(src, dst):
         return _batch_outer_permute(value, src, dst, vtype, em)
+    from simtify.layout.conversion_plan import plan_conversion
+
     plan = plan_conversion(src, dst, subgroup_size=ctx.subgroup_size, threads=ctx.threads, target=ctx.target,
                            element_bytes=element_bytes(vtype.element_type), force_memory=force_memory,
                            barriers=2 if ctx.in_loop(em) else 1)
@@ -213,6 +216,8 @@ def buffer_address(ctx: DistributionContext, lay: NestedLayout, buf, offset, em:
     plain = plain_address(ctx, bases, weights, const, em)
     if not buf.xor_columns:
         return plain
+    import numpy as np
+
     per_run = int(buf.xor_of(np.array([const]))[0])
     thread_xor = thread_swizzle(ctx, lay, buf, bases, weights)
     if thread_xor is None:
@@ -256,6 +261,8 @@ def through_memory(ctx: DistributionContext, value, src, dst, vtype, em, plan=No
 
     in_loop = ctx.in_loop(em)
     if plan is None:
+        from simtify.layout.conversion_plan import plan_conversion
+
         plan = plan_conversion(src, dst, subgroup_size=ctx.subgroup_size, threads=ctx.threads, target=ctx.target,
                                element_bytes=element_bytes(vtype.element_type), force_memory=True,
                                barriers=2 if in_loop else 1).memory

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from math import prod
 
-import numpy as np
-
 from simtify.layout import NestedLayout
-from simtify.layout.ownership import unravel
+
+# numpy (and the ownership maps on it) is imported by the functions that cost a
+# cross-subgroup reduction, not here: most distributions never ask them.
 
 
 def is_pow2(n: int) -> bool:
@@ -97,6 +97,8 @@ def _partial_clusters(kept_lay: NestedLayout | None, n: int, sg: int, threads: i
     size = 1 << (n - 1).bit_length()
     if not is_pow2(sg) or size > sg or threads % sg:
         return []
+    import numpy as np
+
     tids = np.arange(threads)
     key = np.zeros((threads, 1), dtype=np.int64) if kept_lay is None else kept_lay.thread_digits(tids, sg)[1]
     out = []
@@ -111,6 +113,8 @@ def _partial_clusters(kept_lay: NestedLayout | None, n: int, sg: int, threads: i
 
 def _partial_writers(lay: NestedLayout, kept, thread_dims, sub_dims, sg: int, threads: int):
     """(writer tids, their slots): one thread per partial, the one `writer` picks."""
+    import numpy as np
+
     tids = np.arange(threads)
     s_dig, t_dig = lay.thread_digits(tids, sg)
     digits = np.concatenate([t_dig[:, list(kept) + list(thread_dims)], s_dig], axis=1)
@@ -129,7 +133,10 @@ def _round_trip_cost(kept_lay: NestedLayout | None, n: int, b: int, writes, clus
     `cluster` (None: the broadcast plan) and the buffer's last dim padded by `pad`, from
     the counters the simulator gives its accesses: shared bytes, bank conflicts
     (`count_bank_conflicts`, per register group and subgroup) and shuffles."""
+    import numpy as np
+
     from simtify.layout.memory_access import count_bank_conflicts
+    from simtify.layout.ownership import unravel
 
     T = threads
     tids = np.arange(T)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from itertools import pairwise, permutations, product
 from math import prod
 
-import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, VectorType
 from xdsl.ir import Operation, SSAValue
@@ -101,6 +100,8 @@ def reorder(v: SSAValue, order, vt: VectorType, em: Emitter) -> SSAValue:
     n = prod(v.type.get_shape())
     if list(order) == list(range(n)):
         return em.shape_cast(v, vt)
+    import numpy as np
+
     shape = [d for d in v.type.get_shape() if d > 1]
     idx = np.arange(n).reshape(shape)
     for perm in permutations(range(len(shape))):
