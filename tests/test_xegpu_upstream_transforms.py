@@ -109,8 +109,6 @@ NOT_RUNNABLE = {
 SHAPE_CAST_COLLAPSE = ("subgroup propagation gives no layout to the source of a collapsing vector.shape_cast "
                        "(upstream splits the consumer's sg_layout and sg_data across the collapsed dims)")
 GAPS = {
-    ("xegpu-wg-to-sg.mlir", "interleave_distribution"): "vector.interleave is not distributed to subgroups",
-    ("xegpu-wg-to-sg.mlir", "deinterleave_distribution"): "vector.deinterleave is not distributed to subgroups",
     ("propagate-layout-subgroup.mlir", "vector_row_reduction_scalar"): "subgroup propagation from "
         "gpu.known_block_size gives no layout to a load whose only use is a reduction to a scalar",
     ("propagate-layout-subgroup.mlir", "vector_nest_reduction"): "a reduction of a broadcast's leading dim, then "

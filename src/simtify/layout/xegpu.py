@@ -731,12 +731,14 @@ def _last_dim_reshaped(layout: Layout, from_shape: tuple, to_shape: tuple) -> La
 # --- what ops do to layouts (the rules of XeGPU propagation) ------------------------
 
 
-def bitcast_layout(layout: Layout | None, from_bits: int, to_bits: int) -> Layout | None:
-    """The layout of a ``vector.bitcast`` from `from_bits` to `to_bits` elements: the same
-    owners of the same bytes, so the last dim's ``sg_data``, ``inst_data`` and
-    ``lane_data`` scale by ``from_bits / to_bits``. None where a field would not hold
-    whole elements (or the last dim is sliced away)."""
-    if layout is None or from_bits == to_bits:
+def last_dim_scaled(layout: Layout | None, num: int, den: int) -> Layout | None:
+    """`layout` with its last dim's ``sg_data``, ``inst_data`` and ``lane_data`` scaled by
+    ``num / den``: the layout of a value whose elements along the last dim are `num` of
+    another's `den`, held by the same owners — a ``vector.bitcast`` from `num`-bit to
+    `den`-bit elements (the same bytes), a ``vector.interleave`` (2 / 1: each element of
+    an operand and its partner), a ``vector.deinterleave`` (1 / 2). None where a field
+    would not hold whole elements (or the last dim is sliced away)."""
+    if layout is None or num == den:
         return layout
     base, removed = flatten(layout)
     if base.rank is None or base.rank - 1 in removed:
@@ -747,11 +749,11 @@ def bitcast_layout(layout: Layout | None, from_bits: int, to_bits: int) -> Layou
         return None  # the default lane data follows the shape: state it to scale it
     for name in ("sg_data", "inst_data", "lane_data"):
         if f[name] is not None:
-            bits = f[name][last] * from_bits
-            if bits % to_bits:
+            scaled = f[name][last] * num
+            if scaled % den:
                 return None
             f[name] = list(f[name])
-            f[name][last] = bits // to_bits
+            f[name][last] = scaled // den
     return build(f, removed)
 
 

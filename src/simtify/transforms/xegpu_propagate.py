@@ -54,7 +54,7 @@ from simtify.ir.attribute_syntax import is_bitwise_splat
 from simtify.layout.xegpu import (
     Layout,
     XeGPUSlice,
-    bitcast_layout,
+
     broadcast_result,
     broadcast_source,
     check_block,
@@ -64,6 +64,7 @@ from simtify.layout.xegpu import (
     has,
     is_whole_blocks,
     lane_slice,
+    last_dim_scaled,
     reduce_dims,
     reduction_source,
     refines,
@@ -321,13 +322,29 @@ def _bits(v: SSAValue) -> int:
 
 class Bitcast(XeGPURule):
     """``vector.bitcast``: the result holds the source's bytes where the source holds
-    them, its last dim's data fields scaled by the width ratio (`bitcast_layout`)."""
+    them, its last dim's data fields scaled by the width ratio (`last_dim_scaled`)."""
 
     def gives(self, p, op):
-        return [(op.results[0], bitcast_layout(p.L(op.source), _bits(op.source), _bits(op.results[0])))]
+        return [(op.results[0], last_dim_scaled(p.L(op.source), _bits(op.source), _bits(op.results[0])))]
 
     def needs(self, p, op):
-        return [(op.source, bitcast_layout(p.L(op.results[0]), _bits(op.results[0]), _bits(op.source)))]
+        return [(op.source, last_dim_scaled(p.L(op.results[0]), _bits(op.results[0]), _bits(op.source)))]
+
+
+class Interleave(XeGPURule):
+    """``vector.interleave``: the result holds each pair where the operands hold its
+    elements, its last dim's data fields doubled (`last_dim_scaled`)."""
+
+    def gives(self, p, op):
+        return [(op.results[0], last_dim_scaled(p.L(op.lhs), 2, 1))]
+
+
+class Deinterleave(XeGPURule):
+    """``vector.deinterleave``: both results are held where the source holds their
+    elements, its last dim's data fields halved."""
+
+    def gives(self, p, op):
+        return [(r, last_dim_scaled(p.L(op.source), 1, 2)) for r in op.results]
 
 
 class StridedSlice(XeGPURule):
@@ -423,6 +440,8 @@ RULES: dict[str, OpRule] = {
     "vector.transpose": Transpose(),
     "vector.shape_cast": ShapeCast(),
     "vector.bitcast": Bitcast(),
+    "vector.interleave": Interleave(),
+    "vector.deinterleave": Deinterleave(),
     "vector.extract_strided_slice": StridedSlice(),
     "vector.insert_strided_slice": StridedSlice(),
     "scf.for": CarriedFor(),

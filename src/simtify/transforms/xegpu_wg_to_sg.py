@@ -296,6 +296,55 @@ class SubgroupDistribution(XeGPULevel):
             return
         self.value_pieces[r] = self.exchange(op, self.pieces(src), have, want, shape(src), src.type.element_type, em)
 
+    # --- interleaving ----------------------------------------------------------------------
+
+    def op_vector_interleave(self, op: Operation, em: Emitter) -> None:
+        """Each subgroup interleaves its own tiles, where its tiles of the result are its
+        tiles of the operands interleaved: as wide again in the last dim, at twice the
+        start (upstream's case: ``sg_data`` doubled on the last dim)::
+
+            %r = vector.interleave %a, %b : vector<256x128xf32> -> vector<256x256xf32>
+                    // #a: sg_layout = [8, 4], sg_data = [32, 32]; #r: sg_data = [32, 64]
+          becomes
+            %r0 = vector.interleave %a0, %b0 : vector<32x32xf32> -> vector<32x64xf32>"""
+        a, b, r = op.lhs, op.rhs, op.results[0]
+        if not (self.interleaves(a, r) and self.interleaves(b, r)):
+            raise SimtifyError(f"a vector.interleave is distributed to subgroups where each subgroup's tiles of the "
+                               f"result are its tiles of the operands interleaved (the last dim's sg_data doubled); "
+                               f"{self.layout_of(a)} and {self.layout_of(b)} give {self.layout_of(r)} not")
+        self.value_pieces[r] = [em.value(self.annotate(vector_ir.InterleaveOp.build(
+            operands=[pa, pb], result_types=[self.piece_type(r)]), r)) for pa, pb in zip(self.pieces(a), self.pieces(b))]
+
+    def op_vector_deinterleave(self, op: Operation, em: Emitter) -> None:
+        """Each subgroup deinterleaves its own tiles, where its tiles of each result are
+        the even (odd) elements of its tiles of the source (the last dim's ``sg_data``
+        halved)."""
+        src, results = op.source, list(op.results)
+        if not all(self.interleaves(r, src) for r in results):
+            raise SimtifyError(f"a vector.deinterleave is distributed to subgroups where each subgroup's tiles of the "
+                               f"results are the even and odd elements of its tiles of the source (the last dim's "
+                               f"sg_data halved); {self.layout_of(src)} gives {self.layout_of(results[0])} and "
+                               f"{self.layout_of(results[1])} not")
+        outs: list[list[SSAValue]] = [[], []]
+        for piece in self.pieces(src):
+            new = vector_ir.DeinterleaveOp.build(operands=[piece], result_types=[self.piece_type(results[0])] * 2)
+            for k, r in enumerate(results):
+                self.annotate(new, r, k)
+                outs[k].append(new.results[k])
+            em.add(new)
+        for r, pieces in zip(results, outs):
+            self.value_pieces[r] = pieces
+
+    def interleaves(self, half: SSAValue, whole: SSAValue) -> bool:
+        """Does every subgroup hold, in each round, the tile of `whole` (as long again in
+        the last dim) that interleaves its tile of `half` with another value's?"""
+        hh, hw = self.host_offsets(self.layout_of(half), shape(half)), self.host_offsets(self.layout_of(whole),
+                                                                                          shape(whole))
+        *lead_h, (size_h, starts_h) = hh
+        *lead_w, (size_w, starts_w) = hw
+        return (all(x[0] == y[0] and np.array_equal(x[1], y[1]) for x, y in zip(lead_h, lead_w))
+                and size_w == 2 * size_h and np.array_equal(starts_w, 2 * starts_h))
+
     def same_tiles(self, a: Layout | None, b: Layout | None, shape_) -> bool:
         ha, hb = self.host_offsets(a, shape_), self.host_offsets(b, shape_)
         return all(x[0] == y[0] and np.array_equal(x[1], y[1]) for x, y in zip(ha, hb))
