@@ -37,9 +37,37 @@ def test_the_layout_across_a_reshaping_cast():
         "#xegpu.layout<inst_data = [1, 1, 16], lane_layout = [1, 1, 16], lane_data = [1, 1, 1]>"
     back = XeGPULayout.parse("#xegpu.layout<inst_data = [1, 1, 32]>")
     assert str(shape_cast_layout(back, (2, 4, 32), (256,))) == "#xegpu.layout<inst_data = [32]>"
-    # blocks that do not tile the other side's last dim, or a layout on leading dims: none
-    assert shape_cast_layout(XeGPULayout.parse("#xegpu.layout<inst_data = [32]>"), (256,), (16, 16)) is None
-    assert shape_cast_layout(XeGPULayout.parse("#xegpu.layout<inst_data = [2, 16]>"), (4, 16), (64,)) is None
+    # blocks wider than the other side's last dim span runs of its rows (upstream's expandDim)
+    assert str(shape_cast_layout(XeGPULayout.parse("#xegpu.layout<inst_data = [32]>"), (256,), (16, 16))) == \
+        "#xegpu.layout<inst_data = [2, 16]>"
+    assert str(shape_cast_layout(XeGPULayout.parse("#xegpu.layout<inst_data = [2, 16]>"), (4, 16), (64,))) == \
+        "#xegpu.layout<inst_data = [32]>"
+    # lanes that own other elements on the other side, or dims that are no runs of the other's: none
+    assert shape_cast_layout(XeGPULayout.parse("#xegpu.layout<lane_layout = [8, 2], lane_data = [1, 1]>"),
+                             (8, 16), (128,)) is None
+    assert shape_cast_layout(XeGPULayout.parse("#xegpu.layout<inst_data = [4, 16]>"), (4, 16), (16, 4)) is None
+
+
+@pytest.mark.parametrize("collapsed, coarse, fine, expanded", [
+    ("sg_layout = [8], sg_data = [512]", (4096,), (8, 16, 32), "sg_layout = [8, 1, 1], sg_data = [1, 16, 32]"),
+    ("sg_layout = [16], sg_data = [32]", (512,), (2, 8, 32), "sg_layout = [2, 8, 1], sg_data = [1, 1, 32]"),
+    ("sg_layout = [2, 4], sg_data = [4, 32]", (8, 128), (2, 4, 8, 16),
+     "sg_layout = [2, 1, 4, 1], sg_data = [1, 4, 2, 16]"),
+    ("sg_layout = [2, 2], sg_data = [8, 64]", (16, 64), (16, 8, 8), "sg_layout = [2, 1, 2], sg_data = [8, 8, 8]"),
+    ("sg_layout = [4], sg_data = [4]", (32,), (2, 16), "sg_layout = [1, 4], sg_data = [1, 4]"),
+    ("sg_layout = [4, 2], sg_data = [16, 32], inst_data = [8, 16], lane_layout = [1, 16], lane_data = [1, 1]",
+     (64, 64), (4, 16, 4, 16), "sg_layout = [4, 1, 2, 1], sg_data = [1, 16, 2, 16], inst_data = [1, 8, 1, 16], "
+                               "lane_layout = [1, 1, 1, 16], lane_data = [1, 1, 1, 1]"),
+])
+def test_a_collapsed_dim_splits_over_its_run(collapsed, coarse, fine, expanded):
+    """Upstream's subgroup CHECK lines (propagate-layout-subgroup's shape_cast_collapse_*)
+    and one with instructions and lanes: the ids spread outermost first, the data fills
+    innermost first; both ways across the cast every thread holds the same elements in the
+    same order (`shape_cast_layout` keeps only such layouts)."""
+    lay = XeGPULayout.parse(f"#xegpu.layout<{collapsed}>")
+    got = shape_cast_layout(lay, coarse, fine)
+    assert str(got) == f"#xegpu.layout<{expanded}>"
+    assert shape_cast_layout(got, fine, coarse) == lay
 
 
 LANES = """gpu.module @m {

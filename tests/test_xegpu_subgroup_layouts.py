@@ -102,3 +102,34 @@ def test_stages_after_the_first_keep_the_subgroups_tiles():
     got = run(module, "dpas", {k: v.copy() for k, v in inputs.items()}, target="xe", sanitize=True)
     assert not got.findings
     np.testing.assert_allclose(got.arguments["d"], want.arguments["d"], rtol=1e-4, atol=1e-4)
+
+
+def upstream_function(name: str) -> str:
+    from test_xegpu_upstream_syntax import FIXTURES, functions_of
+
+    from simtify.cli.opt_cmd import split_chunks
+
+    [text] = [t for chunk in split_chunks((FIXTURES / "propagate-layout-subgroup.mlir").read_text())
+              for func, t in functions_of(chunk) if func == name]
+    return text
+
+
+# upstream's CHECK lines: the collapsing shape_cast's source (a constant) and result
+COLLAPSES = {
+    "shape_cast_collapse_innermost": ["sg_layout = [8, 1, 1] sg_data = [1, 16, 32]", "sg_layout = [8] sg_data = [512]"],
+    "shape_cast_collapse_sg_layout_spill_inward": ["sg_layout = [2, 8, 1] sg_data = [1, 1, 32]",
+                                                   "sg_layout = [16] sg_data = [32]"],
+    "shape_cast_collapse_multi_groups": ["sg_layout = [2, 1, 4, 1] sg_data = [1, 4, 2, 16]",
+                                         "sg_layout = [2, 4] sg_data = [4, 32]"],
+    "shape_cast_collapse_replicated": ["sg_layout = [2, 1, 2] sg_data = [8, 8, 8]", "sg_layout = [2, 2] sg_data = [8, 64]"],
+    "shape_cast_collapse_sg_wraparound": ["sg_layout = [1, 4] sg_data = [1, 4]", "sg_layout = [4] sg_data = [4]"],
+}
+
+
+@pytest.mark.parametrize("func", COLLAPSES)
+def test_collapsing_shape_cast_source_takes_upstreams_layout(func):
+    """The source of a shape_cast that folds runs of dims into one takes the result's
+    subgroups spread outermost first and its data filled innermost first (upstream's
+    ``expandDim``)."""
+    out = distribute(upstream_function(func), "xegpu-propagate")
+    assert sg_fields(out, "layout_result_0")[:2] == COLLAPSES[func]

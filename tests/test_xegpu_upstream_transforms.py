@@ -106,8 +106,6 @@ NOT_RUNNABLE = {
 }
 
 # distributes to something the check refuses today, or is refused: what simtify lacks
-SHAPE_CAST_COLLAPSE = ("subgroup propagation gives no layout to the source of a collapsing vector.shape_cast "
-                       "(upstream splits the consumer's sg_layout and sg_data across the collapsed dims)")
 GAPS = {
     ("propagate-layout-subgroup.mlir", "vector_row_reduction_scalar"): "subgroup propagation from "
         "gpu.known_block_size gives no layout to a load whose only use is a reduction to a scalar",
@@ -115,10 +113,6 @@ GAPS = {
         "of the next: the propagated layouts make a convert_layout to the same ownership, which the check refuses",
     ("propagate-layout-subgroup.mlir", "vector_nest_reduction_with_nest_slice_layout"): "as vector_nest_reduction "
         "(the store's nested slice layout)",
-    **_each("propagate-layout-subgroup.mlir", ("shape_cast_collapse_innermost",
-                                               "shape_cast_collapse_sg_layout_spill_inward",
-                                               "shape_cast_collapse_multi_groups", "shape_cast_collapse_replicated"),
-            SHAPE_CAST_COLLAPSE),
     ("propagate-layout-subgroup.mlir", "transpose_3d_order_remap"): "a 3-D block descriptor loaded without a layout "
         "is refused ('Expects a 1D or 2D TensorDesc'; see STILL_REFUSED in test_xegpu_upstream_syntax)",
 }
