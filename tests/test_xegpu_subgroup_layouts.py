@@ -133,3 +133,45 @@ def test_collapsing_shape_cast_source_takes_upstreams_layout(func):
     ``expandDim``)."""
     out = distribute(upstream_function(func), "xegpu-propagate")
     assert sg_fields(out, "layout_result_0")[:2] == COLLAPSES[func]
+
+
+def layouts_by_name(text: str) -> dict:
+    """The value each op of the propagated function defines, by name, with its layout
+    (``layout_result_0``, or a load's ``layout``) and shape."""
+    from simtify.ir import parse
+    from simtify.transforms.xegpu_annotations import of_attr
+
+    out = {}
+    for op in parse(text, "propagated.mlir").walk():
+        for r in op.results:
+            lay = of_attr(op.attributes.get("layout_result_0")) or of_attr(op.properties.get("layout"))
+            if r.name_hint and lay is not None:
+                out[r.name_hint] = (lay, tuple(r.type.get_shape()))
+    return out
+
+
+def assert_owned_as(got: dict, want: dict) -> None:
+    """Each named value is held by the subgroups as upstream's CHECK layout says (compared
+    on ownership maps of the subgroup fields: upstream may write a slice where simtify
+    writes its parent, and completion adds instructions and lanes)."""
+    from simtify.layout.parse import parse_layout
+    from simtify.layout.xegpu import subgroup_part
+
+    for name, text in want.items():
+        lay, shape = got[name]
+        lay = subgroup_part(lay)
+        expected = parse_layout(text)
+        threads = expected.num_subgroups * 16
+        owners = lambda x: x.ownership(shape, 16, threads)  # noqa: E731
+        assert owners(lay).same_ownership(owners(expected)), f"%{name}: {lay}, upstream {text}"
+
+
+def test_nested_reduction_takes_upstreams_subgroup_layouts():
+    """A broadcast's new leading dim reduced, then the next dim: upstream's CHECK lines
+    (vector_nest_reduction). Completion makes the broadcast's instruction blocks differ
+    from the reduction's, so a convert_layout re-blocks the value between them."""
+    got = layouts_by_name(distribute(upstream_function("vector_nest_reduction"), "xegpu-propagate"))
+    assert_owned_as(got, {
+        "bcast1": "#xegpu.layout<sg_layout = [1, 4, 8], sg_data = [4, 8, 16]>",
+        "bcast": "#xegpu.slice<#xegpu.layout<sg_layout = [1, 4, 8], sg_data = [4, 8, 16]>, dims = [0]>",
+        "reduce": "#xegpu.slice<#xegpu.layout<sg_layout = [4, 8], sg_data = [8, 16]>, dims = [1]>"})

@@ -109,10 +109,6 @@ NOT_RUNNABLE = {
 GAPS = {
     ("propagate-layout-subgroup.mlir", "vector_row_reduction_scalar"): "subgroup propagation from "
         "gpu.known_block_size gives no layout to a load whose only use is a reduction to a scalar",
-    ("propagate-layout-subgroup.mlir", "vector_nest_reduction"): "a reduction of a broadcast's leading dim, then "
-        "of the next: the propagated layouts make a convert_layout to the same ownership, which the check refuses",
-    ("propagate-layout-subgroup.mlir", "vector_nest_reduction_with_nest_slice_layout"): "as vector_nest_reduction "
-        "(the store's nested slice layout)",
     ("propagate-layout-subgroup.mlir", "transpose_3d_order_remap"): "a 3-D block descriptor loaded without a layout "
         "is refused ('Expects a 1D or 2D TensorDesc'; see STILL_REFUSED in test_xegpu_upstream_syntax)",
 }
