@@ -12,7 +12,7 @@ import pytest
 from xegpu_harness import check_xegpu, distribute
 
 from simtify.layout.xegpu import XeGPULayout
-from simtify.transforms.xegpu_subgroup_layouts import store_layout, subgroup_arrangements
+from simtify.transforms.xegpu_subgroup_layouts import scalar_reduction_layout, store_layout, subgroup_arrangements
 
 TRANSPOSE = """
 gpu.module @test {
@@ -121,7 +121,8 @@ COLLAPSES = {
                                                    "sg_layout = [16] sg_data = [32]"],
     "shape_cast_collapse_multi_groups": ["sg_layout = [2, 1, 4, 1] sg_data = [1, 4, 2, 16]",
                                          "sg_layout = [2, 4] sg_data = [4, 32]"],
-    "shape_cast_collapse_replicated": ["sg_layout = [2, 1, 2] sg_data = [8, 8, 8]", "sg_layout = [2, 2] sg_data = [8, 64]"],
+    "shape_cast_collapse_replicated": ["sg_layout = [2, 1, 2] sg_data = [8, 8, 8]",
+                                       "sg_layout = [2, 2] sg_data = [8, 64]"],
     "shape_cast_collapse_sg_wraparound": ["sg_layout = [1, 4] sg_data = [1, 4]", "sg_layout = [4] sg_data = [4]"],
 }
 
@@ -175,3 +176,39 @@ def test_nested_reduction_takes_upstreams_subgroup_layouts():
         "bcast1": "#xegpu.layout<sg_layout = [1, 4, 8], sg_data = [4, 8, 16]>",
         "bcast": "#xegpu.slice<#xegpu.layout<sg_layout = [1, 4, 8], sg_data = [4, 8, 16]>, dims = [0]>",
         "reduce": "#xegpu.slice<#xegpu.layout<sg_layout = [4, 8], sg_data = [8, 16]>, dims = [1]>"})
+
+
+SCALAR_REDUCTION = """
+gpu.module @test {
+  gpu.func @f(%src: memref<32x64xf32>, %dst: memref<1xf32>) kernel attributes
+      {known_block_size = array<i32: 1, 32, 16>} {
+    %c0 = arith.constant 0 : index
+    %cst = arith.constant 0.000000e+00 : f32
+    %tdesc_src = xegpu.create_nd_tdesc %src : memref<32x64xf32> -> !xegpu.tensor_desc<32x64xf32>
+    %load = xegpu.load_nd %tdesc_src[0, 0] : !xegpu.tensor_desc<32x64xf32> -> vector<32x64xf32>
+    %reduce = vector.multi_reduction <add>, %load, %cst [0, 1] : vector<32x64xf32> to f32
+    memref.store %reduce, %dst[%c0] : memref<1xf32>
+    gpu.return
+  }
+}
+"""
+
+
+def test_scalar_reduction_spreads_the_subgroups_outermost_first():
+    assert scalar_reduction_layout((32, 64), 32) == XeGPULayout(sg_layout=(32, 1), sg_data=(1, 64))
+    assert scalar_reduction_layout((4, 64), 32) == XeGPULayout(sg_layout=(4, 8), sg_data=(1, 8))
+    assert scalar_reduction_layout((4, 8), 64) is None  # fewer elements than subgroups
+    assert scalar_reduction_layout((3, 64), 2) is None
+
+
+def test_scalar_reduction_source_takes_upstreams_subgroup_layout():
+    """Upstream's vector_row_reduction_scalar: its CHECK line's result layout is the slice
+    over both dims of ``sg_layout = [32, 1], sg_data = [1, 64]``, the load's."""
+    out = distribute(upstream_function("vector_row_reduction_scalar"), "xegpu-propagate")
+    assert sg_fields(out, "layout") == ["sg_layout = [32, 1] sg_data = [1, 64]"]
+
+
+def test_scalar_reduction_of_a_shared_out_load_distributes_correctly():
+    """Each subgroup sums its row, the partials meet in shared local memory."""
+    out = check_xegpu(SCALAR_REDUCTION, "f")
+    assert "xegpu.store_matrix" in out and "vector<1x64xf32>" not in out  # lanes split each row

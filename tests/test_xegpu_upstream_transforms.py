@@ -107,8 +107,6 @@ NOT_RUNNABLE = {
 
 # distributes to something the check refuses today, or is refused: what simtify lacks
 GAPS = {
-    ("propagate-layout-subgroup.mlir", "vector_row_reduction_scalar"): "subgroup propagation from "
-        "gpu.known_block_size gives no layout to a load whose only use is a reduction to a scalar",
     ("propagate-layout-subgroup.mlir", "transpose_3d_order_remap"): "a 3-D block descriptor loaded without a layout "
         "is refused ('Expects a 1D or 2D TensorDesc'; see STILL_REFUSED in test_xegpu_upstream_syntax)",
 }

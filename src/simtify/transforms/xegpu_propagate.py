@@ -93,7 +93,7 @@ from simtify.transforms.propagation_engine import (
 )
 from simtify.transforms.xegpu_completion import complete, complete_gather, is_complete
 from simtify.transforms.xegpu_dpas_layouts import dpas_layouts, runnable_c
-from simtify.transforms.xegpu_subgroup_layouts import store_layout
+from simtify.transforms.xegpu_subgroup_layouts import scalar_reduction_layout, store_layout
 
 
 def shape(v: SSAValue) -> tuple[int, ...]:
@@ -619,19 +619,25 @@ class Propagation(Engine):
 
     def subgroup_defaults(self) -> bool:
         """Upstream's subgroup layout kind: in a kernel launched with several subgroups,
-        a 2-D block store that no layout reaches shares its value among them
-        (`simtify.transforms.xegpu_subgroup_layouts`); the rest follows from the stores.
+        a 2-D block store that no layout reaches shares its value among them, and so
+        does the source of a reduction to a scalar
+        (`simtify.transforms.xegpu_subgroup_layouts`); the rest follows from them.
         Only for a stage that reads workgroup-level IR: a later stage's kernel records
         the same launch, but each of its subgroups runs its own tiles."""
         threads = recorded_threads(self.func) if self.func.name == "gpu.func" and self.workgroup_input else None
         count = threads // self.sg if threads else 1
         stores = [op for op in self.program if op.name == "xegpu.store_nd" and is_vector(op.value)
                   and self.L(op.value) is None]
-        if count <= 1 or not stores or self.result.num_subgroups not in (1, count):
+        reductions = [op for op in self.program if op.name == "vector.multi_reduction"
+                      and not is_vector(op.results[0]) and self.L(op.source) is None]
+        if count <= 1 or not (stores or reductions) or self.result.num_subgroups not in (1, count):
             return False
         self.result.num_subgroups = count
         for op in stores:
             self.assign(op.value, store_layout(shape(op.value), count))
+        for op in reductions:
+            if self.L(op.source) is None:  # a store of the same value comes first
+                self.assign(op.source, scalar_reduction_layout(shape(op.source), count))
         return self.changed
 
     def run(self) -> XeGPULayouts:

@@ -312,8 +312,11 @@ class SubgroupDistribution(XeGPULevel):
             raise SimtifyError(f"a vector.interleave is distributed to subgroups where each subgroup's tiles of the "
                                f"result are its tiles of the operands interleaved (the last dim's sg_data doubled); "
                                f"{self.layout_of(a)} and {self.layout_of(b)} give {self.layout_of(r)} not")
-        self.value_pieces[r] = [em.value(self.annotate(vector_ir.InterleaveOp.build(
-            operands=[pa, pb], result_types=[self.piece_type(r)]), r)) for pa, pb in zip(self.pieces(a), self.pieces(b))]
+        out = []
+        for pa, pb in zip(self.pieces(a), self.pieces(b)):
+            new = vector_ir.InterleaveOp.build(operands=[pa, pb], result_types=[self.piece_type(r)])
+            out.append(em.value(self.annotate(new, r)))
+        self.value_pieces[r] = out
 
     def op_vector_deinterleave(self, op: Operation, em: Emitter) -> None:
         """Each subgroup deinterleaves its own tiles, where its tiles of each result are
