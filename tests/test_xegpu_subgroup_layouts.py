@@ -212,3 +212,13 @@ def test_scalar_reduction_of_a_shared_out_load_distributes_correctly():
     """Each subgroup sums its row, the partials meet in shared local memory."""
     out = check_xegpu(SCALAR_REDUCTION, "f")
     assert "xegpu.store_matrix" in out and "vector<1x64xf32>" not in out  # lanes split each row
+
+
+def test_3d_transpose_takes_upstreams_subgroup_layouts():
+    """Upstream's transpose_3d_order_remap: a 3-D block loaded with no layout takes the
+    store's layout through the transpose, its order remapped (upstream writes the orders
+    out; simtify leaves out an order that numbers the distributed dims as the default does)."""
+    got = layouts_by_name(distribute(upstream_function("transpose_3d_order_remap"), "xegpu-propagate"))
+    assert_owned_as(got, {
+        "ld": "#xegpu.layout<sg_layout = [1, 2, 2], sg_data = [32, 1, 16], order = [0, 2, 1]>",
+        "tr": "#xegpu.layout<sg_layout = [2, 1, 2], sg_data = [1, 32, 16], order = [1, 2, 0]>"})

@@ -106,10 +106,8 @@ NOT_RUNNABLE = {
 }
 
 # distributes to something the check refuses today, or is refused: what simtify lacks
-GAPS = {
-    ("propagate-layout-subgroup.mlir", "transpose_3d_order_remap"): "a 3-D block descriptor loaded without a layout "
-        "is refused ('Expects a 1D or 2D TensorDesc'; see STILL_REFUSED in test_xegpu_upstream_syntax)",
-}
+GAPS: dict[tuple[str, str], str] = {}
+
 
 def cases():
     for path in sorted(FIXTURES.glob("*.mlir")):
