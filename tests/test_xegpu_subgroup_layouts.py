@@ -222,3 +222,20 @@ def test_3d_transpose_takes_upstreams_subgroup_layouts():
     assert_owned_as(got, {
         "ld": "#xegpu.layout<sg_layout = [1, 2, 2], sg_data = [32, 1, 16], order = [0, 2, 1]>",
         "tr": "#xegpu.layout<sg_layout = [2, 1, 2], sg_data = [1, 32, 16], order = [1, 2, 0]>"})
+
+
+def test_nested_slice_reduction_takes_upstreams_subgroup_layouts():
+    """vector_nest_reduction_with_nest_slice_layout: the store's slice of a slice over 32
+    columns of sg_data on 8 subgroups; the reduction's source shares the 128 columns out
+    evenly instead (16 each), as upstream's CHECK lines say."""
+    got = layouts_by_name(distribute(upstream_function("vector_nest_reduction_with_nest_slice_layout"),
+                                     "xegpu-propagate"))
+    parent = "#xegpu.layout<sg_layout = [1, 4, 8], sg_data = [4, 8, 16]>"
+    wide = "#xegpu.layout<sg_layout = [1, 4, 8], sg_data = [4, 8, 32]>"
+    assert_owned_as(got, {
+        "load": f"#xegpu.slice<{parent}, dims = [0]>",
+        "bcast1": parent,
+        "bcast": f"#xegpu.slice<{parent}, dims = [0]>",
+        "reduce": f"#xegpu.slice<#xegpu.slice<{parent}, dims = [0]>, dims = [1]>",
+        "mask": f"#xegpu.slice<#xegpu.slice<{wide}, dims = [0]>, dims = [1]>",
+        "offset": f"#xegpu.slice<#xegpu.slice<{wide}, dims = [0]>, dims = [1]>"})

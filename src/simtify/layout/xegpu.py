@@ -886,9 +886,34 @@ def reduction_source(result: Layout | None, src_shape, dims) -> Layout | None:
         parent = clamp_inst_data(result.parent, src_shape)
         if fits_unclamped(parent, src_shape):
             return parent
+        shared = _reduced_dims_shared_out(result.parent, src_shape, dims)
+        if shared is not None:
+            return shared
         # a parent written for a wider reduced dim (a broadcast's): the source holds the
         # reduced dims whole instead
     return insert_dims(result, sorted(dims), [src_shape[d] for d in sorted(dims)])
+
+
+def _reduced_dims_shared_out(parent: Layout, src_shape, dims) -> Layout | None:
+    """`parent` (a slice itself, or with a subgroup tile that does not fit the source)
+    with each reduced dim's ``sg_data`` its size over its ``sg_layout``: the subgroups
+    share the reduced dims out evenly (upstream's rule for a consumer slice over the
+    reduced dims); None where that does not distribute the source."""
+    base, removed = flatten(parent)
+    f = fields(base)
+    if f["sg_layout"] is None or f["sg_data"] is None or base.rank is None:
+        return None
+    kept = kept_dims(parent)
+    for d in dims:
+        n, ids = src_shape[d], f["sg_layout"][kept[d]]
+        if n % ids:
+            return None
+        f["sg_data"][kept[d]] = n // ids
+    try:
+        shared = build(f, removed)
+    except SimtifyError:
+        return None
+    return shared if shared is not None and shared.fits(src_shape) else None
 
 
 def whole_blocks(size: Sequence[int]) -> XeGPULayout:
