@@ -114,3 +114,37 @@ def test_upstream_fractional_reductions_through_the_whole_pipeline(name):
     """Blocks too small for the lanes (1x1x1 pieces re-cut into a 1x16x1 block): at the
     lane level every lane holds them whole, sliced and inserted alike."""
     check_xegpu(upstream(name), name, "xegpu-distribute", rtol=1e-2, atol=1e-2)
+
+
+COLLAPSE = """gpu.module @m {{
+gpu.func @f(%src: memref<{fine}xf16>, %dst: memref<{coarse}xf16>) kernel attributes
+    {{known_block_size = array<i32: {threads}, 1, 1>}} {{
+  %ts = xegpu.create_nd_tdesc %src : memref<{fine}xf16> -> !xegpu.tensor_desc<{fine}xf16>
+  %v = xegpu.load_nd %ts[{zeros_fine}] : !xegpu.tensor_desc<{fine}xf16> -> vector<{fine}xf16>
+  %c = vector.shape_cast %v : vector<{fine}xf16> to vector<{coarse}xf16>
+  %td = xegpu.create_nd_tdesc %dst : memref<{coarse}xf16> -> !xegpu.tensor_desc<{coarse}xf16>
+  xegpu.store_nd %c, %td[{zeros_coarse}] <{{layout = #xegpu.layout<{layout}>}}>
+      : vector<{coarse}xf16>, !xegpu.tensor_desc<{coarse}xf16>
+  gpu.return
+}}
+}}"""
+
+
+@pytest.mark.parametrize("fine, coarse, layout", [
+    ("8x16x32", "4096", "sg_layout = [8], sg_data = [512]"),         # upstream's shape_cast_collapse_innermost
+    ("2x8x32", "512", "sg_layout = [16], sg_data = [32]"),           # ... _sg_layout_spill_inward
+    ("16x8x8", "16x64", "sg_layout = [2, 2], sg_data = [8, 64]"),    # ... _replicated
+    ("2x16", "32", "sg_layout = [4], sg_data = [4]"),                # ... _sg_wraparound
+])
+def test_collapsing_casts_through_the_whole_pipeline(fine, coarse, layout):
+    """Upstream's collapsing casts with a loaded source (its tests cast a zero constant):
+    each subgroup casts its own tile, which holds the elements of its tile of the result
+    in the same order."""
+    count = 1
+    for x in layout.split("sg_layout = [")[1].split("]")[0].split(", "):
+        count *= int(x)
+    text = COLLAPSE.format(fine=fine, coarse=coarse, layout=layout, threads=16 * count,
+                           zeros_fine=", ".join("0" * len(fine.split("x"))),
+                           zeros_coarse=", ".join("0" * len(coarse.split("x"))))
+    out = check_xegpu(text, "f", rtol=0, atol=0)
+    assert "vector.shape_cast" in out and "store_matrix" not in out, out

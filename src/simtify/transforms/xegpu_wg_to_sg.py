@@ -49,6 +49,7 @@ from simtify.transforms.emit import Emitter, kind_of
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.level import XeGPULevel
+from simtify.transforms.xegpu_pieces.rewriter import box_elements
 
 
 class SubgroupDistribution(XeGPULevel):
@@ -158,6 +159,24 @@ class SubgroupDistribution(XeGPULevel):
         offsets[dim], sizes[dim] = start, size
         return em.value(vector_ir.ExtractStridedSliceOp(v, offsets, sizes, [1] * len(vshape),
                                                         VectorType(v.type.element_type, sizes)))
+
+    def reshapes_pieces(self, src: SSAValue, r: SSAValue, em: Emitter) -> bool:
+        """As the rewriter asks it, per subgroup: a tile's start depends on the subgroup
+        id, so each subgroup's tiles of `src` and `r` are compared on the host, element by
+        element (a 1x16x32 tile of an 8x16x32 value is the 512-tile of its 4096 elements)."""
+        lay_s, lay_r, sshape, rshape = self.layout_of(src), self.layout_of(r), shape(src), shape(r)
+        hs, hr = self.host_offsets(lay_s, sshape), self.host_offsets(lay_r, rshape)
+        qs = list(product(*[range(n) for n in self.grid(lay_s, sshape)]))
+        qr = list(product(*[range(n) for n in self.grid(lay_r, rshape)]))
+        if len(qs) != len(qr):
+            return False
+        for sg in range(self.num_subgroups):
+            for a, b in zip(qs, qr):
+                box_s = box_elements(sshape, [at[sg, k] for (_, at), k in zip(hs, a)], [size for size, _ in hs])
+                box_r = box_elements(rshape, [at[sg, k] for (_, at), k in zip(hr, b)], [size for size, _ in hr])
+                if not np.array_equal(box_s, box_r):
+                    return False
+        return True
 
     # --- which subgroups hold what ------------------------------------------------------
 
