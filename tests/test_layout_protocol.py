@@ -71,9 +71,11 @@ def test_a_question_a_family_cannot_answer_says_so(text, shape):
         layout.reshape(shape)
 
 
-def test_xegpu_reshape_adds_and_drops_unit_dims_only():
+def test_xegpu_reshape_adds_unit_dims_and_folds_runs_of_dims():
     layout = parse_layout(XEGPU)
     wide = layout.reshape((16, 1, 16), (16, 16))
     assert wide.ownership((16, 1, 16)).num_registers == layout.ownership((16, 16)).num_registers
-    with pytest.raises(SimtifyError, match="unit dims"):
-        layout.reshape((256,), (16, 16))
+    flat = layout.reshape((256,), (16, 16))  # a lane's rows 16 apart: its pairs 32 apart in the flat vector
+    assert np.array_equal(flat.ownership((256,)).flat, layout.ownership((16, 16)).flat)
+    with pytest.raises(SimtifyError, match="unit dims, or by folding"):
+        layout.reshape((4, 64), (16, 16))

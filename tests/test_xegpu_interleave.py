@@ -75,3 +75,73 @@ def test_shares_that_do_not_interleave_are_refused():
         .replace(f"%tout[0, 0] <{{layout = {PAIRS}}}>", f"%tout[0, 0] <{{layout = {cols}}}>")
     with pytest.raises(SimtifyError, match="vector.interleave is distributed to lanes where"):
         check_xegpu(text, "f", "xegpu-sg-to-lane", block=(16,))
+
+
+# --- to subgroups (upstream's xegpu-wg-to-sg interleave_distribution / deinterleave_distribution)
+
+def wg_interleave(half: str, whole: str, shape: str = "64x32") -> str:
+    rows, cols = (int(x) for x in shape.split("x"))
+    doubled = f"{rows}x{2 * cols}"
+    return f"""gpu.module @m {{
+gpu.func @f(%a: memref<{shape}xf32>, %b: memref<{shape}xf32>, %out: memref<{doubled}xf32>) {{
+  {load("a", shape, half)}
+  {load("b", shape, half)}
+  %i = vector.interleave %av, %bv : vector<{shape}xf32> -> vector<{doubled}xf32>
+  {store("%i", "out", doubled, whole)}
+  gpu.return
+}}
+}}"""
+
+
+def wg_deinterleave(whole: str, shape: str = "64x64") -> str:
+    rows, cols = (int(x) for x in shape.split("x"))
+    half = f"{rows}x{cols // 2}"
+    return f"""gpu.module @m {{
+gpu.func @f(%s: memref<{shape}xf32>, %even: memref<{half}xf32>, %odd: memref<{half}xf32>) {{
+  {load("s", shape, whole)}
+  %e, %o = vector.deinterleave %sv : vector<{shape}xf32> -> vector<{half}xf32>
+  %sum = arith.addf %e, %o : vector<{half}xf32>
+  {desc("even", half)}
+  xegpu.store_nd %e, %teven[0, 0] : vector<{half}xf32>, !xegpu.tensor_desc<{half}xf32>
+  {desc("odd", half)}
+  xegpu.store_nd %sum, %todd[0, 0] : vector<{half}xf32>, !xegpu.tensor_desc<{half}xf32>
+  gpu.return
+}}
+}}"""
+
+
+@pytest.mark.parametrize("half, whole", [
+    ("#xegpu.layout<sg_layout = [4, 2], sg_data = [16, 16]>", "#xegpu.layout<sg_layout = [4, 2], sg_data = [16, 32]>"),
+    # two rounds of rows per subgroup, the columns shared by the two along them
+    ("#xegpu.layout<sg_layout = [2, 4], sg_data = [16, 32]>", "#xegpu.layout<sg_layout = [2, 4], sg_data = [16, 64]>"),
+])
+def test_each_subgroup_interleaves_its_own_tiles(half, whole):
+    out = check_xegpu(wg_interleave(half, whole), "f", "xegpu-wg-to-sg")
+    tile = whole.split("sg_data = [")[1].split("]")[0].replace(", ", "x")
+    assert f"-> vector<{tile}xf32>" in out and "xegpu.load_matrix" not in out, out
+
+
+def test_interleave_result_without_a_layout_takes_the_operands_doubled():
+    """Nothing anchors the result but the store, whose layout says only the subgroups: the
+    operands' tiles, doubled, are the result's."""
+    half = "#xegpu.layout<sg_layout = [4, 2], sg_data = [16, 16]>"
+    text = wg_interleave(half, half).replace(" <{layout = #xegpu.layout<sg_layout = [4, 2], sg_data = [16, 16]>}> : "
+                                             "vector<64x64xf32>", " : vector<64x64xf32>")
+    out = check_xegpu(text, "f", "xegpu-wg-to-sg")
+    assert "vector<16x16xf32> -> vector<16x32xf32>" in out, out
+
+
+def test_each_subgroup_deinterleaves_its_own_tiles():
+    """The odd result, used by nothing with a layout, is laid out as the even one."""
+    out = check_xegpu(wg_deinterleave("#xegpu.layout<sg_layout = [4, 2], sg_data = [16, 32]>"), "f", "xegpu-wg-to-sg")
+    assert "vector.deinterleave %" in out and "-> vector<16x16xf32>" in out, out
+
+
+def test_subgroup_tiles_that_do_not_interleave_are_refused():
+    """The result stated split among the subgroups by rows only: subgroup (i, j)'s operand
+    tiles are not what its result tile interleaves."""
+    rows = "#xegpu.layout<sg_layout = [8, 1], sg_data = [8, 64]>"
+    text = wg_interleave("#xegpu.layout<sg_layout = [4, 2], sg_data = [16, 16]>", rows).replace(
+        "%bv : vector", f"%bv {{layout_result_0 = {rows}}} : vector")
+    with pytest.raises(SimtifyError, match=r"input.mlir:\d+:\d+: .*vector.interleave is distributed to subgroups"):
+        check_xegpu(text, "f", "xegpu-wg-to-sg")

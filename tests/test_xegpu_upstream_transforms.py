@@ -80,27 +80,12 @@ NOT_RUNNABLE = {
 }
 
 # distributes to something the check refuses today, or is refused: what simtify lacks
-SHAPE_CAST_COLLAPSE = ("subgroup propagation gives no layout to the source of a collapsing vector.shape_cast "
-                       "(upstream splits the consumer's sg_layout and sg_data across the collapsed dims)")
-GAPS = {
-    ("xegpu-wg-to-sg.mlir", "interleave_distribution"): "vector.interleave is not distributed to subgroups",
-    ("xegpu-wg-to-sg.mlir", "deinterleave_distribution"): "vector.deinterleave is not distributed to subgroups",
-    ("propagate-layout-subgroup.mlir", "vector_row_reduction_scalar"): "subgroup propagation from "
-        "gpu.known_block_size gives no layout to a load whose only use is a reduction to a scalar",
-    ("propagate-layout-subgroup.mlir", "vector_nest_reduction"): "a reduction of a broadcast's leading dim, then "
-        "of the next: the propagated layouts make a convert_layout to the same ownership, which the check refuses",
-    ("propagate-layout-subgroup.mlir", "vector_nest_reduction_with_nest_slice_layout"): "as vector_nest_reduction "
-        "(the store's nested slice layout)",
-    **_each("propagate-layout-subgroup.mlir", ("shape_cast_collapse_innermost",
-                                               "shape_cast_collapse_sg_layout_spill_inward",
-                                               "shape_cast_collapse_multi_groups", "shape_cast_collapse_replicated"),
-            SHAPE_CAST_COLLAPSE),
+GAPS: dict[tuple[str, str], str] = {
     ("propagate-layout-subgroup.mlir", "convert_layout"): "subgroup propagation gives the load_matrix inst_data "
         "and lanes (upstream: sg_layout and sg_data only), then a convert_layout to the stated layout, of the same "
-        "ownership, which the check refuses",
-    ("propagate-layout-subgroup.mlir", "transpose_3d_order_remap"): "a 3-D block descriptor loaded without a layout "
-        "is refused ('Expects a 1D or 2D TensorDesc'; see STILL_REFUSED in test_xegpu_upstream_syntax)",
+        "ownership and instruction blocks, which the check refuses",
 }
+
 
 def cases():
     for path in sorted(FIXTURES.glob("*.mlir")):

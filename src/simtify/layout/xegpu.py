@@ -75,12 +75,15 @@ class _XeGPUQuestions(VectorLayout):
         return insert_dims(self, positions, sizes)
 
     def reshape(self, shape: Sequence[int], source_shape: Sequence[int] | None = None) -> "Layout":
-        """Only a shape_cast that adds or drops unit dims, and it needs the value's shape."""
+        """A shape_cast that adds or drops unit dims, or folds runs of dims into one (or
+        splits one) where every thread keeps its elements (`shape_cast_layout`); it needs
+        the value's shape."""
         if source_shape is None:
             raise SimtifyError(f"an XeGPU layout needs the source shape to reshape ({self})")
         out = shape_cast_layout(self, tuple(source_shape), tuple(shape))
         if out is None:
-            raise SimtifyError(f"an XeGPU layout reshapes only by adding or dropping unit dims, not "
+            raise SimtifyError(f"an XeGPU layout reshapes only by adding or dropping unit dims, or by folding or "
+                               f"splitting runs of dims where every thread keeps its elements, not "
                                f"{list(source_shape)} to {list(shape)}")
         return out
 
@@ -690,16 +693,32 @@ def shape_cast_layout(layout: Layout | None, from_shape, to_shape) -> Layout | N
     """The layout of the other side of a shape_cast: a unit-dim one keeps the layout on
     the other dims; any other where `layout` distributes only its last dim, in units
     that tile the other side's last dim (upstream's expanded and collapsed dims: a
-    1024-vector in 16-blocks is an 8x8x16 one in 1x1x16-blocks); None where neither
+    1024-vector in 16-blocks is an 8x8x16 one in 1x1x16-blocks), or where each dim of
+    the shorter shape is a run of dims of the longer one (`_regrouped`); None where none
     gives every thread the same elements in the same order."""
     if layout is None:
         return None
     m = unit_dims_map(from_shape, to_shape)
     if m is None:
-        return _last_dim_reshaped(layout, tuple(from_shape), tuple(to_shape))
+        return (_last_dim_reshaped(layout, tuple(from_shape), tuple(to_shape))
+                or _regrouped(layout, tuple(from_shape), tuple(to_shape)))
     drop, add = m
     lay = remove_dims(layout, drop)
     return insert_dims(lay, add, [1] * len(add)) if add else lay
+
+
+def _same_owners(layout: Layout, from_shape: tuple, new: Layout | None, to_shape: tuple) -> bool:
+    """Does `new` on `to_shape` give every thread the elements `layout` gives it on
+    `from_shape`, at the same row-major positions and in the same register order?"""
+    if new is None:
+        return False
+    try:
+        new.check_shape(to_shape)
+        sg, threads = launch(layout, None, None)
+        return np.array_equal(layout.ownership(from_shape, sg, threads).flat,
+                              new.ownership(to_shape, sg, threads).flat)
+    except SimtifyError:
+        return False
 
 
 def _last_dim_reshaped(layout: Layout, from_shape: tuple, to_shape: tuple) -> Layout | None:
@@ -717,26 +736,129 @@ def _last_dim_reshaped(layout: Layout, from_shape: tuple, to_shape: tuple) -> La
     g = {k: ([1] * (len(to_shape) - 1) + [v[-1]] if v is not None else None) for k, v in f.items()}
     try:
         new = build(g)
-        if new is None:
-            return None
-        new.check_shape(to_shape)
-        sg, threads = launch(layout, None, None)
-        same_owners = np.array_equal(layout.ownership(from_shape, sg, threads).flat,
-                                     new.ownership(to_shape, sg, threads).flat)
     except SimtifyError:
         return None
-    return new if same_owners else None
+    return new if _same_owners(layout, from_shape, new, to_shape) else None
+
+
+def dim_runs(fine, coarse) -> list[list[int]] | None:
+    """Per dim of `coarse`, the run of consecutive dims of `fine` whose sizes multiply
+    to it (a unit dim of `coarse` may take none); None where `fine` does not fold into
+    `coarse` that way."""
+    runs, i = [], 0
+    for j, c in enumerate(coarse):
+        run, size = [], 1
+        while i < len(fine) and (size < c or (fine[i] == 1 and j == len(coarse) - 1)):
+            size *= fine[i]
+            run.append(i)
+            i += 1
+        if size != c:
+            return None
+        runs.append(run)
+    return runs if i == len(fine) else None
+
+
+def _fill_inner(total: int, caps: Sequence[int]) -> list[int] | None:
+    """`total` spread over dims of `caps`, innermost first, each taking what fits."""
+    out, rem = [1] * len(caps), total
+    for d in reversed(range(len(caps))):
+        take = min(rem, caps[d])
+        if rem % take or caps[d] % take:
+            return None
+        out[d], rem = take, rem // take
+    return out if rem == 1 else None
+
+
+def _spread_outer(count: int, positions: Sequence[int]) -> list[int] | None:
+    """`count` ids spread over dims with `positions` places each, outermost first; ids
+    beyond the places (they share the data) go to the innermost dim."""
+    out, rem = [], count
+    for n in positions:
+        take = min(rem, n)
+        if rem % take:
+            return None
+        out.append(take)
+        rem //= take
+    out[-1] *= rem
+    return out
+
+
+def _split_dim(p: DimPlan, sizes: Sequence[int], f: dict) -> dict | None:
+    """The fields of one dim planned by `p` split over `sizes` (outer to inner), as
+    upstream expands a collapsed dim: ids spread outermost first, data fills innermost
+    first, within what the ids cover."""
+    out: dict = {}
+    tile = list(sizes)
+    if f["sg_layout"] is not None:
+        data, covered = _fill_inner(p.D, sizes), _fill_inner(p.U, sizes)
+        if data is None or covered is None:
+            return None
+        out["sg_layout"] = _spread_outer(p.L, [c // d for c, d in zip(covered, data)])
+        out["sg_data"] = tile = data
+    if f["inst_data"] is not None:
+        out["inst_data"] = tile = _fill_inner(p.I, tile)
+    if f["lane_layout"] is not None and tile is not None:
+        data, covered = _fill_inner(p.LD, tile), _fill_inner(min(p.I, p.LL * p.LD), tile)
+        if data is None or covered is None:
+            return None
+        out["lane_layout"] = _spread_outer(p.LL, [c // d for c, d in zip(covered, data)])
+        out["lane_data"] = data
+    return None if any(v is None for v in out.values()) else out
+
+
+def _regrouped(layout: Layout, from_shape: tuple, to_shape: tuple) -> Layout | None:
+    """The layout across a shape_cast where each dim of the shorter shape is a run of
+    consecutive dims of the longer one: collapsed, each field of a run multiplied;
+    expanded, each dim split as `_split_dim` does (upstream's ``expandDim``); kept only
+    where every thread holds the same elements in the same order."""
+    if not isinstance(layout, XeGPULayout) or layout.rank != len(from_shape) or layout.order is not None:
+        return None
+    collapsing = len(to_shape) < len(from_shape)
+    runs = dim_runs(from_shape, to_shape) if collapsing else dim_runs(to_shape, from_shape)
+    if runs is None:
+        return None
+    try:
+        plans = plan(layout, from_shape)
+    except SimtifyError:
+        return None
+    f = fields(layout)
+    present = [k for k in ("sg_layout", "sg_data", "inst_data", "lane_layout", "lane_data") if f[k] is not None]
+    if "sg_layout" in present and "sg_data" not in present:
+        present.append("sg_data")
+    effective = {"sg_layout": "L", "sg_data": "D", "inst_data": "I", "lane_layout": "LL", "lane_data": "LD"}
+    g: dict = {k: None for k in f}
+    for k in present:
+        g[k] = []
+    for j, run in enumerate(runs):
+        if collapsing:
+            for k in present:
+                g[k].append(prod(getattr(plans[d], effective[k]) for d in run) if run else 1)
+            continue
+        if not run:
+            return None
+        split = _split_dim(plans[j], [to_shape[d] for d in run], f)
+        if split is None:
+            return None
+        for k in present:
+            g[k] += split[k]
+    try:
+        new = build(g)
+    except SimtifyError:
+        return None
+    return new if _same_owners(layout, from_shape, new, to_shape) else None
 
 
 # --- what ops do to layouts (the rules of XeGPU propagation) ------------------------
 
 
-def bitcast_layout(layout: Layout | None, from_bits: int, to_bits: int) -> Layout | None:
-    """The layout of a ``vector.bitcast`` from `from_bits` to `to_bits` elements: the same
-    owners of the same bytes, so the last dim's ``sg_data``, ``inst_data`` and
-    ``lane_data`` scale by ``from_bits / to_bits``. None where a field would not hold
-    whole elements (or the last dim is sliced away)."""
-    if layout is None or from_bits == to_bits:
+def last_dim_scaled(layout: Layout | None, num: int, den: int) -> Layout | None:
+    """`layout` with its last dim's ``sg_data``, ``inst_data`` and ``lane_data`` scaled by
+    ``num / den``: the layout of a value whose elements along the last dim are `num` of
+    another's `den`, held by the same owners — a ``vector.bitcast`` from `num`-bit to
+    `den`-bit elements (the same bytes), a ``vector.interleave`` (2 / 1: each element of
+    an operand and its partner), a ``vector.deinterleave`` (1 / 2). None where a field
+    would not hold whole elements (or the last dim is sliced away)."""
+    if layout is None or num == den:
         return layout
     base, removed = flatten(layout)
     if base.rank is None or base.rank - 1 in removed:
@@ -747,11 +869,11 @@ def bitcast_layout(layout: Layout | None, from_bits: int, to_bits: int) -> Layou
         return None  # the default lane data follows the shape: state it to scale it
     for name in ("sg_data", "inst_data", "lane_data"):
         if f[name] is not None:
-            bits = f[name][last] * from_bits
-            if bits % to_bits:
+            scaled = f[name][last] * num
+            if scaled % den:
                 return None
             f[name] = list(f[name])
-            f[name][last] = bits // to_bits
+            f[name][last] = scaled // den
     return build(f, removed)
 
 
@@ -764,9 +886,34 @@ def reduction_source(result: Layout | None, src_shape, dims) -> Layout | None:
         parent = clamp_inst_data(result.parent, src_shape)
         if fits_unclamped(parent, src_shape):
             return parent
+        shared = _reduced_dims_shared_out(result.parent, src_shape, dims)
+        if shared is not None:
+            return shared
         # a parent written for a wider reduced dim (a broadcast's): the source holds the
         # reduced dims whole instead
     return insert_dims(result, sorted(dims), [src_shape[d] for d in sorted(dims)])
+
+
+def _reduced_dims_shared_out(parent: Layout, src_shape, dims) -> Layout | None:
+    """`parent` (a slice itself, or with a subgroup tile that does not fit the source)
+    with each reduced dim's ``sg_data`` its size over its ``sg_layout``: the subgroups
+    share the reduced dims out evenly (upstream's rule for a consumer slice over the
+    reduced dims); None where that does not distribute the source."""
+    base, removed = flatten(parent)
+    f = fields(base)
+    if f["sg_layout"] is None or f["sg_data"] is None or base.rank is None:
+        return None
+    kept = kept_dims(parent)
+    for d in dims:
+        n, ids = src_shape[d], f["sg_layout"][kept[d]]
+        if n % ids:
+            return None
+        f["sg_data"][kept[d]] = n // ids
+    try:
+        shared = build(f, removed)
+    except SimtifyError:
+        return None
+    return shared if shared is not None and shared.fits(src_shape) else None
 
 
 def whole_blocks(size: Sequence[int]) -> XeGPULayout:

@@ -54,7 +54,7 @@ from simtify.ir.assembly import is_bitwise_splat
 from simtify.layout.xegpu import (
     Layout,
     XeGPUSlice,
-    bitcast_layout,
+
     broadcast_result,
     broadcast_source,
     check_block,
@@ -64,6 +64,7 @@ from simtify.layout.xegpu import (
     has,
     is_whole_blocks,
     lane_slice,
+    last_dim_scaled,
     reduce_dims,
     reduction_source,
     refines,
@@ -92,7 +93,7 @@ from simtify.transforms.propagation_engine import (
 )
 from simtify.transforms.xegpu_completion import complete, complete_gather, is_complete
 from simtify.transforms.xegpu_dpas_layouts import dpas_layouts, mx_scale_layouts, runnable_c
-from simtify.transforms.xegpu_subgroup_layouts import store_layout
+from simtify.transforms.xegpu_subgroup_layouts import scalar_reduction_layout, store_layout
 
 MATRIX_OPS = ("xegpu.dpas", "xegpu.dpas_mx")
 
@@ -332,13 +333,29 @@ def _bits(v: SSAValue) -> int:
 
 class Bitcast(XeGPURule):
     """``vector.bitcast``: the result holds the source's bytes where the source holds
-    them, its last dim's data fields scaled by the width ratio (`bitcast_layout`)."""
+    them, its last dim's data fields scaled by the width ratio (`last_dim_scaled`)."""
 
     def gives(self, p, op):
-        return [(op.results[0], bitcast_layout(p.L(op.source), _bits(op.source), _bits(op.results[0])))]
+        return [(op.results[0], last_dim_scaled(p.L(op.source), _bits(op.source), _bits(op.results[0])))]
 
     def needs(self, p, op):
-        return [(op.source, bitcast_layout(p.L(op.results[0]), _bits(op.results[0]), _bits(op.source)))]
+        return [(op.source, last_dim_scaled(p.L(op.results[0]), _bits(op.results[0]), _bits(op.source)))]
+
+
+class Interleave(XeGPURule):
+    """``vector.interleave``: the result holds each pair where the operands hold its
+    elements, its last dim's data fields doubled (`last_dim_scaled`)."""
+
+    def gives(self, p, op):
+        return [(op.results[0], last_dim_scaled(p.L(op.lhs), 2, 1))]
+
+
+class Deinterleave(XeGPURule):
+    """``vector.deinterleave``: both results are held where the source holds their
+    elements, its last dim's data fields halved."""
+
+    def gives(self, p, op):
+        return [(r, last_dim_scaled(p.L(op.source), 1, 2)) for r in op.results]
 
 
 class StridedSlice(XeGPURule):
@@ -435,6 +452,8 @@ RULES: dict[str, OpRule] = {
     "vector.transpose": Transpose(),
     "vector.shape_cast": ShapeCast(),
     "vector.bitcast": Bitcast(),
+    "vector.interleave": Interleave(),
+    "vector.deinterleave": Deinterleave(),
     "vector.extract_strided_slice": StridedSlice(),
     "vector.insert_strided_slice": StridedSlice(),
     "scf.for": CarriedFor(),
@@ -616,19 +635,25 @@ class Propagation(Engine):
 
     def subgroup_defaults(self) -> bool:
         """Upstream's subgroup layout kind: in a kernel launched with several subgroups,
-        a 2-D block store that no layout reaches shares its value among them
-        (`simtify.transforms.xegpu_subgroup_layouts`); the rest follows from the stores.
+        a 2-D block store that no layout reaches shares its value among them, and so
+        does the source of a reduction to a scalar
+        (`simtify.transforms.xegpu_subgroup_layouts`); the rest follows from them.
         Only for a stage that reads workgroup-level IR: a later stage's kernel records
         the same launch, but each of its subgroups runs its own tiles."""
         threads = recorded_threads(self.func) if self.func.name == "gpu.func" and self.workgroup_input else None
         count = threads // self.sg if threads else 1
         stores = [op for op in self.program if op.name == "xegpu.store_nd" and is_vector(op.value)
                   and self.L(op.value) is None]
-        if count <= 1 or not stores or self.result.num_subgroups not in (1, count):
+        reductions = [op for op in self.program if op.name == "vector.multi_reduction"
+                      and not is_vector(op.results[0]) and self.L(op.source) is None]
+        if count <= 1 or not (stores or reductions) or self.result.num_subgroups not in (1, count):
             return False
         self.result.num_subgroups = count
         for op in stores:
             self.assign(op.value, store_layout(shape(op.value), count))
+        for op in reductions:
+            if self.L(op.source) is None:  # a store of the same value comes first
+                self.assign(op.source, scalar_reduction_layout(shape(op.source), count))
         return self.changed
 
     def run(self) -> XeGPULayouts:

@@ -8,6 +8,10 @@ arrange the subgroups as ``[a, b]`` (``a · b`` the subgroup count) that cut the
 equal tiles of whole store blocks, the most balanced (smallest ``|a - b|``, then the
 smaller ``a``), each subgroup a ``shape / [a, b]`` tile. The block is what one 2-D block
 store writes: rows the largest of 1, 2, 4, 8 that divides the value's rows, 16 columns.
+A reduction to a scalar whose source no layout reaches spreads the subgroups over the
+source's dims, outermost first, each taking as many as its size allows
+(``XeGPULayoutImpl.cpp``, ``setupMultiReductionResultLayout`` with no consumer layout):
+a 32x64 source on 32 subgroups is ``sg_layout = [32, 1], sg_data = [1, 64]``.
 Everything else follows from the stores: a dpas takes its C layout from its user and A
 and B from C (`simtify.transforms.xegpu_dpas_layouts`), as upstream's choice does when
 the user's arrangement suits all three operands.
@@ -19,7 +23,8 @@ from collections.abc import Sequence
 
 from simtify.layout.xegpu import XeGPULayout
 
-__all__ = ["STORE_BLOCK_COLUMNS", "STORE_BLOCK_ROWS", "store_layout", "subgroup_arrangements"]
+__all__ = ["STORE_BLOCK_COLUMNS", "STORE_BLOCK_ROWS", "scalar_reduction_layout", "store_layout",
+           "subgroup_arrangements"]
 
 STORE_BLOCK_ROWS = (1, 2, 4, 8)
 STORE_BLOCK_COLUMNS = (16,)
@@ -59,3 +64,18 @@ def store_layout(shape: Sequence[int], count: int) -> XeGPULayout | None:
         return None
     a, b = arrangements[0]
     return XeGPULayout(sg_layout=(a, b), sg_data=(shape[0] // a, shape[1] // b))
+
+
+def scalar_reduction_layout(shape: Sequence[int], count: int) -> XeGPULayout | None:
+    """The subgroup layout upstream gives the source of a reduction to a scalar on
+    `count` subgroups: per dim, outermost first, as many of the subgroups left as the dim
+    has elements; None where they do not divide it evenly."""
+    layout, data, left = [], [], count
+    for n in shape:
+        take = min(n, left)
+        if n % take or left % take:
+            return None
+        layout.append(take)
+        data.append(n // take)
+        left //= take
+    return XeGPULayout(sg_layout=tuple(layout), sg_data=tuple(data)) if left == 1 else None

@@ -49,6 +49,7 @@ from simtify.transforms.emit import Emitter, kind_of
 from simtify.transforms.xegpu_propagate import XeGPULayouts, is_vector, shape
 from simtify.transforms.xegpu_pieces.descriptors import Index
 from simtify.transforms.xegpu_pieces.level import XeGPULevel
+from simtify.transforms.xegpu_pieces.rewriter import box_elements
 
 
 class SubgroupDistribution(XeGPULevel):
@@ -158,6 +159,24 @@ class SubgroupDistribution(XeGPULevel):
         offsets[dim], sizes[dim] = start, size
         return em.value(vector_ir.ExtractStridedSliceOp(v, offsets, sizes, [1] * len(vshape),
                                                         VectorType(v.type.element_type, sizes)))
+
+    def reshapes_pieces(self, src: SSAValue, r: SSAValue, em: Emitter) -> bool:
+        """As the rewriter asks it, per subgroup: a tile's start depends on the subgroup
+        id, so each subgroup's tiles of `src` and `r` are compared on the host, element by
+        element (a 1x16x32 tile of an 8x16x32 value is the 512-tile of its 4096 elements)."""
+        lay_s, lay_r, sshape, rshape = self.layout_of(src), self.layout_of(r), shape(src), shape(r)
+        hs, hr = self.host_offsets(lay_s, sshape), self.host_offsets(lay_r, rshape)
+        qs = list(product(*[range(n) for n in self.grid(lay_s, sshape)]))
+        qr = list(product(*[range(n) for n in self.grid(lay_r, rshape)]))
+        if len(qs) != len(qr):
+            return False
+        for sg in range(self.num_subgroups):
+            for a, b in zip(qs, qr):
+                box_s = box_elements(sshape, [at[sg, k] for (_, at), k in zip(hs, a)], [size for size, _ in hs])
+                box_r = box_elements(rshape, [at[sg, k] for (_, at), k in zip(hr, b)], [size for size, _ in hr])
+                if not np.array_equal(box_s, box_r):
+                    return False
+        return True
 
     # --- which subgroups hold what ------------------------------------------------------
 
@@ -318,6 +337,58 @@ class SubgroupDistribution(XeGPULevel):
             self.value_pieces[r] = pieces
             return
         self.value_pieces[r] = self.exchange(op, self.pieces(src), have, want, shape(src), src.type.element_type, em)
+
+    # --- interleaving ----------------------------------------------------------------------
+
+    def op_vector_interleave(self, op: Operation, em: Emitter) -> None:
+        """Each subgroup interleaves its own tiles, where its tiles of the result are its
+        tiles of the operands interleaved: as wide again in the last dim, at twice the
+        start (upstream's case: ``sg_data`` doubled on the last dim)::
+
+            %r = vector.interleave %a, %b : vector<256x128xf32> -> vector<256x256xf32>
+                    // #a: sg_layout = [8, 4], sg_data = [32, 32]; #r: sg_data = [32, 64]
+          becomes
+            %r0 = vector.interleave %a0, %b0 : vector<32x32xf32> -> vector<32x64xf32>"""
+        a, b, r = op.lhs, op.rhs, op.results[0]
+        if not (self.interleaves(a, r) and self.interleaves(b, r)):
+            raise SimtifyError(f"a vector.interleave is distributed to subgroups where each subgroup's tiles of the "
+                               f"result are its tiles of the operands interleaved (the last dim's sg_data doubled); "
+                               f"{self.layout_of(a)} and {self.layout_of(b)} give {self.layout_of(r)} not")
+        out = []
+        for pa, pb in zip(self.pieces(a), self.pieces(b)):
+            new = vector_ir.InterleaveOp.build(operands=[pa, pb], result_types=[self.piece_type(r)])
+            out.append(em.value(self.annotate(new, r)))
+        self.value_pieces[r] = out
+
+    def op_vector_deinterleave(self, op: Operation, em: Emitter) -> None:
+        """Each subgroup deinterleaves its own tiles, where its tiles of each result are
+        the even (odd) elements of its tiles of the source (the last dim's ``sg_data``
+        halved)."""
+        src, results = op.source, list(op.results)
+        if not all(self.interleaves(r, src) for r in results):
+            raise SimtifyError(f"a vector.deinterleave is distributed to subgroups where each subgroup's tiles of the "
+                               f"results are the even and odd elements of its tiles of the source (the last dim's "
+                               f"sg_data halved); {self.layout_of(src)} gives {self.layout_of(results[0])} and "
+                               f"{self.layout_of(results[1])} not")
+        outs: list[list[SSAValue]] = [[], []]
+        for piece in self.pieces(src):
+            new = vector_ir.DeinterleaveOp.build(operands=[piece], result_types=[self.piece_type(results[0])] * 2)
+            for k, r in enumerate(results):
+                self.annotate(new, r, k)
+                outs[k].append(new.results[k])
+            em.add(new)
+        for r, pieces in zip(results, outs):
+            self.value_pieces[r] = pieces
+
+    def interleaves(self, half: SSAValue, whole: SSAValue) -> bool:
+        """Does every subgroup hold, in each round, the tile of `whole` (as long again in
+        the last dim) that interleaves its tile of `half` with another value's?"""
+        hh, hw = self.host_offsets(self.layout_of(half), shape(half)), self.host_offsets(self.layout_of(whole),
+                                                                                          shape(whole))
+        *lead_h, (size_h, starts_h) = hh
+        *lead_w, (size_w, starts_w) = hw
+        return (all(x[0] == y[0] and np.array_equal(x[1], y[1]) for x, y in zip(lead_h, lead_w))
+                and size_w == 2 * size_h and np.array_equal(starts_w, 2 * starts_h))
 
     def same_tiles(self, a: Layout | None, b: Layout | None, shape_) -> bool:
         ha, hb = self.host_offsets(a, shape_), self.host_offsets(b, shape_)

@@ -42,10 +42,10 @@ class VectorOps(PieceRewriter):
 
     def op_vector_bitcast(self, op: Operation, em: Emitter) -> None:
         """Each piece reinterpreted; a width change needs the result laid out as the
-        source with its last dim's data scaled (`bitcast_layout`), so that every piece
+        source with its last dim's data scaled (`last_dim_scaled`), so that every piece
         holds whole elements of both types."""
         from simtify.ir import vector as vector_ir
-        from simtify.layout.xegpu import bitcast_layout
+        from simtify.layout.xegpu import last_dim_scaled
         from simtify.target.xe import element_bits
 
         src, r = op.source, op.results[0]
@@ -53,7 +53,7 @@ class VectorOps(PieceRewriter):
             self.elementwise(op, em)
             return
         have, want = self.layout_of(src), self.layout_of(r)
-        scaled = bitcast_layout(have, element_bits(src.type.element_type), element_bits(r.type.element_type))
+        scaled = last_dim_scaled(have, element_bits(src.type.element_type), element_bits(r.type.element_type))
         if (have is None) != (want is None) or (have is not None and (
                 scaled is None or not self.analysis.same(scaled, want, shape(r)))):
             raise SimtifyError(f"a bitcast from {src.type} to {r.type} is distributed where the result's layout is the "
