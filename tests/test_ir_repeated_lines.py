@@ -64,6 +64,7 @@ LINES = [
     ("%R = arith.addf %A, %B : f32\n    {fastmath = #arith.fastmath<fast>}", "f32 f32", "f32"),
     ("%R, %S = gpu.shuffle xor %A, %B, %C : f32", "f32 i32 i32", "f32"),
     ("%R = arith.addf %A, %B : f32 %S = arith.addf %A, %B : f32", "f32 f32", "f32"),
+    ("%R = arith.constant 1.0 : f32", "", "f32"),
 ]
 ARGUMENTS = {"f32": ["x", "y"], "vec": ["v"], "index": ["i"], "i32": ["n"], "pair": []}
 
