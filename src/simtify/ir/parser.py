@@ -18,6 +18,11 @@ Two things are added to `xdsl.parser.Parser`:
   reused: attributes are immutable values.
   ``true`` / ``false`` are shared the same way, and the common tokens are read by one
   regular expression (`simtify.ir.lexer`).
+- **Speed of repeated lines.** A distributed function repeats a few dozen op lines
+  thousands of times with other SSA names. An op on one line of its own is remembered
+  with how it was built from the line's names; a line equal to it up to those names,
+  whose operands have the same types, builds the same op from its own values without
+  being read (three quarters of parsing a 25,000-op function).
 - **Attributes of dialects simtify does not model** (``#spirv.entry_point_abi<>``,
   ``#xevm.target<chip = "pvc">``) are kept as opaque text and printed back: a
   discardable attribute never stops a parse. An unknown attribute of a dialect simtify
