@@ -141,6 +141,43 @@ def test_descriptor_arguments_from_the_command_line(capsys, tmp_path):
         assert saved["c"].shape == (8, 16)
 
 
+@pytest.mark.parametrize("pipeline", ["xegpu-wg-to-sg", "xegpu-blocking", "xegpu-sg-to-lane", "xegpu-distribute"])
+def test_descriptor_arguments_before_and_after_distribution(pipeline):
+    """Each access takes the argument's whole block, so every level keeps the argument as
+    the descriptor its accesses go through (the lanes each read their share of it)."""
+    out = check_xegpu(DESCRIPTORS, "mm", pipeline, rtol=1e-2, atol=1e-2,
+                      block=(16,) if pipeline == "xegpu-sg-to-lane" else None)
+    assert "xegpu.create_nd_tdesc" not in out and "xegpu.load_nd %a[0, 0]" in out, out
+
+
+def test_distributed_descriptor_arguments_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, DESCRIPTORS, "mm", "xegpu-distribute", "--rtol", "1e-2",
+                               "--atol", "1e-2")
+    rows = json.loads(out)["results"]
+    assert code == 0 and [r["argument"] for r in rows] == ["a", "b", "c"] and all(r["equal"] for r in rows), out + err
+
+
+BLOCKED_ARGUMENT = """func.func @blocked(%a: !xegpu.tensor_desc<16x32xf32>, %b: !xegpu.tensor_desc<16x32xf32>) {
+  %v = xegpu.load_nd %a <{layout = #xegpu.layout<inst_data = [8, 16]>}> : !xegpu.tensor_desc<16x32xf32> -> vector<16x32xf32>
+  xegpu.store_nd %v, %b <{layout = #xegpu.layout<inst_data = [8, 16]>}> : vector<16x32xf32>, !xegpu.tensor_desc<16x32xf32>
+  return
+}
+"""
+
+
+def test_a_descriptor_argument_cut_into_blocks_is_a_located_error(capsys, tmp_path):
+    """Nothing makes an 8x16 descriptor over the memory behind a 16x32 argument."""
+    f = tmp_path / "blocked.mlir"
+    f.write_text(BLOCKED_ARGUMENT)
+    code, out, err = cli(capsys, "opt", f, "--pipeline", "xegpu-blocking")
+    assert code == 2 and one_error(err) == (
+        f"{f}:2:3: error: a descriptor argument of !xegpu.tensor_desc<16x32xf32> is accessed in blocks of 8x16 by "
+        "xegpu-blocking: nothing makes a smaller descriptor over the memory behind an argument; pass the memref and "
+        "make the descriptor with create_nd_tdesc in the function"), err
+    with pytest.raises(SimtifyError, match="accessed in blocks of 8x16"):
+        distribute(BLOCKED_ARGUMENT, "xegpu-blocking")
+
+
 ARRAY = """func.func @pair(%a: !xegpu.tensor_desc<8x16xf32, #xegpu.block_tdesc_attr<array_length = 2>>) -> vector<2x8x16xf32> {
   %v = xegpu.load_nd %a : !xegpu.tensor_desc<8x16xf32, #xegpu.block_tdesc_attr<array_length = 2>> -> vector<2x8x16xf32>
   return %v : vector<2x8x16xf32>

@@ -175,3 +175,23 @@ def test_fractional_subgroup_reduction_through_the_whole_pipeline(func):
     [text] = [t for chunk in split_chunks((FIXTURES / "propagate-layout-inst-data.mlir").read_text())
               for name, t in functions_of(chunk) if name == func]
     check_xegpu(text, func, "xegpu-distribute", rtol=1e-2, atol=1e-2)
+
+
+DESCRIPTOR_ARGUMENTS = [case for case in CASES if case.values[0].startswith("propagate-layout")
+                        and re.search(r"func(\.func)? @\w+\([^)]*!xegpu\.tensor_desc", case.values[2])
+                        and (case.values[0], case.values[1]) not in NOT_RUNNABLE]
+
+
+def test_descriptor_argument_functions_are_listed():
+    assert len(DESCRIPTOR_ARGUMENTS) >= 6
+
+
+@pytest.mark.parametrize("file, func, text", DESCRIPTOR_ARGUMENTS)
+def test_descriptor_arguments_through_the_whole_pipeline(file, func, text):
+    """Upstream's propagation tests that take descriptors as arguments, distributed to lanes
+    too: each access reads or writes the argument's whole block, which every level keeps."""
+    if re.search(r"\breturn %", text):
+        pytest.skip("it returns a vector, which each lane holds only part of (sg-to-lane refuses it)")
+    if not re.search(r"xegpu\.store", text):
+        text = store_last_value(text, func)
+    check_xegpu(text, func, "xegpu-distribute", rtol=1e-2, atol=1e-2)
