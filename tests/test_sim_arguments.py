@@ -226,6 +226,69 @@ def test_a_descriptor_argument_of_the_wrong_shape_is_an_error(capsys, tmp_path):
                                             "!xegpu.tensor_desc<8x16xf16>, got [16, 8]"), err
 
 
+# --- memrefs in the workgroup address space -------------------------------------------
+
+SHARED_MEMREF = """gpu.module @m {
+  gpu.func @double(%s: memref<64xf32, 3>) {
+    %i = gpu.thread_id x
+    %v = memref.load %s[%i] : memref<64xf32, 3>
+    %w = arith.addf %v, %v : f32
+    memref.store %w, %s[%i] : memref<64xf32, 3>
+    gpu.return
+  }
+}"""
+
+# upstream's xegpu-blocking @unroll_load_matrix: a matrix of f32 over bytes of shared local memory
+MATRIX_OVER_BYTES = """gpu.module @test_kernel {
+  gpu.func @unroll_load_matrix(%arg0: memref<4096xi8, 3>) -> vector<32x32xf32> {
+    %0 = xegpu.create_mem_desc %arg0 : memref<4096xi8, 3> -> !xegpu.mem_desc<32x32xf32>
+    %1 = xegpu.load_matrix %0[0, 0] <{layout = #xegpu.layout<inst_data = [8, 16]>}>: !xegpu.mem_desc<32x32xf32> -> vector<32x32xf32>
+    gpu.return %1: vector<32x32xf32>
+  }
+}"""
+
+
+def test_a_workgroup_memref_argument_is_each_workgroups_own():
+    module = parse(SHARED_MEMREF)
+    inputs = random_inputs(find_function(module, "double"), 0)
+    result = run(module, "double", inputs, target="xe", grid=(3,), block=(64,), sanitize=True)
+    assert result.arguments["s"].shape == (3, 64) and list(result.outputs) == ["s"] and not result.findings
+    np.testing.assert_array_equal(result.arguments["s"], np.broadcast_to(2 * inputs["s"], (3, 64)))
+
+
+def test_a_matrix_over_a_byte_argument_reads_its_bytes():
+    module = parse(MATRIX_OVER_BYTES)
+    inputs = random_inputs(find_function(module, "unroll_load_matrix"), 0)
+    assert inputs["arg0"].dtype == np.int8 and np.all(inputs["arg0"] != 0)
+    result = run(module, "unroll_load_matrix", inputs, target="xe", level="workgroup", grid=(2,))
+    assert not result.findings, result.findings
+    np.testing.assert_array_equal(result.returns[0][0, 0], inputs["arg0"].view(np.float32).reshape(32, 32))
+
+
+def test_a_matrix_over_a_byte_argument_before_and_after_blocking():
+    check_xegpu(MATRIX_OVER_BYTES, "unroll_load_matrix", "xegpu-blocking")
+
+
+def test_workgroup_memref_arguments_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, MATRIX_OVER_BYTES, "unroll_load_matrix", "xegpu-blocking")
+    rows = json.loads(out)["results"]
+    assert code == 0 and len(rows) == 2 and all(r["equal"] for r in rows), out + err
+    np.save(tmp_path / "s.npy", np.arange(1, 65, dtype=np.float32))
+    (tmp_path / "double.mlir").write_text(SHARED_MEMREF)
+    code, out, err = cli(capsys, "run", tmp_path / "double.mlir", "--func", "double", "--target", "xe", "--grid", "2",
+                         "--block", "64", "--arg", f"s={tmp_path / 's.npy'}", "--no-progress",
+                         "--out", tmp_path / "out.npz")
+    assert code == 0, err
+    with np.load(tmp_path / "out.npz") as saved:
+        np.testing.assert_array_equal(saved["s"], np.broadcast_to(2 * np.arange(1, 65, dtype=np.float32), (2, 64)))
+    np.save(tmp_path / "s.npy", np.arange(1, 65, dtype=np.int32))
+    code, out, err = cli(capsys, "run", tmp_path / "double.mlir", "--func", "double", "--target", "xe",
+                         "--block", "64", "--arg", f"s={tmp_path / 's.npy'}")
+    message = one_error(err)
+    assert code == 2 and message.startswith("error: --arg: argument 's' must be float32 for memref<64xf32, 3") and \
+        message.endswith("got int32"), err
+
+
 # --- shared-memory matrices (mem_desc) -------------------------------------------------
 
 LAYOUT = "#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16], lane_layout = [2, 8], lane_data = [1, 1]>"

@@ -45,7 +45,6 @@ WARP_REGION = ("its input is already a lane-level warp region taking the lane id
                "-test-xegpu-sg-distribute starts there); simtify's XeGPU stages start from a subgroup's program")
 SUBGROUP_BRANCH = ("its workgroup-level program branches on gpu.subgroup_id, which has no meaning for the "
                    "workgroup as a whole")
-UNWRITTEN = "it reads shared memory nothing wrote"
 TOO_MANY_SUBGROUPS = ("its layouts ask for 512 subgroups (8192 threads); an Xe workgroup holds at most 1024 threads, "
                       "so its distributed program cannot be launched")
 
@@ -60,7 +59,6 @@ NOT_RUNNABLE = {
                                       "store_scatter_1d"), REMOVED),
     **_each("xegpu-blocking.mlir", ("test_prefetch_load_store_update", "test_prefetch_load_store_update_chunk",
                                     "test_3d_scattered_tensor_desc"), REMOVED),
-    ("xegpu-blocking.mlir", "unroll_load_matrix"): UNWRITTEN + " (the version in tests/fixtures/xegpu fills it first)",
     **_each("sg-to-lane-distribute-unit.mlir", ("xegpu_dpas_mx", "convert_layout_partial_subgroup"), DPAS_MX),
     ("sg-to-lane-distribute-unit.mlir", "create_mask_3d"): "its only vector values are 3-D masks; the check stores "
                                                            "a 1-D or 2-D value",
@@ -68,13 +66,11 @@ NOT_RUNNABLE = {
             WARP_REGION),
     ("subgroup-distribute.mlir", "create_nd_tdesc_non_memref"): "it reads through descriptors over raw addresses, "
                                                                 "which the simulator cannot give memory",
-    ("xegpu-wg-to-sg-unify-ops.mlir", "distribute_load_matrix"): UNWRITTEN,
     **_each("propagate-layout-inst-data.mlir", ("bitcast_ui8_to_f4", "bitcast_ui16_to_f4"), F4_VALUES),
     **_each("propagate-layout-inst-data.mlir", ("dpas_mx_f8e5m2", "dpas_mx_f4e2m1"), DPAS_MX),
     ("xegpu-wg-to-sg.mlir", "dpas_mx"): DPAS_MX,
     **_each("xegpu-wg-to-sg.mlir", ("vector_reduce_multi_dim_nou_unit_local_reduction", "convert_layout_3D"),
             TOO_MANY_SUBGROUPS),
-    ("xegpu-wg-to-sg.mlir", "distribute_load_matrix"): UNWRITTEN,
     ("xegpu-wg-to-sg.mlir", "shape_cast_used_by_elementwise"): "it scatters through a raw address to elements 10 "
                                                                "to 25 of its 16-element memref (out of bounds in the "
                                                                "input)",

@@ -1,17 +1,19 @@
 """What a launched function's arguments are given, and what they hold afterwards.
 
-- A memref is a global buffer of the array's shape; its dynamic dims come from the
-  array, and random inputs take them from `shapes` (``--shape NAME=64x?`` is not
-  allowed: a shape is whole, its static dims as the type says).
+- A memref in global memory is a global buffer of the array's shape; its dynamic dims
+  come from the array, and random inputs take them from `shapes` (``--shape NAME=64x?``
+  is not allowed: a shape is whole, its static dims as the type says).
 - A block descriptor (``!xegpu.tensor_desc``) in global memory is a fresh global buffer
   of the descriptor's shape (``array_length`` blocks side by side) and element type,
   named after the argument, with the descriptor over it at offset 0: it is read,
   written and compared through that buffer, like a memref.
-- A ``!xegpu.mem_desc`` (and a descriptor in shared local memory) is shared local
-  memory of its shape in every workgroup, each filled with the argument's array before
-  the workgroup starts (so none of it reads as uninitialised); afterwards the argument
-  holds what each workgroup left there, ``[workgroups, *shape]``. The array is the
-  matrix: its element (i, j) lies where the ``mem_layout`` (blocks, column-major) puts it.
+- A memref in the workgroup address space, a ``!xegpu.mem_desc`` and a descriptor in
+  shared local memory are shared local memory of their shape in every workgroup, each
+  filled with the argument's array before the workgroup starts (so none of it reads as
+  uninitialised); afterwards the argument holds what each workgroup left there,
+  ``[workgroups, *shape]``. A mem_desc's array is the matrix: its element (i, j) lies
+  where the ``mem_layout`` (blocks, column-major) puts it. (A mem_desc the program makes
+  over a byte memref starts with those bytes: `simtify.sim.ops.xegpu`.)
 - Anything else is a value every thread holds alike.
 
 Global buffers lie in one flat byte address space (`simtify.sim.address_space`), 256-byte
@@ -28,6 +30,7 @@ import numpy as np
 from xdsl.dialects.builtin import MemRefType, TensorType, VectorType
 
 from simtify.errors import SimtifyError
+from simtify.ir.assembly import memory_space_name
 from simtify.ir.xegpu import MemDescType, TensorDescType
 from simtify.sim.memory import GLOBAL, Buffer, MemRef
 from simtify.sim.ops.xegpu import MatrixView, descriptor_over, matrix_view
@@ -45,7 +48,10 @@ def refuse_tensor_argument(name: str, t) -> None:
 
 
 def in_shared_memory(t) -> bool:
-    """Is an argument of type `t` given shared local memory per workgroup?"""
+    """Is an argument of type `t` given shared local memory per workgroup (a mem_desc, a
+    descriptor in ``slm``, a memref in the workgroup address space)?"""
+    if isinstance(t, MemRefType):
+        return memory_space_name(t.memory_space) == "workgroup"
     return isinstance(t, MemDescType) or (isinstance(t, TensorDescType) and t.memory_space == "slm")
 
 
@@ -184,7 +190,8 @@ def argument_value(sim, name: str, t, bound: Bound, strides):
             buf.data[:, _addresses(view)] = a.reshape(1, -1)
             return view
         buf.data[:] = a.reshape(1, -1)
-        return descriptor_over(MemRef(buf, a.shape, tuple(strides(None, a.shape)), 0), t)
+        memref = MemRef(buf, a.shape, tuple(strides(t if isinstance(t, MemRefType) else None, a.shape)), 0)
+        return memref if isinstance(t, MemRefType) else descriptor_over(memref, t)
     buf = bound.buffers[name]
     shape = tuple(buf.data_shape)
     memref = MemRef(buf, shape, strides(t if isinstance(t, MemRefType) else None, shape), 0)
@@ -200,7 +207,7 @@ def shared_contents(sim, bound: Bound, given: dict) -> list[np.ndarray]:
         if isinstance(value, MatrixView):
             buf, contents = value.memory.buffer, value.memory.buffer.data[:, _addresses(value)]
         else:
-            buf = value.memref.buffer
+            buf = value.buffer if isinstance(value, MemRef) else value.memref.buffer
             contents = buf.data.copy()
         out += [contents.reshape((sim.W,) + a.shape), np.full(sim.W, buf.written)]
     return out

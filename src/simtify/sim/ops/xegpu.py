@@ -554,8 +554,9 @@ class MatrixView:
 @handles("xegpu.create_mem_desc")
 def _create_mem_desc(sim, op):
     """The typed view of the buffer: a buffer of another element type gets one typed
-    shadow buffer per element type (its bytes are not shared with accesses of the
-    original type)."""
+    shadow buffer per element type, which starts with the bytes the buffer holds when
+    the view is made (a shared-memory argument's data; later writes of either type are
+    not seen by the other)."""
     from simtify.ir.assembly import memory_space_name
 
     src = sim.get(op.source)
@@ -571,10 +572,25 @@ def _create_mem_desc(sim, op):
         if key not in views:
             size = prod(src.shape) * src.buffer.elem_bytes // max(1, byte_width(md.element_type))
             views[key] = sim.new_workgroup_buffer(f"{src.buffer.name}:{key}", md.element_type, size)
+            _start_with_bytes(views[key], src.buffer)
         memory = MemRef(views[key], (views[key].data.shape[-1],), (1,), 0)
     if count > memory.shape[0]:
         raise SimtifyError(f"the buffer holds {memory.shape[0]} {md.element_type}, the mem_desc needs {count}")
     return [matrix_view(memory, md)]
+
+
+def _start_with_bytes(view, buf) -> None:
+    """`view` (a typed shadow of workgroup buffer `buf`) holding `buf`'s bytes, each of its
+    elements initialised where all of its bytes are; only where both types are held in
+    memory as numpy holds them (not bf16, i1 or narrow integers)."""
+    if not all(dtype_of(t).itemsize == byte_width(t) and dtype_of(t) != np.bool_
+               for t in (buf.elem_type, view.elem_type)):
+        return
+    width = view.data.itemsize
+    n = min(view.data.shape[-1], buf.data.shape[-1] * buf.data.itemsize // width)
+    raw = np.ascontiguousarray(buf.data).view(np.uint8)[:, :n * width]
+    view.data[:, :n] = raw.view(view.data.dtype)
+    view.init[:, :n] = np.repeat(buf.init, buf.data.itemsize, axis=1)[:, :n * width].reshape(-1, n, width).all(-1)
 
 
 def matrix_view(memory: MemRef, md) -> MatrixView:
