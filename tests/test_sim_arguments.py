@@ -448,3 +448,79 @@ def test_bad_raw_addresses_are_located_errors(capsys, tmp_path, edit, message):
                          "a=random", "--arg", "b=random", "--no-progress")
     line = one_error(err)
     assert code == 2 and line.startswith(f"{tmp_path / 'bad.mlir'}:13:") and message in line, err
+
+
+# --- raw addresses given as arguments ----------------------------------------------------
+
+POINTERS = """gpu.module @m {
+  gpu.func @copy(%src: ui64, %dst: i64, %rows: index, %stride: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %a = xegpu.create_nd_tdesc %src[%c0, %c0], shape:[%rows, 16], strides:[%stride, %c1] : ui64 -> !xegpu.tensor_desc<16x16xf32>
+    %v = xegpu.load_nd %a : !xegpu.tensor_desc<16x16xf32> -> vector<16x16xf32>
+    %w = arith.negf %v : vector<16x16xf32>
+    %b = xegpu.create_nd_tdesc %dst[%c0, %c0], shape:[16, 16], strides:[16, 1] : i64 -> !xegpu.tensor_desc<16x16xf32>
+    xegpu.store_nd %w, %b : vector<16x16xf32>, !xegpu.tensor_desc<16x16xf32>
+    gpu.return
+  }
+}"""
+
+
+def test_a_raw_address_argument_is_a_buffer_as_long_as_its_descriptors_reach():
+    module = parse(POINTERS)
+    inputs = random_inputs(find_function(module, "copy"), 0)
+    rows, stride = int(inputs["rows"]), int(inputs["stride"])
+    assert inputs["src"].shape == ((rows - 1) * stride + 16,) and inputs["dst"].shape == (256,)
+    result = run(module, "copy", {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup")
+    assert not result.findings and list(result.outputs) == ["dst"]
+    got = result.arguments["dst"].reshape(16, 16)[:min(rows, 16)]
+    want = -np.stack([inputs["src"][r * stride:r * stride + 16] for r in range(min(rows, 16))])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("pipeline", ["xegpu-sg-to-lane", "xegpu-distribute"])
+def test_raw_address_arguments_before_and_after_distribution(pipeline):
+    inputs = random_inputs(find_function(parse(POINTERS), "copy"), 0)
+    inputs["rows"], inputs["stride"] = np.int64(24), np.int64(20)
+    inputs["src"] = np.random.default_rng(1).uniform(0.5, 1, 23 * 20 + 16).astype(np.float32)
+    check_xegpu(POINTERS, "copy", pipeline, inputs=inputs, block=(16,) if pipeline == "xegpu-sg-to-lane" else None)
+
+
+def test_raw_address_arguments_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, POINTERS, "copy", "xegpu-distribute")
+    rows = json.loads(out)["results"]
+    assert code == 0 and [r["argument"] for r in rows] == ["src", "dst"] and all(r["equal"] for r in rows), out + err
+    np.save(tmp_path / "rows.npy", np.int64(4))
+    np.save(tmp_path / "stride.npy", np.int64(16))
+    code, out, err = cli(capsys, "run", tmp_path / "ref.mlir", "--func", "copy", "--target", "xe", "--arg", "src=random",
+                         "--arg", "dst=random", "--arg", f"rows={tmp_path / 'rows.npy'}", "--arg",
+                         f"stride={tmp_path / 'stride.npy'}", "--no-progress", "--out", tmp_path / "out.npz")
+    assert code == 0, err
+    with np.load(tmp_path / "out.npz") as saved:
+        assert saved["dst"].shape == (256,)
+
+
+@pytest.mark.parametrize("edit, arg, message", [
+    (None, "src=2x3", "argument 'src' is a raw address its descriptors read f32 at: give it a 1-D float32 array of "
+                      "the memory there, not float32 [2, 3]"),
+    (("%stride, %c1]", "%stride, %rows]"), None, "the memory behind raw address argument 'src' reaches as far as"),
+    (("shape:[%rows, 16]", "shape:[%c0, 16]"), None, "has shape [0, 16] and strides"),
+])
+def test_bad_raw_address_arguments_are_located_errors(capsys, tmp_path, edit, arg, message):
+    text = POINTERS if edit is None else POINTERS.replace(*edit)
+    if edit == ("%stride, %c1]", "%stride, %rows]"):  # a stride the program computes
+        text = text.replace("%c1 = arith.constant 1 : index",
+                            "%c1 = arith.constant 1 : index\n    %twice = arith.addi %rows, %rows : index").replace(
+            "%stride, %rows]", "%stride, %twice]")
+    f = tmp_path / "p.mlir"
+    f.write_text(text)
+    args = ["--arg", "dst=random", "--arg", "rows=random", "--arg", "stride=random"]
+    if arg is not None:
+        np.save(tmp_path / "src.npy", np.ones((2, 3), np.float32))
+        args += ["--arg", f"src={tmp_path / 'src.npy'}"]
+    else:
+        args += ["--arg", "src=random"]
+    code, out, err = cli(capsys, "run", f, "--func", "copy", "--target", "xe", *args)
+    assert code == 2 and message in one_error(err), err
+    if arg is None:
+        assert one_error(err).startswith(f"{f}:"), err

@@ -64,8 +64,6 @@ NOT_RUNNABLE = {
                                                            "a 1-D or 2-D value",
     **_each("subgroup-distribute-unit.mlir", ("scatter_ops_chunksize", "scatter_ops", "scatter_ops_with_leading_dims"),
             WARP_REGION),
-    ("subgroup-distribute.mlir", "create_nd_tdesc_non_memref"): "it reads through descriptors over raw addresses, "
-                                                                "which the simulator cannot give memory",
     **_each("propagate-layout-inst-data.mlir", ("bitcast_ui8_to_f4", "bitcast_ui16_to_f4"), F4_VALUES),
     **_each("propagate-layout-inst-data.mlir", ("dpas_mx_f8e5m2", "dpas_mx_f4e2m1"), DPAS_MX),
     ("xegpu-wg-to-sg.mlir", "dpas_mx"): DPAS_MX,

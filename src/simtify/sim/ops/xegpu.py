@@ -91,10 +91,32 @@ def _layout_attr(attr) -> XeGPULayout | XeGPUSlice | None:
 @handles("xegpu.create_nd_tdesc")
 def _create_nd_tdesc(sim, op):
     src = sim.get(op.source)
-    if not isinstance(src, MemRef) or not isinstance(op.source.type, MemRefType):
-        raise SimtifyError("the simulator reads descriptors over memrefs, not raw addresses")
+    if not isinstance(op.source.type, MemRefType):
+        src = _memory_at(sim, op, src)
+    elif not isinstance(src, MemRef):
+        raise SimtifyError("the simulator reads descriptors over memrefs and raw addresses")
     origin = _mixed(sim, op.const_offsets, op.offsets)
     return [descriptor_over(src, op.tensor_desc.type, origin)]
+
+
+def _memory_at(sim, op, address) -> MemRef:
+    """The memory a descriptor over a raw address views: the buffer the address lies in
+    (`simtify.sim.address_space`), from that element on, with the descriptor's shape and
+    strides (each the same in every thread of the launch)."""
+    sizes = []
+    for what, static, dynamic in (("shape", op.const_shape, op.shape), ("strides", op.const_strides, op.strides)):
+        values = _mixed(sim, static, dynamic)
+        if not values:
+            raise SimtifyError(f"a descriptor over a raw address needs its {what}")
+        sizes.append(tuple(sim.uniform_scalar(v, f"the {what} of a descriptor over a raw address") for v in values))
+    elem = op.tensor_desc.type.element_type
+    addresses = np.broadcast_to(lead(np.asarray(address)).astype(np.int64), (sim.W, sim.T))
+    parts = resolve(list(sim.bindings.values()), addresses, elem, sim.active())
+    if len(parts) != 1:
+        raise SimtifyError("the threads' raw addresses of one descriptor lie in different buffers")
+    memory, elements, _ = parts[0]
+    offset = int(elements[0, 0]) if (elements == elements[0, 0]).all() else elements
+    return MemRef(memory.buffer, sizes[0], sizes[1], offset)
 
 
 def descriptor_over(memref: MemRef, t, origin=None) -> TensorDesc:
