@@ -141,6 +141,43 @@ def test_descriptor_arguments_from_the_command_line(capsys, tmp_path):
         assert saved["c"].shape == (8, 16)
 
 
+@pytest.mark.parametrize("pipeline", ["xegpu-wg-to-sg", "xegpu-blocking", "xegpu-sg-to-lane", "xegpu-distribute"])
+def test_descriptor_arguments_before_and_after_distribution(pipeline):
+    """Each access takes the argument's whole block, so every level keeps the argument as
+    the descriptor its accesses go through (the lanes each read their share of it)."""
+    out = check_xegpu(DESCRIPTORS, "mm", pipeline, rtol=1e-2, atol=1e-2,
+                      block=(16,) if pipeline == "xegpu-sg-to-lane" else None)
+    assert "xegpu.create_nd_tdesc" not in out and "xegpu.load_nd %a[0, 0]" in out, out
+
+
+def test_distributed_descriptor_arguments_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, DESCRIPTORS, "mm", "xegpu-distribute", "--rtol", "1e-2",
+                               "--atol", "1e-2")
+    rows = json.loads(out)["results"]
+    assert code == 0 and [r["argument"] for r in rows] == ["a", "b", "c"] and all(r["equal"] for r in rows), out + err
+
+
+BLOCKED_ARGUMENT = """func.func @blocked(%a: !xegpu.tensor_desc<16x32xf32>, %b: !xegpu.tensor_desc<16x32xf32>) {
+  %v = xegpu.load_nd %a <{layout = #xegpu.layout<inst_data = [8, 16]>}> : !xegpu.tensor_desc<16x32xf32> -> vector<16x32xf32>
+  xegpu.store_nd %v, %b <{layout = #xegpu.layout<inst_data = [8, 16]>}> : vector<16x32xf32>, !xegpu.tensor_desc<16x32xf32>
+  return
+}
+"""
+
+
+def test_a_descriptor_argument_cut_into_blocks_is_a_located_error(capsys, tmp_path):
+    """Nothing makes an 8x16 descriptor over the memory behind a 16x32 argument."""
+    f = tmp_path / "blocked.mlir"
+    f.write_text(BLOCKED_ARGUMENT)
+    code, out, err = cli(capsys, "opt", f, "--pipeline", "xegpu-blocking")
+    assert code == 2 and one_error(err) == (
+        f"{f}:2:3: error: a descriptor argument of !xegpu.tensor_desc<16x32xf32> is accessed in blocks of 8x16 by "
+        "xegpu-blocking: nothing makes a smaller descriptor over the memory behind an argument; pass the memref and "
+        "make the descriptor with create_nd_tdesc in the function"), err
+    with pytest.raises(SimtifyError, match="accessed in blocks of 8x16"):
+        distribute(BLOCKED_ARGUMENT, "xegpu-blocking")
+
+
 ARRAY = """func.func @pair(%a: !xegpu.tensor_desc<8x16xf32, #xegpu.block_tdesc_attr<array_length = 2>>) -> vector<2x8x16xf32> {
   %v = xegpu.load_nd %a : !xegpu.tensor_desc<8x16xf32, #xegpu.block_tdesc_attr<array_length = 2>> -> vector<2x8x16xf32>
   return %v : vector<2x8x16xf32>
@@ -187,6 +224,69 @@ def test_a_descriptor_argument_of_the_wrong_shape_is_an_error(capsys, tmp_path):
                          f"a={tmp_path / 'a.npy'}", "--arg", "b=random", "--arg", "c=random")
     assert code == 2 and one_error(err) == ("error: --arg: argument 'a' must have shape [8, 16] for "
                                             "!xegpu.tensor_desc<8x16xf16>, got [16, 8]"), err
+
+
+# --- memrefs in the workgroup address space -------------------------------------------
+
+SHARED_MEMREF = """gpu.module @m {
+  gpu.func @double(%s: memref<64xf32, 3>) {
+    %i = gpu.thread_id x
+    %v = memref.load %s[%i] : memref<64xf32, 3>
+    %w = arith.addf %v, %v : f32
+    memref.store %w, %s[%i] : memref<64xf32, 3>
+    gpu.return
+  }
+}"""
+
+# upstream's xegpu-blocking @unroll_load_matrix: a matrix of f32 over bytes of shared local memory
+MATRIX_OVER_BYTES = """gpu.module @test_kernel {
+  gpu.func @unroll_load_matrix(%arg0: memref<4096xi8, 3>) -> vector<32x32xf32> {
+    %0 = xegpu.create_mem_desc %arg0 : memref<4096xi8, 3> -> !xegpu.mem_desc<32x32xf32>
+    %1 = xegpu.load_matrix %0[0, 0] <{layout = #xegpu.layout<inst_data = [8, 16]>}>: !xegpu.mem_desc<32x32xf32> -> vector<32x32xf32>
+    gpu.return %1: vector<32x32xf32>
+  }
+}"""
+
+
+def test_a_workgroup_memref_argument_is_each_workgroups_own():
+    module = parse(SHARED_MEMREF)
+    inputs = random_inputs(find_function(module, "double"), 0)
+    result = run(module, "double", inputs, target="xe", grid=(3,), block=(64,), sanitize=True)
+    assert result.arguments["s"].shape == (3, 64) and list(result.outputs) == ["s"] and not result.findings
+    np.testing.assert_array_equal(result.arguments["s"], np.broadcast_to(2 * inputs["s"], (3, 64)))
+
+
+def test_a_matrix_over_a_byte_argument_reads_its_bytes():
+    module = parse(MATRIX_OVER_BYTES)
+    inputs = random_inputs(find_function(module, "unroll_load_matrix"), 0)
+    assert inputs["arg0"].dtype == np.int8 and np.all(inputs["arg0"] != 0)
+    result = run(module, "unroll_load_matrix", inputs, target="xe", level="workgroup", grid=(2,))
+    assert not result.findings, result.findings
+    np.testing.assert_array_equal(result.returns[0][0, 0], inputs["arg0"].view(np.float32).reshape(32, 32))
+
+
+def test_a_matrix_over_a_byte_argument_before_and_after_blocking():
+    check_xegpu(MATRIX_OVER_BYTES, "unroll_load_matrix", "xegpu-blocking")
+
+
+def test_workgroup_memref_arguments_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, MATRIX_OVER_BYTES, "unroll_load_matrix", "xegpu-blocking")
+    rows = json.loads(out)["results"]
+    assert code == 0 and len(rows) == 2 and all(r["equal"] for r in rows), out + err
+    np.save(tmp_path / "s.npy", np.arange(1, 65, dtype=np.float32))
+    (tmp_path / "double.mlir").write_text(SHARED_MEMREF)
+    code, out, err = cli(capsys, "run", tmp_path / "double.mlir", "--func", "double", "--target", "xe", "--grid", "2",
+                         "--block", "64", "--arg", f"s={tmp_path / 's.npy'}", "--no-progress",
+                         "--out", tmp_path / "out.npz")
+    assert code == 0, err
+    with np.load(tmp_path / "out.npz") as saved:
+        np.testing.assert_array_equal(saved["s"], np.broadcast_to(2 * np.arange(1, 65, dtype=np.float32), (2, 64)))
+    np.save(tmp_path / "s.npy", np.arange(1, 65, dtype=np.int32))
+    code, out, err = cli(capsys, "run", tmp_path / "double.mlir", "--func", "double", "--target", "xe",
+                         "--block", "64", "--arg", f"s={tmp_path / 's.npy'}")
+    message = one_error(err)
+    assert code == 2 and message.startswith("error: --arg: argument 's' must be float32 for memref<64xf32, 3") and \
+        message.endswith("got int32"), err
 
 
 # --- shared-memory matrices (mem_desc) -------------------------------------------------
@@ -348,3 +448,79 @@ def test_bad_raw_addresses_are_located_errors(capsys, tmp_path, edit, message):
                          "a=random", "--arg", "b=random", "--no-progress")
     line = one_error(err)
     assert code == 2 and line.startswith(f"{tmp_path / 'bad.mlir'}:13:") and message in line, err
+
+
+# --- raw addresses given as arguments ----------------------------------------------------
+
+POINTERS = """gpu.module @m {
+  gpu.func @copy(%src: ui64, %dst: i64, %rows: index, %stride: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %a = xegpu.create_nd_tdesc %src[%c0, %c0], shape:[%rows, 16], strides:[%stride, %c1] : ui64 -> !xegpu.tensor_desc<16x16xf32>
+    %v = xegpu.load_nd %a : !xegpu.tensor_desc<16x16xf32> -> vector<16x16xf32>
+    %w = arith.negf %v : vector<16x16xf32>
+    %b = xegpu.create_nd_tdesc %dst[%c0, %c0], shape:[16, 16], strides:[16, 1] : i64 -> !xegpu.tensor_desc<16x16xf32>
+    xegpu.store_nd %w, %b : vector<16x16xf32>, !xegpu.tensor_desc<16x16xf32>
+    gpu.return
+  }
+}"""
+
+
+def test_a_raw_address_argument_is_a_buffer_as_long_as_its_descriptors_reach():
+    module = parse(POINTERS)
+    inputs = random_inputs(find_function(module, "copy"), 0)
+    rows, stride = int(inputs["rows"]), int(inputs["stride"])
+    assert inputs["src"].shape == ((rows - 1) * stride + 16,) and inputs["dst"].shape == (256,)
+    result = run(module, "copy", {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup")
+    assert not result.findings and list(result.outputs) == ["dst"]
+    got = result.arguments["dst"].reshape(16, 16)[:min(rows, 16)]
+    want = -np.stack([inputs["src"][r * stride:r * stride + 16] for r in range(min(rows, 16))])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("pipeline", ["xegpu-sg-to-lane", "xegpu-distribute"])
+def test_raw_address_arguments_before_and_after_distribution(pipeline):
+    inputs = random_inputs(find_function(parse(POINTERS), "copy"), 0)
+    inputs["rows"], inputs["stride"] = np.int64(24), np.int64(20)
+    inputs["src"] = np.random.default_rng(1).uniform(0.5, 1, 23 * 20 + 16).astype(np.float32)
+    check_xegpu(POINTERS, "copy", pipeline, inputs=inputs, block=(16,) if pipeline == "xegpu-sg-to-lane" else None)
+
+
+def test_raw_address_arguments_from_the_command_line(capsys, tmp_path):
+    code, out, err = cli_check(capsys, tmp_path, POINTERS, "copy", "xegpu-distribute")
+    rows = json.loads(out)["results"]
+    assert code == 0 and [r["argument"] for r in rows] == ["src", "dst"] and all(r["equal"] for r in rows), out + err
+    np.save(tmp_path / "rows.npy", np.int64(4))
+    np.save(tmp_path / "stride.npy", np.int64(16))
+    code, out, err = cli(capsys, "run", tmp_path / "ref.mlir", "--func", "copy", "--target", "xe", "--arg", "src=random",
+                         "--arg", "dst=random", "--arg", f"rows={tmp_path / 'rows.npy'}", "--arg",
+                         f"stride={tmp_path / 'stride.npy'}", "--no-progress", "--out", tmp_path / "out.npz")
+    assert code == 0, err
+    with np.load(tmp_path / "out.npz") as saved:
+        assert saved["dst"].shape == (256,)
+
+
+@pytest.mark.parametrize("edit, arg, message", [
+    (None, "src=2x3", "argument 'src' is a raw address its descriptors read f32 at: give it a 1-D float32 array of "
+                      "the memory there, not float32 [2, 3]"),
+    (("%stride, %c1]", "%stride, %rows]"), None, "the memory behind raw address argument 'src' reaches as far as"),
+    (("shape:[%rows, 16]", "shape:[%c0, 16]"), None, "has shape [0, 16] and strides"),
+])
+def test_bad_raw_address_arguments_are_located_errors(capsys, tmp_path, edit, arg, message):
+    text = POINTERS if edit is None else POINTERS.replace(*edit)
+    if edit == ("%stride, %c1]", "%stride, %rows]"):  # a stride the program computes
+        text = text.replace("%c1 = arith.constant 1 : index",
+                            "%c1 = arith.constant 1 : index\n    %twice = arith.addi %rows, %rows : index").replace(
+            "%stride, %rows]", "%stride, %twice]")
+    f = tmp_path / "p.mlir"
+    f.write_text(text)
+    args = ["--arg", "dst=random", "--arg", "rows=random", "--arg", "stride=random"]
+    if arg is not None:
+        np.save(tmp_path / "src.npy", np.ones((2, 3), np.float32))
+        args += ["--arg", f"src={tmp_path / 'src.npy'}"]
+    else:
+        args += ["--arg", "src=random"]
+    code, out, err = cli(capsys, "run", f, "--func", "copy", "--target", "xe", *args)
+    assert code == 2 and message in one_error(err), err
+    if arg is None:
+        assert one_error(err).startswith(f"{f}:"), err

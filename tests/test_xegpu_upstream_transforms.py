@@ -41,7 +41,6 @@ UNREGISTERED = ("it makes its values with upstream's test-only ops (\"some_op\",
                 "refuses where they are used (tested in test_xegpu_upstream_syntax): nothing gives them values")
 SUBGROUP_BRANCH = ("its workgroup-level program branches on gpu.subgroup_id, which has no meaning for the "
                    "workgroup as a whole")
-UNWRITTEN = "it reads shared memory nothing wrote"
 TOO_MANY_SUBGROUPS = ("its layouts ask for 512 subgroups (8192 threads); an Xe workgroup holds at most 1024 threads, "
                       "so its distributed program cannot be launched")
 
@@ -56,15 +55,8 @@ NOT_RUNNABLE = {
                                       "store_scatter_1d"), REMOVED),
     **_each("xegpu-blocking.mlir", ("test_prefetch_load_store_update", "test_prefetch_load_store_update_chunk",
                                     "test_3d_scattered_tensor_desc"), REMOVED),
-    ("xegpu-blocking.mlir", "unroll_load_matrix"): UNWRITTEN + " (the version in tests/fixtures/xegpu fills it first)",
-    ("sg-to-lane-distribute-unit.mlir", "create_mask_3d"): "its only vector values are 3-D masks; the check stores "
-                                                           "a 1-D or 2-D value",
-    ("subgroup-distribute.mlir", "create_nd_tdesc_non_memref"): "it reads through descriptors over raw addresses, "
-                                                                "which the simulator cannot give memory",
-    ("xegpu-wg-to-sg-unify-ops.mlir", "distribute_load_matrix"): UNWRITTEN,
     **_each("xegpu-wg-to-sg.mlir", ("vector_reduce_multi_dim_nou_unit_local_reduction", "convert_layout_3D"),
             TOO_MANY_SUBGROUPS),
-    ("xegpu-wg-to-sg.mlir", "distribute_load_matrix"): UNWRITTEN,
     ("xegpu-wg-to-sg.mlir", "shape_cast_used_by_elementwise"): "it scatters through a raw address to elements 10 "
                                                                "to 25 of its 16-element memref (out of bounds in the "
                                                                "input)",
@@ -121,7 +113,7 @@ def test_upstream_function_distributes_correctly(file, func, text, request):
         request.applymarker(pytest.mark.xfail(reason=GAPS[key], strict=True))
     writes = re.search(r"xegpu\.store(_nd|_matrix)?\b|memref\.store|vector\.transfer_write", text)
     if not writes and not re.search(r"\breturn %", text):  # returned values are compared too
-        stored = store_last_value(text, func)
+        stored = store_last_value(text, func, slices=STAGES[file] in LANE_STAGES)
         if stored is None:
             pytest.skip("it computes no vector value (descriptors or prefetches only)")
         text = stored
@@ -154,3 +146,48 @@ def test_fractional_subgroup_reduction_through_the_whole_pipeline(func):
     [text] = [t for chunk in split_chunks((FIXTURES / "propagate-layout-inst-data.mlir").read_text())
               for name, t in functions_of(chunk) if name == func]
     check_xegpu(text, func, "xegpu-distribute", rtol=1e-2, atol=1e-2)
+
+
+DESCRIPTOR_ARGUMENTS = [case for case in CASES if case.values[0].startswith("propagate-layout")
+                        and re.search(r"func(\.func)? @\w+\([^)]*!xegpu\.tensor_desc", case.values[2])
+                        and (case.values[0], case.values[1]) not in NOT_RUNNABLE]
+
+
+def test_descriptor_argument_functions_are_listed():
+    assert len(DESCRIPTOR_ARGUMENTS) >= 6
+
+
+@pytest.mark.parametrize("file, func, text", DESCRIPTOR_ARGUMENTS)
+def test_descriptor_arguments_through_the_whole_pipeline(file, func, text):
+    """Upstream's propagation tests that take descriptors as arguments, distributed to lanes
+    too: each access reads or writes the argument's whole block, which every level keeps."""
+    if re.search(r"\breturn %", text):
+        pytest.skip("it returns a vector, which each lane holds only part of (sg-to-lane refuses it)")
+    if not re.search(r"xegpu\.store", text):
+        text = store_last_value(text, func)
+    check_xegpu(text, func, "xegpu-distribute", rtol=1e-2, atol=1e-2)
+
+
+def test_a_3d_mask_is_stored_slice_by_slice():
+    """Upstream's create_mask_3d writes nothing and holds only 3-D masks: the check stores
+    the last one as i32, one 8x8 slice at a time, with the slice of its layout. Bounds
+    inside the shape (random ones are past it: every bit set) make each lane's share of
+    the mask differ."""
+    import numpy as np
+
+    [text] = [t for chunk in split_chunks((FIXTURES / "sg-to-lane-distribute-unit.mlir").read_text())
+              for name, t in functions_of(chunk) if name == "create_mask_3d"]
+    stored = store_last_value(text, "create_mask_3d", slices=True)
+    assert stored.count("xegpu.store_nd") == 2 and "arith.extui" in stored, stored
+    assert "#xegpu.slice<#xegpu.layout<lane_layout = [1, 2, 8], lane_data = [1, 1, 1]>, dims = [0]>" in stored
+    out = np.full((2, 8, 8), 7, np.int32)
+    inputs = {"m0": np.int64(1), "m1": np.int64(5), "m2": np.int64(3), "upstream_last_value_out": out}
+    check_xegpu(stored, "create_mask_3d", "xegpu-sg-to-lane", block=(16,), inputs=inputs)
+    from simtify.ir import parse
+    from simtify.sim import run
+
+    result = run(parse(stored), "create_mask_3d", {k: np.copy(v) for k, v in inputs.items()}, target="xe",
+                 level="workgroup")
+    want = np.zeros((2, 8, 8), np.int32)
+    want[:1, :5, :3] = 1
+    np.testing.assert_array_equal(result.arguments["upstream_last_value_out"], want)

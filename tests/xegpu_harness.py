@@ -310,10 +310,14 @@ def _wraps(layout, shape) -> bool:
     return any(p.wraps for p in plan(layout, shape))
 
 
-def store_last_value(text: str, func: str) -> str | None:
+def store_last_value(text: str, func: str, *, slices: bool = False) -> str | None:
     """`text` with `func`'s last 1-D or 2-D vector value (of its body, not nested) stored
     through a block descriptor, with the value's layout, to a new memref argument: for
     upstream tests whose function writes nothing, so that a check compares something.
+    With `slices` (for a stage that distributes ``vector.extract``: sg-to-lane), where the
+    body has only values of higher rank, the last of them is stored 2-D slice by 2-D
+    slice (``vector.extract`` of each leading index, the layout sliced), an i1 mask
+    widened to i32 first (memory holds no i1 elements).
     None when the function has no such value."""
     from xdsl.dialects.builtin import VectorType
 
@@ -321,24 +325,27 @@ def store_last_value(text: str, func: str) -> str | None:
 
     module = parse(text, "input.mlir")
     block = find_function(module, func).body.blocks.first
-    last = None
+    last = higher = None
     for op in block.ops:
         for index, r in enumerate(op.results):
             if isinstance(r.type, VectorType) and 1 <= r.type.get_num_dims() <= 2:
                 last = (op, index, r)
-    if last is None:
+            elif slices and isinstance(r.type, VectorType) and r.type.get_num_dims() > 2:
+                higher = (op, index, r)
+    if last is None and higher is None:
         return None
-    op, index, value = last
+    op, index, value = last or higher
     value.name_hint = STORED
     layout = notes.own_layout(op) if op.name == "xegpu.load_nd" else None
     if layout is None:
         layout = notes.result_layout(op, index)
-    shape = "x".join(map(str, value.type.get_shape()))
-    memref = f"memref<{shape}x{value.type.element_type}>"
-    on_store = ""
-    if layout is not None and _wraps(layout, value.type.get_shape()):  # a block descriptor may not hold it
-        layout, on_store = None, f" <{{layout = {notes.to_attr(layout)}}}>"
-    desc = f"!xegpu.tensor_desc<{shape}x{value.type.element_type}{', ' + str(notes.to_attr(layout)) if layout else ''}>"
+    if layout is None and op.name == "xegpu.convert_layout":
+        layout = notes.of_attr(op.properties.get("target_layout") or op.attributes.get("target_layout"))
+    vshape, elem = value.type.get_shape(), value.type.element_type
+    if last is None:
+        stored = _slice_stores(vshape, elem, layout)
+    else:
+        stored = _block_store(vshape, elem, layout)
     lines = print_module(module).split("\n")
     head = next(i for i, line in enumerate(lines) if re.search(rf"func(\.func)? @{re.escape(func)}\(", line))
     signature = lines[head]
@@ -348,13 +355,12 @@ def store_last_value(text: str, func: str) -> str | None:
         depth += {"(": 1, ")": -1}.get(signature[end], 0)
         end += 1
     comma = ", " if signature[start:end - 1].strip() else ""
+    memref, body_lines = stored
     lines[head] = f"{signature[:end - 1]}{comma}%{STORED}_out: {memref}{signature[end - 1:]}"
     body = " " * (len(signature) - len(signature.lstrip()) + 2)
     ret = next(i for i in range(head + 1, len(lines))
                if lines[i] in (f"{body}gpu.return", f"{body}func.return"))
-    zeros = ", ".join("0" for _ in value.type.get_shape())
-    lines[ret:ret] = [f"{body}%{STORED}_desc = xegpu.create_nd_tdesc %{STORED}_out[{zeros}] : {memref} -> {desc}",
-                      f"{body}xegpu.store_nd %{STORED}, %{STORED}_desc{on_store} : {value.type}, {desc}"]
+    lines[ret:ret] = [body + line for line in body_lines]
     return "\n".join(lines)
 
 
@@ -366,3 +372,49 @@ def lane_id_from_the_hardware(text: str, func: str) -> str:
     args = [a.strip() for a in head.group(1).split(",") if a.strip() and not a.strip().startswith("%laneid")]
     return (text[:head.start()] + f"gpu.func @{func}({', '.join(args)}) {{\n  %laneid = gpu.lane_id"
             + text[head.end():])
+
+
+def _block_store(vshape, elem, layout) -> tuple[str, list[str]]:
+    """(the memref, the lines) that store the whole 1-D or 2-D value."""
+    from simtify.transforms import xegpu_annotations as notes
+
+    shape = "x".join(map(str, vshape))
+    memref = f"memref<{shape}x{elem}>"
+    on_store = ""
+    if layout is not None and _wraps(layout, vshape):  # a block descriptor may not hold it
+        layout, on_store = None, f" <{{layout = {notes.to_attr(layout)}}}>"
+    desc = f"!xegpu.tensor_desc<{shape}x{elem}{', ' + str(notes.to_attr(layout)) if layout else ''}>"
+    zeros = ", ".join("0" for _ in vshape)
+    vt = f"vector<{shape}x{elem}>"
+    return memref, [f"%{STORED}_desc = xegpu.create_nd_tdesc %{STORED}_out[{zeros}] : {memref} -> {desc}",
+                    f"xegpu.store_nd %{STORED}, %{STORED}_desc{on_store} : {vt}, {desc}"]
+
+
+def _slice_stores(vshape, elem, layout) -> tuple[str, list[str]]:
+    """(the memref, the lines) that store a value of rank > 2 one trailing 2-D slice at
+    a time, through a 2-D descriptor at the slice's leading indices."""
+    from itertools import product
+
+    from simtify.layout import XeGPUSlice
+    from simtify.transforms import xegpu_annotations as notes
+
+    lead, tile = tuple(vshape[:-2]), tuple(vshape[-2:])
+    name, out = STORED, []
+    if str(elem) == "i1":
+        wide = f"vector<{'x'.join(map(str, vshape))}xi32>"
+        note = f" {{layout_result_0 = {notes.to_attr(layout)}}}" if layout is not None else ""
+        out.append(f"%{STORED}_wide = arith.extui %{STORED}{note} : vector<{'x'.join(map(str, vshape))}xi1> to {wide}")
+        name, elem = f"{STORED}_wide", "i32"
+    memref = f"memref<{'x'.join(map(str, vshape))}x{elem}>"
+    part = None if layout is None else notes.to_attr(XeGPUSlice(layout, tuple(range(len(lead)))))
+    vt = f"vector<{'x'.join(map(str, tile))}x{elem}>"
+    desc = f"!xegpu.tensor_desc<{'x'.join(map(str, tile))}x{elem}>"
+    for k, idx in enumerate(product(*[range(n) for n in lead])):
+        at = ", ".join(map(str, idx))
+        note = f" {{layout_result_0 = {part}}}" if part is not None else ""
+        out += [f"%{STORED}_{k} = vector.extract %{name}[{at}]{note} : {vt} from "
+                f"vector<{'x'.join(map(str, vshape))}x{elem}>",
+                f"%{STORED}_desc_{k} = xegpu.create_nd_tdesc %{STORED}_out[{at}, 0, 0] : {memref} -> {desc}",
+                f"xegpu.store_nd %{STORED}_{k}, %{STORED}_desc_{k}{f' <{{layout = {part}}}>' if part else ''} : "
+                f"{vt}, {desc}"]
+    return memref, out

@@ -102,7 +102,8 @@ def _arguments(func, specs: list[str], default_seed: int | None = None,
     """Values for the function's arguments from ``NAME=FILE.npy`` / ``NAME=random[:seed]``,
     the dynamic dims of random memrefs from ``--shape NAME=AxB``."""
     from simtify.sim import function_args
-    from simtify.sim.arguments import argument_shape, check_shapes, random_array, refuse_tensor_argument
+    from simtify.sim.arguments import (argument_shape, check_shapes, pointer_arguments, pointer_extent, random_array,
+                                       refuse_tensor_argument)
 
     types = dict(function_args(func))
     for name, t in types.items():
@@ -121,7 +122,10 @@ def _arguments(func, specs: list[str], default_seed: int | None = None,
                                "--arg")
         given[name] = value
     out = {}
-    for i, (name, t) in enumerate(types.items()):
+    names = list(types)
+    pointers = pointer_arguments(func, names)
+    # a raw address's memory reaches as far as the other arguments say: drawn after them
+    for i, (name, t) in sorted(enumerate(types.items()), key=lambda item: item[1][0] in pointers):
         value = given.get(name)
         if value is None:
             if default_seed is None:
@@ -135,7 +139,11 @@ def _arguments(func, specs: list[str], default_seed: int | None = None,
                 raise SimtifyError(f"'{value}': the seed must be an integer", "--arg") from None
             if seed < 0:
                 raise SimtifyError(f"'{value}': the seed must not be negative", "--arg")
-            out[name] = random_array(t, argument_shape(name, t, shapes), np.random.default_rng(seed))
+            if name in pointers:
+                shape, t = (pointer_extent(func, names, name, out),), pointers[name]
+            else:
+                shape = argument_shape(name, t, shapes)
+            out[name] = random_array(t, shape, np.random.default_rng(seed))
         else:
             try:
                 out[name] = np.load(value, allow_pickle=False)
@@ -147,7 +155,7 @@ def _arguments(func, specs: list[str], default_seed: int | None = None,
             if name in shapes and out[name].shape != shapes[name]:
                 raise SimtifyError(f"'{value}' holds a {'x'.join(map(str, out[name].shape))} array, but --shape "
                                    f"gives '{name}' {'x'.join(map(str, shapes[name]))}", "--shape")
-    return out
+    return {name: out[name] for name in names}
 
 
 def _simulate(module, args, inputs, sanitize: bool, progress=None):

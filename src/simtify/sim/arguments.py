@@ -1,17 +1,23 @@
 """What a launched function's arguments are given, and what they hold afterwards.
 
-- A memref is a global buffer of the array's shape; its dynamic dims come from the
-  array, and random inputs take them from `shapes` (``--shape NAME=64x?`` is not
-  allowed: a shape is whole, its static dims as the type says).
+- A memref in global memory is a global buffer of the array's shape; its dynamic dims
+  come from the array, and random inputs take them from `shapes` (``--shape NAME=64x?``
+  is not allowed: a shape is whole, its static dims as the type says).
 - A block descriptor (``!xegpu.tensor_desc``) in global memory is a fresh global buffer
   of the descriptor's shape (``array_length`` blocks side by side) and element type,
   named after the argument, with the descriptor over it at offset 0: it is read,
   written and compared through that buffer, like a memref.
-- A ``!xegpu.mem_desc`` (and a descriptor in shared local memory) is shared local
-  memory of its shape in every workgroup, each filled with the argument's array before
-  the workgroup starts (so none of it reads as uninitialised); afterwards the argument
-  holds what each workgroup left there, ``[workgroups, *shape]``. The array is the
-  matrix: its element (i, j) lies where the ``mem_layout`` (blocks, column-major) puts it.
+- A memref in the workgroup address space, a ``!xegpu.mem_desc`` and a descriptor in
+  shared local memory are shared local memory of their shape in every workgroup, each
+  filled with the argument's array before the workgroup starts (so none of it reads as
+  uninitialised); afterwards the argument holds what each workgroup left there,
+  ``[workgroups, *shape]``. A mem_desc's array is the matrix: its element (i, j) lies
+  where the ``mem_layout`` (blocks, column-major) puts it. (A mem_desc the program makes
+  over a byte memref starts with those bytes: `simtify.sim.ops.xegpu`.)
+- An integer argument that a ``create_nd_tdesc`` views (a raw address, with shape and
+  strides operands) is a 1-D global buffer of the descriptors' element type, the
+  argument its address; random inputs make it as long as the descriptors reach, from
+  their shape and strides (constants, or other arguments' values: `pointer_extent`).
 - Anything else is a value every thread holds alike.
 
 Global buffers lie in one flat byte address space (`simtify.sim.address_space`), 256-byte
@@ -25,9 +31,11 @@ from dataclasses import dataclass, field
 from math import prod
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType, TensorType
+from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType, TensorType
 
 from simtify.errors import SimtifyError
+from simtify.ir import location_of
+from simtify.ir.assembly import DYNAMIC, memory_space_name
 from simtify.ir.vector import element_type_of, shape_of
 from simtify.ir.xegpu import MemDescType, TensorDescType
 from simtify.sim.memory import GLOBAL, Buffer, MemRef
@@ -47,7 +55,10 @@ def refuse_tensor_argument(name: str, t) -> None:
 
 
 def in_shared_memory(t) -> bool:
-    """Is an argument of type `t` given shared local memory per workgroup?"""
+    """Is an argument of type `t` given shared local memory per workgroup (a mem_desc, a
+    descriptor in ``slm``, a memref in the workgroup address space)?"""
+    if isinstance(t, MemRefType):
+        return memory_space_name(t.memory_space) == "workgroup"
     return isinstance(t, MemDescType) or (isinstance(t, TensorDescType) and t.memory_space == "slm")
 
 
@@ -105,6 +116,60 @@ def argument_shape(name: str, t, shapes: dict | None = None) -> tuple[int, ...]:
     return shape
 
 
+def pointer_arguments(func, names: list[str]) -> dict[str, object]:
+    """The integer arguments (named `names`, in order) that are raw addresses a
+    ``create_nd_tdesc`` views: name -> the element type its descriptors read there."""
+    out = {}
+    for name, a in zip(names, func.body.blocks.first.args):
+        if not isinstance(a.type, (IntegerType, IndexType)):
+            continue
+        views = [u.operation for u in a.uses if u.operation.name == "xegpu.create_nd_tdesc" and u.index == 0]
+        types = {v.tensor_desc.type.element_type for v in views}
+        if len(types) > 1:
+            raise SimtifyError(f"argument '{name}' is a raw address that descriptors read as "
+                               f"{' and '.join(sorted(map(str, types)))}; the simulator gives it one element type",
+                               location_of(views[-1]))
+        if views:
+            out[name] = views[0].tensor_desc.type.element_type
+    return out
+
+
+def pointer_extent(func, names: list[str], name: str, values: dict) -> int:
+    """How many elements the buffer behind raw address argument `name` holds: as far as
+    its descriptors reach from it, by their shape and strides, each a constant or an
+    argument (whose value `values` holds)."""
+    args = dict(zip(func.body.blocks.first.args, names))
+    reach = 1
+    for use in [u for a, n in args.items() if n == name for u in a.uses]:
+        op = use.operation
+        if op.name != "xegpu.create_nd_tdesc" or use.index != 0:
+            continue
+        sizes = []
+        for static, dynamic in ((op.const_shape, op.shape), (op.const_strides, op.strides)):
+            given = iter(dynamic)
+            sizes.append([_known_index(next(given), args, values, name, op) if x == DYNAMIC else int(x)
+                          for x in (static.get_values() if static is not None else [])])
+        shape, strides = sizes
+        if not shape or any(n < 1 for n in shape) or any(x < 0 for x in strides):
+            raise SimtifyError(f"the descriptor over raw address argument '{name}' has shape {shape} and strides "
+                               f"{strides}: the simulator needs positive sizes to give it memory", location_of(op))
+        reach = max(reach, 1 + sum((n - 1) * x for n, x in zip(shape, strides)))
+    if reach > MAX_ELEMENTS:
+        raise SimtifyError(f"the descriptors over raw address argument '{name}' reach {reach} elements, more than "
+                           f"the simulator holds ({MAX_ELEMENTS})", "--arg")
+    return reach
+
+
+def _known_index(v, args: dict, values: dict, name: str, op) -> int:
+    owner = v.owner
+    if getattr(owner, "name", None) == "arith.constant":
+        return int(owner.value.value.data)
+    if v in args and args[v] in values:
+        return int(np.asarray(values[args[v]]).reshape(-1)[0])
+    raise SimtifyError(f"the memory behind raw address argument '{name}' reaches as far as its descriptor's shape "
+                       "and strides, which the simulator needs as constants or arguments", location_of(op))
+
+
 def random_array(t, shape, rng) -> np.ndarray:
     """Random values, never zeros: floats in [-1, 1) away from 0, integers in [1, 100];
     f8 and f4 values drawn from the format's own (rounding [-1, 1) to f4 gives zeros)."""
@@ -137,8 +202,11 @@ FIRST_ADDRESS = 1 << 16
 BUFFER_ALIGNMENT = 256
 
 
-def bind(expected: list[tuple[str, object]], args: dict) -> Bound:
-    """The arguments `expected` ((name, type) in order) bound to `args`; checked."""
+def bind(expected: list[tuple[str, object]], args: dict, pointers: dict | None = None) -> Bound:
+    """The arguments `expected` ((name, type) in order) bound to `args`; checked.
+    `pointers` (`pointer_arguments`): raw address arguments, each given a 1-D array of its
+    element type, which becomes a global buffer, the argument its address."""
+    pointers = pointers or {}
     bound = Bound()
     names = {n for n, _ in expected}
     unknown = sorted(set(args) - names)
@@ -150,6 +218,16 @@ def bind(expected: list[tuple[str, object]], args: dict) -> Bound:
         if name not in args:
             raise SimtifyError(f"argument '{name}' is missing; give --arg {name}=FILE.npy or {name}=random", "--arg")
         a = np.asarray(args[name])
+        if name in pointers:
+            elem = pointers[name]
+            if a.ndim != 1 or a.dtype != dtype_of(elem):
+                raise SimtifyError(f"argument '{name}' is a raw address its descriptors read {elem} at: give it a 1-D "
+                                   f"{dtype_of(elem)} array of the memory there, not {a.dtype} {list(a.shape)}", "--arg")
+            buf = _global_buffer(name, elem, a, base)
+            base += -(-buf.data.nbytes // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT + BUFFER_ALIGNMENT
+            bound.buffers[name] = buf
+            bound.scalars[name] = fit(np.asarray(buf.base), t).reshape((1, 1))
+            continue
         if isinstance(t, (MemRefType, TensorDescType, MemDescType)):
             want = tuple(t.get_shape()) if isinstance(t, MemRefType) else memory_shape(t)
             if len(want) != a.ndim or any(w >= 0 and w != s for w, s in zip(want, a.shape)):
@@ -160,12 +238,7 @@ def bind(expected: list[tuple[str, object]], args: dict) -> Bound:
             if in_shared_memory(t):
                 bound.shared[name] = a
                 continue
-            data = np.ascontiguousarray(a).reshape(-1)
-            buf = Buffer(name, GLOBAL, t.element_type, data, base)
-            # the caller's array is read in place and copied before the first write to it
-            buf.lent = np.shares_memory(data, a)
-            buf.data_shape = a.shape
-            buf.tracks_writes = True
+            buf = _global_buffer(name, t.element_type, a, base)
             base += -(-buf.data.nbytes // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT + BUFFER_ALIGNMENT
             bound.buffers[name] = buf
         else:
@@ -174,6 +247,16 @@ def bind(expected: list[tuple[str, object]], args: dict) -> Bound:
                 raise SimtifyError(f"argument '{name}' must have shape {list(shape)} for {t}, got {list(a.shape)}", "--arg")
             bound.scalars[name] = fit(a, t).reshape((1, 1) + shape)
     return bound
+
+
+def _global_buffer(name: str, elem_type, a: np.ndarray, base: int) -> Buffer:
+    data = np.ascontiguousarray(a).reshape(-1)
+    buf = Buffer(name, GLOBAL, elem_type, data, base)
+    # the caller's array is read in place and copied before the first write to it
+    buf.lent = np.shares_memory(data, a)
+    buf.data_shape = a.shape
+    buf.tracks_writes = True
+    return buf
 
 
 def argument_value(sim, name: str, t, bound: Bound, strides):
@@ -190,7 +273,8 @@ def argument_value(sim, name: str, t, bound: Bound, strides):
             buf.data[:, _addresses(view)] = a.reshape(1, -1)
             return view
         buf.data[:] = a.reshape(1, -1)
-        return descriptor_over(MemRef(buf, a.shape, tuple(strides(None, a.shape)), 0), t)
+        memref = MemRef(buf, a.shape, tuple(strides(t if isinstance(t, MemRefType) else None, a.shape)), 0)
+        return memref if isinstance(t, MemRefType) else descriptor_over(memref, t)
     buf = bound.buffers[name]
     shape = tuple(buf.data_shape)
     memref = MemRef(buf, shape, strides(t if isinstance(t, MemRefType) else None, shape), 0)
@@ -206,7 +290,7 @@ def shared_contents(sim, bound: Bound, given: dict) -> list[np.ndarray]:
         if isinstance(value, MatrixView):
             buf, contents = value.memory.buffer, value.memory.buffer.data[:, _addresses(value)]
         else:
-            buf = value.memref.buffer
+            buf = value.buffer if isinstance(value, MemRef) else value.memref.buffer
             contents = buf.data.copy()
         out += [contents.reshape((sim.W,) + a.shape), np.full(sim.W, buf.written)]
     return out

@@ -13,8 +13,8 @@ from xdsl.ir import Operation
 
 from simtify.errors import SimtifyError
 from simtify.ir.effects import is_per_thread
-from simtify.sim.arguments import (MAX_ELEMENTS, argument_shape, argument_value, bind, check_shapes, random_array,
-                                   shared_contents)
+from simtify.sim.arguments import (MAX_ELEMENTS, argument_shape, argument_value, bind, check_shapes, pointer_arguments,
+                                   pointer_extent, random_array, shared_contents)
 from simtify.sim.counters import Counters
 from simtify.sim.grid import WORKGROUP_COUNT
 from simtify.sim.interpreter import BatchState, Interpreter
@@ -164,7 +164,12 @@ def random_inputs(func: Operation, seed: int = 0, shapes: dict | None = None) ->
     rng = np.random.default_rng(seed)
     args = function_args(func)
     check_shapes(args, shapes or {})
-    return {name: random_array(t, argument_shape(name, t, shapes), rng) for name, t in args}
+    names = [n for n, _ in args]
+    pointers = pointer_arguments(func, names)
+    out = {name: random_array(t, argument_shape(name, t, shapes), rng) for name, t in args if name not in pointers}
+    for name, elem in pointers.items():  # the memory there reaches as far as the other arguments say
+        out[name] = random_array(elem, (pointer_extent(func, names, name, out),), rng)
+    return {name: out[name] for name in names}
 
 
 def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=None, block=None,
@@ -201,7 +206,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
             raise SimtifyError(f"per-lane XeGPU code runs on Intel Xe GPUs, not {tgt.name}; give --target xe",
                                "--target")
         _check_launch(launch, tgt, "--subgroup-size" if subgroup_size or not rec_sg else "--target")
-    bound = bind(function_args(func), args)
+    bound = bind(function_args(func), args, pointer_arguments(func, [n for n, _ in function_args(func)]))
     buffers = bound.buffers
     counters = Counters()
     findings: list = []

@@ -100,10 +100,32 @@ def _layout_attr(attr) -> XeGPULayout | XeGPUSlice | None:
 @handles("xegpu.create_nd_tdesc")
 def _create_nd_tdesc(sim, op):
     src = sim.get(op.source)
-    if not isinstance(src, MemRef) or not isinstance(op.source.type, MemRefType):
-        raise SimtifyError("the simulator reads descriptors over memrefs, not raw addresses")
+    if not isinstance(op.source.type, MemRefType):
+        src = _memory_at(sim, op, src)
+    elif not isinstance(src, MemRef):
+        raise SimtifyError("the simulator reads descriptors over memrefs and raw addresses")
     origin = _mixed(sim, op.const_offsets, op.offsets)
     return [descriptor_over(src, op.tensor_desc.type, origin)]
+
+
+def _memory_at(sim, op, address) -> MemRef:
+    """The memory a descriptor over a raw address views: the buffer the address lies in
+    (`simtify.sim.address_space`), from that element on, with the descriptor's shape and
+    strides (each the same in every thread of the launch)."""
+    sizes = []
+    for what, static, dynamic in (("shape", op.const_shape, op.shape), ("strides", op.const_strides, op.strides)):
+        values = _mixed(sim, static, dynamic)
+        if not values:
+            raise SimtifyError(f"a descriptor over a raw address needs its {what}")
+        sizes.append(tuple(sim.uniform_scalar(v, f"the {what} of a descriptor over a raw address") for v in values))
+    elem = op.tensor_desc.type.element_type
+    addresses = np.broadcast_to(lead(np.asarray(address)).astype(np.int64), (sim.W, sim.T))
+    parts = resolve(list(sim.bindings.values()), addresses, elem, sim.active())
+    if len(parts) != 1:
+        raise SimtifyError("the threads' raw addresses of one descriptor lie in different buffers")
+    memory, elements, _ = parts[0]
+    offset = int(elements[0, 0]) if (elements == elements[0, 0]).all() else elements
+    return MemRef(memory.buffer, sizes[0], sizes[1], offset)
 
 
 def descriptor_over(memref: MemRef, t, origin=None) -> TensorDesc:
@@ -675,8 +697,9 @@ class MatrixView:
 @handles("xegpu.create_mem_desc")
 def _create_mem_desc(sim, op):
     """The typed view of the buffer: a buffer of another element type gets one typed
-    shadow buffer per element type (its bytes are not shared with accesses of the
-    original type)."""
+    shadow buffer per element type, which starts with the bytes the buffer holds when
+    the view is made (a shared-memory argument's data; later writes of either type are
+    not seen by the other)."""
     from simtify.ir.assembly import memory_space_name
 
     src = sim.get(op.source)
@@ -692,10 +715,25 @@ def _create_mem_desc(sim, op):
         if key not in views:
             size = prod(src.shape) * src.buffer.elem_bytes // max(1, byte_width(md.element_type))
             views[key] = sim.new_workgroup_buffer(f"{src.buffer.name}:{key}", md.element_type, size)
+            _start_with_bytes(views[key], src.buffer)
         memory = MemRef(views[key], (views[key].data.shape[-1],), (1,), 0)
     if count > memory.shape[0]:
         raise SimtifyError(f"the buffer holds {memory.shape[0]} {md.element_type}, the mem_desc needs {count}")
     return [matrix_view(memory, md)]
+
+
+def _start_with_bytes(view, buf) -> None:
+    """`view` (a typed shadow of workgroup buffer `buf`) holding `buf`'s bytes, each of its
+    elements initialised where all of its bytes are; only where both types are held in
+    memory as numpy holds them (not bf16, i1 or narrow integers)."""
+    if not all(dtype_of(t).itemsize == byte_width(t) and dtype_of(t) != np.bool_
+               for t in (buf.elem_type, view.elem_type)):
+        return
+    width = view.data.itemsize
+    n = min(view.data.shape[-1], buf.data.shape[-1] * buf.data.itemsize // width)
+    raw = np.ascontiguousarray(buf.data).view(np.uint8)[:, :n * width]
+    view.data[:, :n] = raw.view(view.data.dtype)
+    view.init[:, :n] = np.repeat(buf.init, buf.data.itemsize, axis=1)[:, :n * width].reshape(-1, n, width).all(-1)
 
 
 def matrix_view(memory: MemRef, md) -> MatrixView:

@@ -59,10 +59,9 @@ class BlockAccess(PieceRewriter):
 
     def descriptor(self, tdesc: SSAValue, block: Sequence[int], layout: Layout | None, em: Emitter) -> SSAValue:
         """A descriptor of `block` over the memory of `tdesc` (made once per shape)."""
-        d = self.descs.get(tdesc)
-        if d is None:
-            raise SimtifyError(f"the descriptor must come from a create_nd_tdesc in this function to be "
-                               f"distributed by {self.level}")
+        d = self.descriptor_of(tdesc)
+        if isinstance(d.source.type, xegpu_ir.TensorDescType):  # a function's descriptor argument
+            return self.whole_descriptor(d, block)
         key = (tuple(block), str(layout))
         if key not in d.made:
             t = xegpu_ir.TensorDescType(list(block), d.type.element_type, d.type.encoding if d.type.block_attr
@@ -82,6 +81,19 @@ class BlockAccess(PieceRewriter):
                                      for v in [src, *lead, *sizes, *strides]) else d.at
             d.made[key] = at.value(new)
         return d.made[key]
+
+    def whole_descriptor(self, d: Descriptor, block: Sequence[int]) -> SSAValue:
+        """A descriptor argument, for an access of `block`: nothing can make a descriptor of
+        another block over the memory behind it, so the accesses must take its whole block
+        (as upstream, which distributes a descriptor argument only to lanes, keeping its
+        block; the levels above it cut its block and leave the argument unconverted)."""
+        have = tuple(d.type.get_shape())
+        if tuple(block) != have:
+            raise SimtifyError(f"a descriptor argument of {d.type} is accessed in blocks of "
+                               f"{'x'.join(map(str, block))} by {self.level}: nothing makes a smaller descriptor over "
+                               "the memory behind an argument; pass the memref and make the descriptor with "
+                               "create_nd_tdesc in the function")
+        return d.source
 
     def access_offsets(self, op: Operation, tdesc: SSAValue, em: Emitter) -> list[Index]:
         d = self.descs.get(tdesc)

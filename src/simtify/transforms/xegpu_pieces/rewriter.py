@@ -271,13 +271,16 @@ class PieceRewriter:
                            f"{self.holder} holds only part of it; "
                            "store it to memory instead")
 
-    def origin_of(self, tdesc: SSAValue) -> list[Index]:
-        """Where descriptor `tdesc` starts, one entry per descriptor dim."""
+    def descriptor_of(self, tdesc: SSAValue) -> Descriptor:
         d = self.descs.get(tdesc)
         if d is None:
-            raise SimtifyError(f"the descriptor must come from a create_nd_tdesc in this function to be "
-                               f"distributed by {self.level}")
-        return list(d.origin) or [0] * tdesc.type.rank
+            raise SimtifyError(f"the descriptor must come from a create_nd_tdesc in this function or be one of "
+                               f"its arguments to be distributed by {self.level}")
+        return d
+
+    def origin_of(self, tdesc: SSAValue) -> list[Index]:
+        """Where descriptor `tdesc` starts, one entry per descriptor dim."""
+        return list(self.descriptor_of(tdesc).origin) or [0] * tdesc.type.rank
 
     # --- driving --------------------------------------------------------------------
 
@@ -329,6 +332,9 @@ class PieceRewriter:
         for old, new in zip(old_entry.args, new_entry.args):
             new.name_hint = old.name_hint
             self.value_pieces[old] = self.split_argument(old, new, self.prelude) if is_vector(old) else [new]
+            if isinstance(old.type, xegpu_ir.TensorDescType):  # the descriptor is its own memory
+                self.descs[old] = Descriptor(new, [], old.type, self.prelude)
+                self.value_pieces[old] = []
         body = self.emitter(new_entry)
         results = self.rewrite_block(old_entry, body)
         terminator = old_entry.ops.last
