@@ -2,6 +2,8 @@
 whole, at their commits) run through the stage its RUN line names and checked by
 simulation against its input on random inputs. A function that writes nothing has its
 last value stored (`xegpu_harness.store_last_value`), so the check compares something.
+Values upstream makes with its test-only ops (``"some_op"``) are read from new memref
+arguments instead (`xegpu_harness.replace_test_ops`), so random inputs give them values.
 What cannot run, and what simtify does not distribute yet, is listed with why."""
 
 from __future__ import annotations
@@ -37,8 +39,6 @@ STAGES = {
 LANE_STAGES = ("xegpu-sg-to-lane",)  # input: one subgroup's program
 
 REMOVED = "uses xegpu.create_tdesc, removed upstream (a located error, tested in test_xegpu_upstream_syntax)"
-UNREGISTERED = ("it makes its values with upstream's test-only ops (\"some_op\", \"test.some_op\"), which simtify "
-                "refuses where they are used (tested in test_xegpu_upstream_syntax): nothing gives them values")
 SUBGROUP_BRANCH = ("its workgroup-level program branches on gpu.subgroup_id, which has no meaning for the "
                    "workgroup as a whole")
 TOO_MANY_SUBGROUPS = ("its layouts ask for 512 subgroups (8192 threads); an Xe workgroup holds at most 1024 threads, "
@@ -94,10 +94,11 @@ GAPS: dict[tuple[str, str], str] = {
         "vector_insert_strided_slice_unsupported_source", "vector_multi_reduction_dim0_distributed_dim1_reduction",
         "vector_multi_reduction_dim1_distributed_dim0_reduction", "vector_shapecast_rank_increasing",
         "vector_shapecast_rank_increasing_without_slicing_layout", "vector_shapecast_rank_reducing",
-        "vector_transpose", "vector_step_slice_multi_dist_unit"), DISTRIBUTED_HANDOVER),
+        "vector_transpose"), DISTRIBUTED_HANDOVER),
     **_each("subgroup-distribute-unit.mlir", (
         "vector_multi_reduction_3d_leading_unit_dim", "vector_multi_reduction_3d_trivial_reduction",
-        "vector_shape_cast_scalar_to_vector_uniform", "vector_step_slice", "vector_step_slice_unit"),
+        "vector_shape_cast_scalar_to_vector_uniform", "vector_step_slice", "vector_step_slice_unit",
+        "vector_step_slice_multi_dist_unit"),
         WARP_REGION_REFUSED),
     **_each("subgroup-distribute-unit.mlir", (
         "vector_multi_reduction_dim1_distributed_dim1_reduction", "vector_multi_reduction_dim0_distributed_dim0_reduction",
@@ -166,9 +167,10 @@ def test_upstream_function_distributes_correctly(file, func, text, request):
         text = stored
     tolerance = 1e-2 if re.search(r"x(b?f16|i8)>", text) else 1e-4  # 16-bit sums in another order round apart
     lanes = (16,) if stage in LANE_STAGES else None
-    in_warp_region = re.search(r"gpu\.warp_execute_on_lane_0\((%\w+)\)", text)
+    in_warp_region = re.search(r"gpu\.warp_execute_on_lane_0\((%\w+)\)\[(\d+)\]", text)
     if in_warp_region:  # the subgroup's program in a warp region: its body is distributed (and run on lane 0)
         text = lane_id_from_the_hardware(text, func, in_warp_region.group(1))
+        lanes = (int(in_warp_region.group(2)),)  # as many lanes as the region names
     check_xegpu(text, func, stage, block=lanes, ref_block=lanes if in_warp_region else None, rtol=tolerance,
                 atol=tolerance)
 
