@@ -348,29 +348,21 @@ def store_last_value(text: str, func: str, *, slices: bool = False) -> str | Non
         stored = _block_store(vshape, elem, layout)
     lines = print_module(module).split("\n")
     head = next(i for i, line in enumerate(lines) if re.search(rf"func(\.func)? @{re.escape(func)}\(", line))
-    signature = lines[head]
-    start = signature.index(f"@{func}(") + len(func) + 2
-    depth, end = 1, start
-    while depth:
-        depth += {"(": 1, ")": -1}.get(signature[end], 0)
-        end += 1
-    comma = ", " if signature[start:end - 1].strip() else ""
     memref, body_lines = stored
-    lines[head] = f"{signature[:end - 1]}{comma}%{STORED}_out: {memref}{signature[end - 1:]}"
-    body = " " * (len(signature) - len(signature.lstrip()) + 2)
+    body = " " * (len(lines[head]) - len(lines[head].lstrip()) + 2)
     ret = next(i for i in range(head + 1, len(lines))
                if lines[i] in (f"{body}gpu.return", f"{body}func.return"))
     lines[ret:ret] = [body + line for line in body_lines]
-    return "\n".join(lines)
+    return add_arguments("\n".join(lines), func, [f"%{STORED}_out: {memref}"])
 
 
-def lane_id_from_the_hardware(text: str, func: str) -> str:
+def lane_id_from_the_hardware(text: str, func: str, lane: str = "%laneid") -> str:
     """Upstream's lane-distribution tests hand a warp region its lane id as the function's
-    ``%laneid`` argument, which must be the lane id: read it from ``gpu.lane_id`` instead,
+    `lane` argument, which must be the lane id: read it from ``gpu.lane_id`` instead,
     so that the simulator can run the function."""
-    head = re.search(rf"gpu\.func @{re.escape(func)}\((.*?)\)\s*\{{", text, re.S)
-    args = [a.strip() for a in head.group(1).split(",") if a.strip() and not a.strip().startswith("%laneid")]
-    return (text[:head.start()] + f"gpu.func @{func}({', '.join(args)}) {{\n  %laneid = gpu.lane_id"
+    head = re.search(rf"gpu\.func\s+@{re.escape(func)}\((.*?)\)\s*\{{", text, re.S)
+    args = [a.strip() for a in head.group(1).split(",") if a.strip() and a.split(":")[0].strip() != lane]
+    return (text[:head.start()] + f"gpu.func @{func}({', '.join(args)}) {{\n  {lane} = gpu.lane_id"
             + text[head.end():])
 
 
@@ -418,3 +410,101 @@ def _slice_stores(vshape, elem, layout) -> tuple[str, list[str]]:
                 f"xegpu.store_nd %{STORED}_{k}, %{STORED}_desc_{k}{f' <{{layout = {part}}}>' if part else ''} : "
                 f"{vt}, {desc}"]
     return memref, out
+
+
+TEST_DEF = re.compile(r'(?P<indent>[ \t]*)%(?P<name>[\w$.]+) = "(?:some_\w+|test\.\w+)"\(\)(?P<attrs>\s*\{[^{}]*\})?'
+                      r'\s*:\s*\(\)\s*->\s*')
+TEST_USE = re.compile(r'[ \t]*"(?:some_\w+|test\.\w+)"\((?:%[\w$.#]+(?:,\s*)?)*\)(\s*\{[^{}]*\})?\s*:\s*'
+                      r'\([^()]*\)\s*->\s*\(\)[ \t]*\n')
+
+
+def _balanced(text: str, start: int, open_: str = "<", close: str = ">") -> int:
+    """The index just past the `close` that matches the `open_` at or after `start`."""
+    depth, i = 0, text.index(open_, start)
+    while True:
+        depth += {open_: 1, close: -1}.get(text[i], 0)
+        i += 1
+        if depth == 0:
+            return i
+
+
+def add_arguments(text: str, func: str, args: list[str]) -> str:
+    """`text` with `args` (``%name: type``) appended to `func`'s signature."""
+    if not args:
+        return text
+    start = re.search(rf"func(\.func)?\s+@{re.escape(func)}\(", text).end()
+    end = _balanced(text, start - 1, "(", ")") - 1
+    comma = ", " if text[start:end].strip() else ""
+    return text[:end] + comma + ", ".join(args) + text[end:]
+
+
+def _read_value(name: str, vtype: str, layout: str | None) -> tuple[str, list[str]] | None:
+    """(the new memref argument, the lines) that give `%name` of type `vtype` its value
+    from memory, `layout` kept on the read; None for a type memory cannot give."""
+    base = "%upstream_" + re.sub(r"\W", "_", name)
+    src = f"{base}_src"
+    vec = re.fullmatch(r"vector<((?:\d+x)+)(\w+)>", vtype)
+    desc = re.fullmatch(r"!xegpu\.tensor_desc<((?:\d+x)+)(\w+)(.*)>", vtype, re.S)
+    if desc:  # a descriptor over a new memref of its shape (its array_length blocks side by side)
+        dims = [int(d) for d in desc.group(1).rstrip("x").split("x")]
+        arrays = re.search(r"array_length\s*=\s*(\d+)", desc.group(3))
+        dims[-1] *= int(arrays.group(1)) if arrays else 1
+        memref = f"memref<{'x'.join(map(str, dims))}x{desc.group(2)}>"
+        zeros = ", ".join("0" for _ in dims)
+        return f"{src}: {memref}", [f"%{name} = xegpu.create_nd_tdesc {src}[{zeros}] : {memref} -> {vtype}"]
+    if vec:
+        shape, elem = vec.group(1).rstrip("x"), vec.group(2)
+        memref = f"memref<{shape}x{elem}>"
+        rank = shape.count("x") + 1
+        zeros = ", ".join("0" for _ in range(rank))
+        if rank > 2 or elem in ("i1", "index"):
+            note = f" {{layout_result_0 = {layout}}}" if layout else ""
+            at = ", ".join(f"{base}_c0" for _ in range(rank))
+            return f"{src}: {memref}", [f"{base}_c0 = arith.constant 0 : index",
+                                        f"%{name} = vector.load {src}[{at}]{note} : {memref}, {vtype}"]
+        on_load = f" <{{layout = {layout}}}>" if layout else ""
+        dtype = f"!xegpu.tensor_desc<{shape}x{elem}>"
+        return f"{src}: {memref}", [f"{base}_desc = xegpu.create_nd_tdesc {src}[{zeros}] : {memref} -> {dtype}",
+                                    f"%{name} = xegpu.load_nd {base}_desc{on_load} : {dtype} -> {vtype}"]
+    if re.fullmatch(r"[if]\d+|bf16|index", vtype):
+        return f"{src}: memref<{vtype}>", [f"%{name} = memref.load {src}[] : memref<{vtype}>"]
+    return None
+
+
+def replace_test_ops(text: str, func: str) -> tuple[str | None, str]:
+    """`text` with upstream's test-only ops (``"some_op"``, ``"test.some_op"``) gone: each
+    one that makes a value reads it from a new memref argument of `func` (random inputs
+    give it a value), its result layout kept on the read; each one that only uses values
+    is dropped (the check stores the last value instead). (None, why) where one cannot
+    be replaced so."""
+    args, out, pos = [], [], 0
+    for m in TEST_DEF.finditer(text):
+        rest = text[m.end():]
+        if rest.startswith("("):
+            end = _balanced(rest, 0, "(", ")")
+            vtype = rest[1:end - 1].strip()
+        else:
+            t = re.match(r"[!\w.]+", rest).group(0)
+            end = _balanced(rest, 0) if rest[len(t):].startswith("<") else len(t)
+            vtype = rest[:end].strip()
+        if "," in vtype and not vtype.startswith("!xegpu"):
+            return None, f"a test-only op makes several values ({vtype})"
+        attrs = m.group("attrs") or ""
+        layout = None
+        found = re.search(r"layout_result_0\s*=\s*#xegpu\.", attrs)
+        if found:
+            layout = attrs[found.end() - len("#xegpu."):_balanced(attrs, found.end())]
+        read = _read_value(m.group("name"), vtype, layout)
+        if read is None:
+            return None, f"a test-only op makes a {vtype}, which memory cannot give"
+        arg, lines = read
+        args.append(arg)
+        out += [text[pos:m.start()], "\n".join(m.group("indent") + line.strip() for line in lines)]
+        pos = m.end() + end
+    out.append(text[pos:])
+    text = TEST_USE.sub("", "".join(out))
+    from test_xegpu_upstream_syntax import UNREGISTERED_OP
+
+    if UNREGISTERED_OP.search(text):
+        return None, "a test-only op takes operands and makes values, or has regions: no read gives its meaning"
+    return add_arguments(text, func, args), ""
