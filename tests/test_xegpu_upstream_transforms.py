@@ -76,8 +76,6 @@ DISTRIBUTED_HANDOVER = ("its warp region hands distributed values over (upstream
 WARP_REGION_REFUSED = ("its warp region (of a scalar read broadcast, or of vector.step, or of a reduction to a "
                        "vector<1x...>) is refused by xegpu-sg-to-lane: 'gpu.warp_execute_on_lane_0' is not "
                        "distributed")
-REDUCTION_REPLACE_BY = ("xegpu-sg-to-lane fails inside (AttributeError in transforms/warp_region.py: an OpResult "
-                        "has no replace_by) instead of distributing or refusing with a located error")
 
 # distributes to something the check refuses today, or is refused: what simtify lacks
 GAPS: dict[tuple[str, str], str] = {
@@ -100,12 +98,8 @@ GAPS: dict[tuple[str, str], str] = {
         "vector_shape_cast_scalar_to_vector_uniform", "vector_step_slice", "vector_step_slice_unit",
         "vector_step_slice_multi_dist_unit"),
         WARP_REGION_REFUSED),
-    **_each("subgroup-distribute-unit.mlir", (
-        "vector_multi_reduction_dim1_distributed_dim1_reduction", "vector_multi_reduction_dim0_distributed_dim0_reduction",
-        "vector_extract_strided_slice_non_distributed", "vector_insert_strided_slice_non_distributed"),
-        REDUCTION_REPLACE_BY),
-    ("subgroup-distribute-unit.mlir", "create_memdesc"): "the simulator fails on its mem_desc (AttributeError in "
-        "sim/ops/xegpu.py: a numpy array has no linear) instead of running it or saying what it cannot run",
+    ("subgroup-distribute-unit.mlir", "vector_insert_strided_slice_non_distributed"): "xegpu-sg-to-lane "
+        "refuses it: a slice at [24, 0] of [16, 1] elements does not fall on whole lane rounds of lane_layout [16, 1]",
     ("subgroup-distribute-unit.mlir", "load_nd_array_length"): "simtify refuses a load_nd of an array_length = 2 "
         "descriptor that gives vector<2x16x16> under a 2-D layout (the layout's rank must match the value's)",
     ("sg-to-lane-distribute-unit.mlir", "load_nd_array_length"): "simtify refuses a load_nd of an array_length = 2 "

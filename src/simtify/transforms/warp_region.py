@@ -117,7 +117,7 @@ def open_region(warp: Operation) -> None:
     program — a subgroup's program, as XeGPU's lane stage takes one."""
     blk, y = body(warp), yield_of(warp)
     for operand, arg in zip(warp.args, blk.args):
-        arg.replace_by(operand)
+        arg.replace_all_uses_with(operand)
     yielded = list(y.operands)
     for op in list(blk.ops):
         if op is y:
@@ -125,7 +125,7 @@ def open_region(warp: Operation) -> None:
         op.detach()
         warp.parent_block().insert_op_before(op, warp)
     for r, v in zip(warp.results, yielded):
-        r.replace_by(v)
+        r.replace_all_uses_with(v)
     warp.detach()
     warp.erase()
 

@@ -9,8 +9,10 @@ the most negative integer, true for i1) and the sanitizer reports an inactive-la
 from __future__ import annotations
 
 import numpy as np
+from xdsl.dialects.builtin import MemRefType
 
 from simtify.errors import SimtifyError
+from simtify.ir.xegpu import MemDescType, TensorDescType
 from simtify.ir.vector import shape_of
 from simtify.sim.handlers import handles
 from simtify.sim.memory import SplitThreads
@@ -288,6 +290,11 @@ def _scatter_lanes(whole: np.ndarray, ks, n: int) -> np.ndarray:
     return g.transpose(order).reshape((W, T) + small)
 
 
+# Memory and the descriptors over it: the simulator holds one per launch or workgroup, not
+# a value per lane, so it crosses a warp region as it is.
+HANDLES = (MemRefType, TensorDescType, MemDescType)
+
+
 @handles("gpu.warp_execute_on_lane_0")
 def _warp_execute(sim, op):
     """The region runs on lane 0 of each warp with whole-warp values. A distributed
@@ -307,6 +314,9 @@ def _warp_execute(sim, op):
     reading, gone = _mixed_groups(act, (sim.W, sim.T // n, n), 2) if sim.state.mask is not None else (None, None)
     args = []
     for operand, barg in zip(op.args, block.args):
+        if isinstance(operand.type, HANDLES):
+            args.append(sim.get(operand))
+            continue
         v = np.broadcast_to(lead(sim.get(operand)), (sim.W, sim.T) + shape_of(operand.type))
         if operand.type == barg.type:  # uniform: lane 0 sees its own value
             args.append(v)
@@ -320,6 +330,9 @@ def _warp_execute(sim, op):
     yielded = sim.with_mask(on_lane0, lambda: sim.run_region(op.warp_region, args))
     results = []
     for res, y, yv in zip(op.results, yielded, block.ops.last.operands):
+        if isinstance(res.type, HANDLES):
+            results.append(y)
+            continue
         y = np.broadcast_to(lead(y), (sim.W, sim.T) + shape_of(yv.type))
         if res.type == yv.type:
             lane0 = y.reshape((sim.W, sim.T // n, n) + y.shape[2:])[:, :, :1]
