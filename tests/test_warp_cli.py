@@ -101,6 +101,22 @@ def test_simt_function_is_not_wrapped(tmp_path, capsys):
     assert code == 2 and "'gpu.thread_id' makes @copy a SIMT function" in err and ": error: " in err.splitlines()[0]
 
 
+@pytest.mark.parametrize("op", ["amdgpu.gather_to_lds", "iree_gpu.global_load_dma", "iree_vector_ext.to_simt",
+                                "gpu.subgroup_id"])
+def test_per_lane_ops_are_not_wrapped(op):
+    """Ops that mean something only per thread (`SimtOnly`): in a lane-0 region a per-lane
+    DMA would copy lane 0's piece alone, so a function holding one is not wrapped, as the
+    simulator also runs it per thread."""
+    from simtify.ir.context import make_context
+    from simtify.ir.effects import is_per_thread
+    from simtify.transforms.warp_wrap import _simt_op
+
+    op_type = make_context().get_optional_op(op)
+    assert op_type is not None and is_per_thread(op_type)  # has_trait is a class method
+    module = parse((Path(__file__).parent / "fixtures/iree/dma.mlir").read_text())
+    assert _simt_op(module).name == "amdgpu.gather_to_lds"
+
+
 def test_cli_subprocess_has_no_traceback(tmp_path):
     path = tmp_path / "bad.mlir"
     path.write_text(REGION.format(out="2", yields="%a : vector<128xf32>"))
