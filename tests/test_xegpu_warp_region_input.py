@@ -135,7 +135,7 @@ def test_a_region_of_another_width_is_refused(tmp_path):
     p = subprocess.run([sys.executable, "-m", "simtify", "opt", str(path), "--pipeline", "xegpu-sg-to-lane",
                         "--target", "xe"], capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
-    assert "w.mlir:3:3: error: a warp region of 32 lanes in an XeGPU function" in p.stderr, p.stderr
+    assert "w.mlir:3:3: error: a warp region of 32 lanes; xegpu-sg-to-lane takes the region of a 16-lane XeGPU subgroup" in p.stderr, p.stderr
 
 
 def test_the_cli_distributes_the_region(tmp_path):

@@ -162,8 +162,9 @@ def _open_warp_regions(func: Operation, subgroup_size: int) -> None:
     for warp in warp_region.warp_ops(func):
         where = location_of(warp)
         if warp_region.size(warp) != subgroup_size:
-            raise SimtifyError(f"a warp region of {warp_region.size(warp)} lanes in an XeGPU function; XeGPU runs "
-                               f"{subgroup_size}-lane subgroups", where)
+            raise SimtifyError(f"a warp region of {warp_region.size(warp)} lanes; xegpu-sg-to-lane takes the "
+                               f"region of a {subgroup_size}-lane XeGPU subgroup (distribute other warp programs "
+                               "with warp-distribute)", where)
         for i, (operand, arg) in enumerate(zip(warp.args, warp_region.body(warp).args)):
             if operand.type != arg.type:
                 raise SimtifyError(f"warp region argument {i} goes in as {operand.type} (a lane's share) and is "
