@@ -23,8 +23,8 @@ effects, as their traits declare them (`simtify.ir.effects`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from math import prod
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 from xdsl.dialects.builtin import IntegerAttr, VectorType
@@ -41,6 +41,7 @@ from xdsl.ir.affine import AffineExpr
 from simtify.ir import gpu as gpu_ir
 from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform, memory_effect
 from simtify.layout import NestedLayout
+from simtify.layout.ownership import unravel
 from simtify.transforms.emit import Emitter
 
 WARP_OP = "gpu.warp_execute_on_lane_0"
@@ -165,7 +166,7 @@ def lane_blocks(expanded: VectorType, distributed: VectorType) -> np.ndarray | N
         return None
     ks = ratios(expanded, distributed)
     whole = np.arange(prod(big)).reshape(big)
-    return np.stack([whole[tuple(slice(c * n, (c + 1) * n) for c, n in zip(np.unravel_index(lane, ks), small))]
+    return np.stack([whole[tuple(slice(c * n, (c + 1) * n) for c, n in zip(unravel(lane, ks), small))]
                      .ravel() for lane in range(prod(ks))])
 
 
