@@ -1,7 +1,9 @@
 """A subgroup's XeGPU program inside ``gpu.warp_execute_on_lane_0`` (upstream's lane
 distribution tests start there): xegpu-sg-to-lane distributes the region's body, checked
-against the region run on lane 0, on random inputs; a region that hands over distributed
-values, or of another width, is refused where it stands."""
+against the region run on lane 0, on random inputs; a region handing out distributed
+values gives each lane its share of what it yields; a lane's share going in, a handed-out
+type that is not the lane's share, or a region of another width is refused where it
+stands."""
 
 from __future__ import annotations
 
@@ -62,20 +64,68 @@ def test_the_reference_really_writes():
     assert (changed == want).all()
 
 
-def test_a_region_handing_over_distributed_values_is_refused():
+HANDOVER_STORES = "\n".join(
+    f"  %e{i} = vector.extract %r[{i}, 0] : f32 from vector<16x1xf32>\n"
+    f"  %i{i} = arith.constant {i} : index\n"
+    f"  memref.store %e{i}, %dst[%i{i}, %laneid] : memref<16x16xf32>" for i in range(16))
+
+
+def handover(result_type: str = "vector<16x1xf32>", stores: str = HANDOVER_STORES) -> str:
+    """A region yielding a 16x16 value lanes own a column each of, handed out as each
+    lane's column; after it, every lane stores its own column (lane-level code)."""
+    layout = "#xegpu.layout<lane_layout = [1, 16], lane_data = [1, 1]>"
+    return f"""gpu.module @xevm_module {{
+gpu.func @handover(%laneid: index, %src: memref<16x16xf32>, %dst: memref<16x16xf32>) {{
+  %r = gpu.warp_execute_on_lane_0(%laneid)[16] -> ({result_type}) {{
+    %t = xegpu.create_nd_tdesc %src : memref<16x16xf32> -> !xegpu.tensor_desc<16x16xf32, {layout}>
+    %v = xegpu.load_nd %t[0, 0] <{{layout = {layout}}}> : !xegpu.tensor_desc<16x16xf32, {layout}> -> vector<16x16xf32>
+    %w = arith.mulf %v, %v {{layout_result_0 = {layout}}} : vector<16x16xf32>
+    gpu.yield %w : vector<16x16xf32>
+  }}
+{stores}
+  gpu.return
+}}
+}}"""
+
+
+def test_a_region_handing_out_lane_shares_gives_each_lane_its_share():
+    """The region's result is each lane's column of the value it yields: the columns the
+    lanes store after it agree with the input run on lanes, and they are the whole value."""
+    from simtify.ir import parse
+    from simtify.sim import find_function, random_inputs, run
+
+    text = lane_id_from_the_hardware(handover(), "handover")
+    out = check_xegpu(text, "handover", "xegpu-sg-to-lane", block=(16,), ref_block=(16,))
+    assert "warp_execute_on_lane_0" not in out and "vector<16xf32>" in out, out
+    module = parse(text)
+    args = random_inputs(find_function(module, "handover"), 3)
+    res = run(module, "handover", {k: v.copy() for k, v in args.items()}, target="xe", block=(16,))
+    assert np.allclose(res.arguments["dst"], args["src"] * args["src"])
+
+
+def test_a_handover_of_another_type_is_refused_where_the_region_stands(tmp_path):
+    path = tmp_path / "h.mlir"
+    path.write_text(handover("vector<2x8xf32>", stores=""))
+    p = subprocess.run([sys.executable, "-m", "simtify", "opt", str(path), "--pipeline", "xegpu-sg-to-lane",
+                        "--target", "xe"], capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert ("h.mlir:3:3: error: the warp region's result 0 is vector<2x8xf32>, but each lane's share of the "
+            "vector<16x16xf32> it yields is vector<16x1xf32>") in p.stderr, p.stderr
+
+
+def test_a_lane_share_going_in_is_refused():
     text = """gpu.module @m {
-gpu.func @f(%laneid: index, %src: memref<256xf16>) {
-  %r = gpu.warp_execute_on_lane_0(%laneid)[16] -> (vector<1xindex>) {
-    %offset = arith.constant {layout_result_0 = #xegpu.layout<lane_layout = [16], lane_data = [1]>} dense<12> : vector<16xindex>
-    %mask = arith.constant {layout_result_0 = #xegpu.layout<lane_layout = [16], lane_data = [1]>} dense<true> : vector<16xi1>
-    %v = xegpu.load %src[%offset], %mask {layout_result_0 = #xegpu.layout<lane_layout = [16], lane_data = [1]>}
-      : memref<256xf16>, vector<16xindex>, vector<16xi1> -> vector<16xf16>
-    gpu.yield %offset : vector<16xindex>
+gpu.func @f(%laneid: index, %x: vector<1xf32>) {
+  gpu.warp_execute_on_lane_0(%laneid)[16] args(%x : vector<1xf32>) {
+  ^bb0(%a: vector<16xf32>):
+    %w = arith.addf %a, %a {layout_result_0 = #xegpu.layout<lane_layout = [16], lane_data = [1]>} : vector<16xf32>
+    gpu.yield
   }
   gpu.return
 }
 }"""
-    with pytest.raises(SimtifyError, match=r":3:\d+: .*hands over distributed values \(run the warp pipeline"):
+    with pytest.raises(SimtifyError, match=r":3:\d+: warp region argument 0 goes in as vector<1xf32> \(a lane's "
+                                           r"share\) and is used as vector<16xf32> inside"):
         distribute(text, "xegpu-sg-to-lane")
 
 
@@ -85,7 +135,7 @@ def test_a_region_of_another_width_is_refused(tmp_path):
     p = subprocess.run([sys.executable, "-m", "simtify", "opt", str(path), "--pipeline", "xegpu-sg-to-lane",
                         "--target", "xe"], capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
-    assert "w.mlir:3:3: error: a warp region of 32 lanes around XeGPU code" in p.stderr, p.stderr
+    assert "w.mlir:3:3: error: a warp region of 32 lanes; xegpu-sg-to-lane takes the region of a 16-lane XeGPU subgroup" in p.stderr, p.stderr
 
 
 def test_the_cli_distributes_the_region(tmp_path):

@@ -342,7 +342,10 @@ def store_last_value(text: str, func: str, *, slices: bool = False) -> str | Non
     if layout is None and op.name == "xegpu.convert_layout":
         layout = notes.of_attr(op.properties.get("target_layout") or op.attributes.get("target_layout"))
     vshape, elem = value.type.get_shape(), value.type.element_type
-    if last is None:
+    if op.name == "gpu.warp_execute_on_lane_0" and value.type != op.warp_region.blocks.first.last_op.operands[index].type:
+        op.laneid.name_hint = "laneid"  # a lane's share handed out: every lane stores its own
+        stored = lane_stores(STORED, vshape, elem, "%laneid", op.warp_size.value.data)
+    elif last is None:
         stored = _slice_stores(vshape, elem, layout)
     else:
         stored = _block_store(vshape, elem, layout)
@@ -364,6 +367,25 @@ def lane_id_from_the_hardware(text: str, func: str, lane: str = "%laneid") -> st
     args = [a.strip() for a in head.group(1).split(",") if a.strip() and a.split(":")[0].strip() != lane]
     return (text[:head.start()] + f"gpu.func @{func}({', '.join(args)}) {{\n  {lane} = gpu.lane_id"
             + text[head.end():])
+
+
+def lane_stores(name: str, vshape, elem, lane: str, lanes: int) -> tuple[str, list[str]]:
+    """(the memref, the lines) that store each lane's own `vshape` value `%name` (a warp
+    region's distributed result) to row `lane` of a ``lanes`` x elements memref, element
+    by element (scalars: no layout asks lane distribution to split them again)."""
+    from itertools import product
+
+    count = 1
+    for d in vshape:
+        count *= d
+    memref = f"memref<{lanes}x{count}x{elem}>"
+    vt = f"vector<{'x'.join(map(str, vshape))}x{elem}>"
+    lines = []
+    for k, at in enumerate(product(*(range(d) for d in vshape))):
+        lines += [f"%{name}_e{k} = vector.extract %{name}[{', '.join(map(str, at))}] : {elem} from {vt}",
+                  f"%{name}_k{k} = arith.constant {k} : index",
+                  f"memref.store %{name}_e{k}, %{name}_out[{lane}, %{name}_k{k}] : {memref}"]
+    return memref, lines
 
 
 def _block_store(vshape, elem, layout) -> tuple[str, list[str]]:

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import prod
 
+import numpy as np
 from xdsl.dialects.builtin import IntegerAttr, VectorType
 from xdsl.ir import (
     Attribute,
@@ -39,6 +41,7 @@ from xdsl.ir.affine import AffineExpr
 from simtify.ir import gpu as gpu_ir
 from simtify.ir.effects import Collective, LaneVariant, SubgroupUniform, memory_effect
 from simtify.layout import NestedLayout
+from simtify.layout.ownership import unravel
 from simtify.transforms.emit import Emitter
 
 WARP_OP = "gpu.warp_execute_on_lane_0"
@@ -111,19 +114,26 @@ def crosses_whole(warp: Operation) -> bool:
         all(r.type == v.type for r, v in zip(warp.results, y.operands))
 
 
-def open_region(warp: Operation) -> None:
-    """Replace a region whose values all cross it whole (`crosses_whole`) by its body,
-    where the region stood: what lane 0 ran on whole-warp values becomes every lane's
-    program — a subgroup's program, as XeGPU's lane stage takes one."""
+def hoist_body(warp: Operation) -> None:
+    """Move the region's ops before it, its arguments (which must cross it whole) replaced
+    by the values passed in: the region keeps only its yield, of values now defined
+    before it — what lane 0 ran on whole-warp values becomes every lane's program."""
     blk, y = body(warp), yield_of(warp)
     for operand, arg in zip(warp.args, blk.args):
         arg.replace_all_uses_with(operand)
-    yielded = list(y.operands)
     for op in list(blk.ops):
         if op is y:
             break
         op.detach()
         warp.parent_block().insert_op_before(op, warp)
+
+
+def open_region(warp: Operation) -> None:
+    """Replace a region whose values all cross it whole (`crosses_whole`) by its body,
+    where the region stood (`hoist_body`) — a subgroup's program, as XeGPU's lane stage
+    takes one."""
+    yielded = list(yield_of(warp).operands)
+    hoist_body(warp)
     for r, v in zip(warp.results, yielded):
         r.replace_all_uses_with(v)
     warp.detach()
@@ -144,6 +154,20 @@ def ratios(expanded: Attribute, distributed: Attribute) -> tuple[int, ...]:
     return tuple(a // b for a, b in zip(shape(expanded), shape(distributed)))
 
 
+
+
+def lane_blocks(expanded: VectorType, distributed: VectorType) -> np.ndarray | None:
+    """The elements (row-major indices) each lane holds of a value yielded as `expanded`
+    and handed out as `distributed`: lane ``(l_0, l_1, ..)`` (row-major over the ratios)
+    the contiguous block ``[l_i·n_i, (l_i+1)·n_i)`` of each dim. None where the shapes do
+    not split that way (ranks differ, or a size does not divide)."""
+    big, small = shape(expanded), shape(distributed)
+    if len(big) != len(small) or any(b % s for b, s in zip(big, small)):
+        return None
+    ks = ratios(expanded, distributed)
+    whole = np.arange(prod(big)).reshape(big)
+    return np.stack([whole[tuple(slice(c * n, (c + 1) * n) for c, n in zip(unravel(lane, ks), small))]
+                     .ravel() for lane in range(prod(ks))])
 
 
 def distributed_type(t: VectorType, ks: Sequence[int]) -> VectorType:

@@ -154,20 +154,26 @@ def _sg_to_lane(func: Operation, opts) -> None:
 def _open_warp_regions(func: Operation, subgroup_size: int) -> None:
     """A subgroup's XeGPU program may come inside ``gpu.warp_execute_on_lane_0`` (upstream's
     test pass for lane distribution starts there, the lane id a function argument): the
-    region's body is the subgroup's program, distributed like any other. Values the
-    region hands over already distributed are the warp pipeline's to take."""
+    region's body is the subgroup's program, distributed like any other. A region whose
+    values cross it whole is replaced by its body; one that hands distributed values out
+    keeps only its yield, and lane distribution makes each of its results the lane's share
+    of the value yielded (`LaneDistribution.op_gpu_warp_execute_on_lane_0`). A lane's share
+    going in is not put back together into the subgroup's value: refused."""
     for warp in warp_region.warp_ops(func):
-        if not any(op.name.startswith("xegpu.") for op in warp.walk()):
-            continue
         where = location_of(warp)
         if warp_region.size(warp) != subgroup_size:
-            raise SimtifyError(f"a warp region of {warp_region.size(warp)} lanes around XeGPU code; XeGPU runs "
-                               f"{subgroup_size}-lane subgroups", where)
-        if not warp_region.crosses_whole(warp):
-            raise SimtifyError("xegpu-sg-to-lane distributes the body of a warp region whose values cross it "
-                               "whole; this one hands over distributed values (run the warp pipeline, "
-                               "warp-distribute, on it)", where)
-        warp_region.open_region(warp)
+            raise SimtifyError(f"a warp region of {warp_region.size(warp)} lanes; xegpu-sg-to-lane takes the "
+                               f"region of a {subgroup_size}-lane XeGPU subgroup (distribute other warp programs "
+                               "with warp-distribute)", where)
+        for i, (operand, arg) in enumerate(zip(warp.args, warp_region.body(warp).args)):
+            if operand.type != arg.type:
+                raise SimtifyError(f"warp region argument {i} goes in as {operand.type} (a lane's share) and is "
+                                   f"used as {arg.type} inside: xegpu-sg-to-lane does not put lane shares back "
+                                   "together into a subgroup's value; pass it whole (or through memory)", where)
+        if warp_region.crosses_whole(warp):
+            warp_region.open_region(warp)
+        else:
+            warp_region.hoist_body(warp)
 
 
 def _check_lane_counts(func: Operation, analysis: XeGPULayouts) -> None:

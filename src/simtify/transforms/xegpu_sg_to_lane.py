@@ -47,6 +47,7 @@ from simtify.layout.xegpu import (Layout, XeGPULayout, XeGPUSlice, flatten, has,
 from simtify.target.xe import (block_load_layout, check_dpas_shape, dpas_lane_layouts, element_bits,
                                mx_scale_lane_layouts, vnni_factor)
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
+from simtify.transforms import warp_region
 from simtify.transforms.launch import recorded_threads
 from simtify.transforms.xegpu_pieces.block_access import flat_type, flattened
 from simtify.transforms.xegpu_pieces.descriptors import Index
@@ -403,6 +404,40 @@ class LaneDistribution(XeGPULevel):
             cluster = None if size * stride == sg and stride == 1 else size
             flat = em.subgroup_reduce(kind, flat, cluster, stride)
         self.value_pieces[r] = [em.combine(kind, em.shape_cast(flat, pt), acc)]
+
+    def op_gpu_warp_execute_on_lane_0(self, op: Operation, em: Emitter) -> None:
+        """A warp region handing distributed values out, its body already moved before it
+        (`xegpu_pipeline._open_warp_regions`): each result is this lane's share of the
+        value yielded. The region hands lane ``l`` the ``l``-th contiguous block of it
+        (`warp_region.lane_blocks`); the layout's share must be those elements in that
+        order, as the result's type states them (the same elements in another shape only
+        where dropping unit dims leaves the same shape)."""
+        for i, (r, v) in enumerate(zip(op.results, warp_region.yield_of(op).operands)):
+            if v.type != r.type and r.uses and self.layout_of(r) is not None:
+                raise SimtifyError(f"the warp region's result {i} is each lane's share ({r.type}), but it is "
+                                   f"used after the region as a subgroup's value of layout {self.layout_of(r)}: "
+                                   "after a region handing out distributed values the program is the lanes' "
+                                   "(write its ops there at lane level, without layouts)")
+            share = self.one(v)
+            if share.type == r.type and not is_vector(v):
+                self.value_pieces[r] = [share]
+                continue
+            layout = self.layout_of(v)
+            what = f"the warp region's result {i}"
+            squeezed = [tuple(d for d in shape(x) if d != 1) if is_vector(x) else None for x in (share, r)]
+            if not is_vector(r) or squeezed[0] != squeezed[1] or share.type.element_type != r.type.element_type:
+                raise SimtifyError(f"{what} is {r.type}, but each lane's share of the {v.type} it yields is "
+                                   f"{share.type} (layout {layout})")
+            sg = self.analysis.subgroup_size
+            whole = np.tile(np.arange(prod(shape(v))), (sg, 1))  # uniform: every lane holds all of it
+            blocks = whole if v.type == r.type else warp_region.lane_blocks(v.type, r.type)
+            owned = whole if layout is None else layout.ownership(shape(v), sg, sg).flat
+            if blocks is None or owned is None or blocks.shape != owned.shape or not (blocks == owned).all():
+                raise SimtifyError(f"{what} hands lane l the l-th contiguous block of the {v.type} it yields, as "
+                                   f"{r.type}, but its layout {layout} gives each lane other elements (or "
+                                   "another order): xegpu-sg-to-lane keeps the region's meaning only where they "
+                                   "agree")
+            self.value_pieces[r] = [em.shape_cast(share, r.type)]
 
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.result
