@@ -456,6 +456,27 @@ class LaneDistribution(XeGPULevel):
         rt = self.piece_type(r) if is_vector(r) else r.type
         self.value_pieces[r] = [em.value(vector_ir.ExtractOp(self.one(src), position, rt))]
 
+    def op_vector_insert(self, op: Operation, em: Emitter) -> None:
+        """A position in leading dims every lane holds whole, as for vector.extract: each
+        lane puts its share of the value into its own share of the destination::
+
+            %r = vector.insert %v, %d[2] : vector<16xf32> into vector<8x16xf32>
+          becomes, on lane_layout = [1, 16],
+            %r = vector.insert %v1, %d1[2] : vector<1xf32> into vector<8x1xf32>"""
+        value, dest, r = op.value_to_store, op.dest, op.result
+        lay = self.layout_of(dest)
+        dynamic = iter(op.dynamic_position)
+        position = [self.one(next(dynamic)) if x == DYNAMIC_INDEX else x for x in op.static_position.get_values()]
+        k = len(position)
+        whole = all(p.lane_extent == p.n for p in self._plans(lay, shape(dest))[:k])
+        if not whole or not self.analysis.same(self.layout_of(r), lay, shape(r)) or (is_vector(value) and not (
+                self.analysis.same(self.layout_of(value), remove_dims(lay, list(range(k))), shape(value)))):
+            raise SimtifyError(f"a vector.insert is distributed to lanes where every lane holds the whole of the "
+                               f"dims it puts a position in, and the value and result keep the destination's "
+                               f"layout of the others; {lay} gives {self.layout_of(value)} and {self.layout_of(r)} "
+                               f"not")
+        self.value_pieces[r] = [em.value(vector_ir.InsertOp(self.one(value), self.one(dest), position))]
+
     # --- interleaving ---------------------------------------------------------------------
 
     def op_vector_interleave(self, op: Operation, em: Emitter) -> None:
