@@ -100,10 +100,7 @@ GAPS: dict[tuple[str, str], str] = {
         WARP_REGION_REFUSED),
     ("subgroup-distribute-unit.mlir", "vector_insert_strided_slice_non_distributed"): "xegpu-sg-to-lane "
         "refuses it: a slice at [24, 0] of [16, 1] elements does not fall on whole lane rounds of lane_layout [16, 1]",
-    ("subgroup-distribute-unit.mlir", "load_nd_array_length"): "simtify refuses a load_nd of an array_length = 2 "
-        "descriptor that gives vector<2x16x16> under a 2-D layout (the layout's rank must match the value's)",
-    ("sg-to-lane-distribute-unit.mlir", "load_nd_array_length"): "simtify refuses a load_nd of an array_length = 2 "
-        "32x16 descriptor that gives vector<64x16> (it wants vector<2x32x16>)",
+    ("subgroup-distribute-unit.mlir", "load_nd_array_length"): DISTRIBUTED_HANDOVER,
     ("sg-to-lane-distribute-unit.mlir", "vector_insert_strided_slice_different_ranks"): "xegpu-sg-to-lane refuses a "
         "16-element piece held per lane as vector<1xf32> in the 16-element slot of a block without lanes (open: "
         "blocks without lanes meeting distributed values)",

@@ -162,15 +162,20 @@ class LaneDistribution(XeGPULevel):
               -> vector<2x16x16xf16>                      // lane_layout = [1, 1, 16]
           becomes
             %v1 = xegpu.load_nd %t1 : ... -> vector<32xf16>
-            %v2 = vector.shape_cast %v1 : vector<32xf16> to vector<2x16x1xf16>"""
+            %v2 = vector.shape_cast %v1 : vector<32xf16> to vector<2x16x1xf16>
+
+        The blocks one under another (upstream's form, ``vector<64x16xf16>`` for two
+        32x16 blocks) are the same when every lane holds the rows whole."""
         t, r = op.tensor_desc.type, op.value
-        if t.array_length == 1 or len(shape(r)) != t.rank + 1 or op.transpose is not None or op.packed is not None:
+        stacked = len(shape(r)) == t.rank + 1
+        if t.array_length == 1 or not (stacked or len(shape(r)) == t.rank and shape(r)[0] == t.array_length * t.get_shape()[0]) or \
+                op.transpose is not None or op.packed is not None:
             super().op_xegpu_load_nd(op, em)
             return
         lay = self.layout_of(r)
         if lay is not None and any(p.lane_extent != p.n for p in self._plans(lay, shape(r))[:1]):
             raise SimtifyError(f"the blocks of an array_length load are laid out alike: {lay} shares them among lanes")
-        block_lay = remove_dims(lay, [0])
+        block_lay = remove_dims(lay, [0]) if stacked else lay
         piece = self.piece_type(r)
         offs = self.access_offsets(op, op.tensor_desc, em)
         tdesc = self.descriptor(op.tensor_desc, t.get_shape(), None, em)
