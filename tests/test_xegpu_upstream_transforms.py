@@ -101,9 +101,6 @@ GAPS: dict[tuple[str, str], str] = {
     ("subgroup-distribute-unit.mlir", "vector_insert_strided_slice_non_distributed"): "xegpu-sg-to-lane "
         "refuses it: a slice at [24, 0] of [16, 1] elements does not fall on whole lane rounds of lane_layout [16, 1]",
     ("subgroup-distribute-unit.mlir", "load_nd_array_length"): DISTRIBUTED_HANDOVER,
-    ("sg-to-lane-distribute-unit.mlir", "vector_insert_strided_slice_different_ranks"): "xegpu-sg-to-lane refuses a "
-        "16-element piece held per lane as vector<1xf32> in the 16-element slot of a block without lanes (open: "
-        "blocks without lanes meeting distributed values)",
     ("propagate-layout-subgroup.mlir", "convert_layout"): "subgroup propagation gives the load_matrix inst_data "
         "and lanes (upstream: sg_layout and sg_data only), then a convert_layout to the stated layout, of the same "
         "ownership and instruction blocks, which the check refuses",

@@ -619,8 +619,9 @@ class LaneDistribution(XeGPULevel):
 
     def op_vector_insert_strided_slice(self, op: Operation, em: Emitter) -> None:
         dest, r = op.dest, op.results[0]
-        sizes = list(shape(op.value_to_store))
         at = _ints(op.offsets)
+        # a value of lower rank fills the trailing dims: one element of each leading dim
+        sizes = [1] * (len(at) - len(shape(op.value_to_store))) + list(shape(op.value_to_store))
         if lane_slice(self.layout_of(dest), shape(dest), at, sizes) is None and self._held_whole(op.value_to_store):
             # the result may be laid out other than the destination (blocking's last
             # piece of a value that a reduction then takes whole): converted after
@@ -629,7 +630,8 @@ class LaneDistribution(XeGPULevel):
             return
         offs, lane_sizes = self._lane_slice(self.layout_of(dest), shape(dest), at, sizes)
         value = self.one(op.value_to_store)
-        if list(value.type.get_shape()) != list(lane_sizes):
+        lead = len(lane_sizes) - len(value.type.get_shape())
+        if list(value.type.get_shape()) != list(lane_sizes[lead:]) or any(n != 1 for n in lane_sizes[:lead]):
             # the piece was distributed over other lanes than the block it lands in: inserting
             # it would put one lane's elements where another lane's belong
             raise SimtifyError(f"a {'x'.join(map(str, sizes))} piece held per lane as {value.type} does not fit the "
