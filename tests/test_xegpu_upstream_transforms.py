@@ -98,8 +98,6 @@ GAPS: dict[tuple[str, str], str] = {
         "vector_shape_cast_scalar_to_vector_uniform", "vector_step_slice", "vector_step_slice_unit",
         "vector_step_slice_multi_dist_unit"),
         WARP_REGION_REFUSED),
-    ("subgroup-distribute-unit.mlir", "vector_insert_strided_slice_non_distributed"): "xegpu-sg-to-lane "
-        "refuses it: a slice at [24, 0] of [16, 1] elements does not fall on whole lane rounds of lane_layout [16, 1]",
     ("subgroup-distribute-unit.mlir", "load_nd_array_length"): DISTRIBUTED_HANDOVER,
     ("propagate-layout-subgroup.mlir", "convert_layout"): "subgroup propagation gives the load_matrix inst_data "
         "and lanes (upstream: sg_layout and sg_data only), then a convert_layout to the stated layout, of the same "

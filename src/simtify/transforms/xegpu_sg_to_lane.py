@@ -628,8 +628,15 @@ class LaneDistribution(XeGPULevel):
             inserted = self._select_into_share(op.value_to_store, dest, at, em)
             self.value_pieces[r] = [self.converted(inserted, dest, self.layout_of(r), op, em)]
             return
-        offs, lane_sizes = self._lane_slice(self.layout_of(dest), shape(dest), at, sizes)
-        value = self.one(op.value_to_store)
+        d_lay, r_lay, v = self.layout_of(dest), self.layout_of(r), op.value_to_store
+        d_piece, value = self.one(dest), self.one(v)
+        if lane_slice(d_lay, shape(dest), at, sizes) is None and r_lay is not None and \
+                len(shape(v)) == len(shape(dest)) and lane_slice(r_lay, shape(dest), at, sizes) is not None:
+            # the slice falls on whole lane rounds of the result's layout (every lane holds
+            # the rows where lanes share none): both operands converted to it
+            d_piece, d_lay = self.converted(d_piece, dest, r_lay, op, em), r_lay
+            value = self.converted(value, v, r_lay, op, em)
+        offs, lane_sizes = self._lane_slice(d_lay, shape(dest), at, sizes)
         lead = len(lane_sizes) - len(value.type.get_shape())
         if list(value.type.get_shape()) != list(lane_sizes[lead:]) or any(n != 1 for n in lane_sizes[:lead]):
             # the piece was distributed over other lanes than the block it lands in: inserting
@@ -637,7 +644,7 @@ class LaneDistribution(XeGPULevel):
             raise SimtifyError(f"a {'x'.join(map(str, sizes))} piece held per lane as {value.type} does not fit the "
                                f"{'x'.join(map(str, lane_sizes))} slot its block's lanes give it (open: blocks "
                                "without lanes meeting distributed values)")
-        self.value_pieces[r] = [em.insert_strided(value, self.one(dest), offs)]
+        self.value_pieces[r] = [em.insert_strided(value, d_piece, offs)]
 
 
 def _interleaved_index(vshape, odd: bool):
