@@ -94,21 +94,8 @@ GAPS: dict[tuple[str, str], str] = {
     **_each("subgroup-distribute-unit.mlir", (
         "vector_multi_reduction_3d_leading_unit_dim", "vector_multi_reduction_3d_trivial_reduction"),
         RANK_3_TEST_VALUE),
-    ("subgroup-distribute-unit.mlir", "vector_insert_strided_slice_different_ranks"): "xegpu-sg-to-lane refuses "
-        "a 16-element piece held per lane as vector<1xf32> in the 16-element slot of a block without lanes",
     ("subgroup-distribute-unit.mlir", "vector_step_slice_multi_dist_unit"): "its warp region is of 4 lanes, its "
         "layout of 16 (lane_layout [2, 4, 2]): xegpu-sg-to-lane takes regions of the 16-lane subgroup",
-    ("subgroup-distribute-unit.mlir", "vector_insert_strided_slice_non_distributed"): "xegpu-sg-to-lane "
-        "refuses it: a slice at [24, 0] of [16, 1] elements does not fall on whole lane rounds of lane_layout [16, 1]",
-    ("subgroup-distribute-unit.mlir", "load_nd_array_length"): "simtify refuses a load_nd of an array_length = 2 "
-        "descriptor that gives vector<2x16x16> under a 2-D layout (the layout's rank must match the value's)",
-    ("sg-to-lane-distribute-unit.mlir", "load_nd_array_length"): "simtify refuses a load_nd of an array_length = 2 "
-        "32x16 descriptor that gives vector<64x16> (it wants vector<2x32x16>)",
-    **_each("sg-to-lane-distribute-unit.mlir", ("vector_insert_into_2d", "vector_insert_into_2d_offset2"),
-            "xegpu-sg-to-lane does not distribute vector.insert"),
-    ("sg-to-lane-distribute-unit.mlir", "vector_insert_strided_slice_different_ranks"): "xegpu-sg-to-lane refuses a "
-        "16-element piece held per lane as vector<1xf32> in the 16-element slot of a block without lanes (open: "
-        "blocks without lanes meeting distributed values)",
     ("propagate-layout-subgroup.mlir", "convert_layout"): "subgroup propagation gives the load_matrix inst_data "
         "and lanes (upstream: sg_layout and sg_data only), then a convert_layout to the stated layout, of the same "
         "ownership and instruction blocks, which the check refuses",

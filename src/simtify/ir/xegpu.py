@@ -610,6 +610,12 @@ def _expected_load_shapes(tdesc: TensorDescType, transpose: Sequence[int] | None
     return shape
 
 
+def _rows_stacked(stacked: tuple[int, ...]) -> tuple[int, ...]:
+    """An ``array_length`` load's blocks (`stacked`: ``A x R x ..``) one under another:
+    ``A·R x ..``, the same elements in the same order."""
+    return (stacked[0] * stacked[1],) + stacked[2:]
+
+
 @mlir_op
 class LoadNdOp(_NdAccessOp):
     """``%v = xegpu.load_nd %t[%i, %j] <{layout = #l, l1_hint = ..}> : !xegpu.tensor_desc<..>
@@ -637,10 +643,19 @@ class LoadNdOp(_NdAccessOp):
             raise VerifyException("packed (VNNI) and transpose cannot be combined")
         want = _expected_load_shapes(tdesc, transpose)
         have = tuple(self.value.type.get_shape())  # type: ignore[union-attr]
+        stacked = ""
+        if tdesc.array_length > 1 and self.packed is None:
+            stacked = f" (or its blocks one under another, vector<{shape_text(_rows_stacked(want))}>)"
+            if have == _rows_stacked(want):
+                want = have  # the blocks one under another (upstream's 2-D form)
+            elif have == want and getattr(_layout_of(self.layout, "layout"), "rank", None) == len(want) - 1:
+                # a layout of the block's rank: each block of the array laid out alike
+                _check_fits(self.layout, "layout", want[1:], "each block of the loaded vector")
+                return
         _check_block_value(self, have, want, packed=self.packed is not None, role="the loaded vector",
                            mismatch=f"Result shape {list(have)} is not consistent with tensor descriptor: load_nd of "
-                                    f"a {shape_text(tdesc.get_shape())} block gives vector<{shape_text(want)}>, "
-                                    f"not vector<{shape_text(have)}>")
+                                    f"a {shape_text(tdesc.get_shape())} block gives vector<{shape_text(want)}>"
+                                    f"{stacked}, not vector<{shape_text(have)}>")
 
 
 def _is_fragment_of(have: Sequence[int], want: Sequence[int], *, packed: bool) -> bool:

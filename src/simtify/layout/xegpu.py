@@ -594,11 +594,16 @@ def lane_slice(layout: Layout | None, shape: Sequence[int], offsets: Sequence[in
     lies in one lane's registers: (offsets, sizes) per dim, or None where the slice
     does not fall on whole lane rounds (``lane_layout · lane_data`` elements), so
     that no lane holds its part of it in one place. Without lanes every lane holds
-    the whole value."""
+    the whole value, as each lane does a dim its lanes do not split (of fewer elements
+    than a lane round: the lanes hold it alike)."""
     if not has(layout, "lane_layout"):
         return list(offsets), list(sizes)
     out_o, out_s = [], []
     for p, o, s in zip(plan(layout, shape), offsets, sizes):
+        if p.lane_extent == p.n:
+            out_o.append(o)
+            out_s.append(s)
+            continue
         step = p.LL * p.LD
         if o % step or s % step:
             return None

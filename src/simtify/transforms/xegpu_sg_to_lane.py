@@ -163,15 +163,20 @@ class LaneDistribution(XeGPULevel):
               -> vector<2x16x16xf16>                      // lane_layout = [1, 1, 16]
           becomes
             %v1 = xegpu.load_nd %t1 : ... -> vector<32xf16>
-            %v2 = vector.shape_cast %v1 : vector<32xf16> to vector<2x16x1xf16>"""
+            %v2 = vector.shape_cast %v1 : vector<32xf16> to vector<2x16x1xf16>
+
+        The blocks one under another (upstream's form, ``vector<64x16xf16>`` for two
+        32x16 blocks) are the same when every lane holds the rows whole."""
         t, r = op.tensor_desc.type, op.value
-        if t.array_length == 1 or len(shape(r)) != t.rank + 1 or op.transpose is not None or op.packed is not None:
+        stacked = len(shape(r)) == t.rank + 1
+        if t.array_length == 1 or not (stacked or len(shape(r)) == t.rank and shape(r)[0] == t.array_length * t.get_shape()[0]) or \
+                op.transpose is not None or op.packed is not None:
             super().op_xegpu_load_nd(op, em)
             return
         lay = self.layout_of(r)
         if lay is not None and any(p.lane_extent != p.n for p in self._plans(lay, shape(r))[:1]):
             raise SimtifyError(f"the blocks of an array_length load are laid out alike: {lay} shares them among lanes")
-        block_lay = remove_dims(lay, [0])
+        block_lay = remove_dims(lay, [0]) if stacked else lay
         piece = self.piece_type(r)
         offs = self.access_offsets(op, op.tensor_desc, em)
         tdesc = self.descriptor(op.tensor_desc, t.get_shape(), None, em)
@@ -491,6 +496,27 @@ class LaneDistribution(XeGPULevel):
         rt = self.piece_type(r) if is_vector(r) else r.type
         self.value_pieces[r] = [em.value(vector_ir.ExtractOp(self.one(src), position, rt))]
 
+    def op_vector_insert(self, op: Operation, em: Emitter) -> None:
+        """A position in leading dims every lane holds whole, as for vector.extract: each
+        lane puts its share of the value into its own share of the destination::
+
+            %r = vector.insert %v, %d[2] : vector<16xf32> into vector<8x16xf32>
+          becomes, on lane_layout = [1, 16],
+            %r = vector.insert %v1, %d1[2] : vector<1xf32> into vector<8x1xf32>"""
+        value, dest, r = op.value_to_store, op.dest, op.result
+        lay = self.layout_of(dest)
+        dynamic = iter(op.dynamic_position)
+        position = [self.one(next(dynamic)) if x == DYNAMIC_INDEX else x for x in op.static_position.get_values()]
+        k = len(position)
+        whole = all(p.lane_extent == p.n for p in self._plans(lay, shape(dest))[:k])
+        if not whole or not self.analysis.same(self.layout_of(r), lay, shape(r)) or (is_vector(value) and not (
+                self.analysis.same(self.layout_of(value), remove_dims(lay, list(range(k))), shape(value)))):
+            raise SimtifyError(f"a vector.insert is distributed to lanes where every lane holds the whole of the "
+                               f"dims it puts a position in, and the value and result keep the destination's "
+                               f"layout of the others; {lay} gives {self.layout_of(value)} and {self.layout_of(r)} "
+                               f"not")
+        self.value_pieces[r] = [em.value(vector_ir.InsertOp(self.one(value), self.one(dest), position))]
+
     # --- interleaving ---------------------------------------------------------------------
 
     def op_vector_interleave(self, op: Operation, em: Emitter) -> None:
@@ -628,23 +654,32 @@ class LaneDistribution(XeGPULevel):
 
     def op_vector_insert_strided_slice(self, op: Operation, em: Emitter) -> None:
         dest, r = op.dest, op.results[0]
-        sizes = list(shape(op.value_to_store))
         at = _ints(op.offsets)
+        # a value of lower rank fills the trailing dims: one element of each leading dim
+        sizes = [1] * (len(at) - len(shape(op.value_to_store))) + list(shape(op.value_to_store))
         if lane_slice(self.layout_of(dest), shape(dest), at, sizes) is None and self._held_whole(op.value_to_store):
             # the result may be laid out other than the destination (blocking's last
             # piece of a value that a reduction then takes whole): converted after
             inserted = self._select_into_share(op.value_to_store, dest, at, em)
             self.value_pieces[r] = [self.converted(inserted, dest, self.layout_of(r), op, em)]
             return
-        offs, lane_sizes = self._lane_slice(self.layout_of(dest), shape(dest), at, sizes)
-        value = self.one(op.value_to_store)
-        if list(value.type.get_shape()) != list(lane_sizes):
+        d_lay, r_lay, v = self.layout_of(dest), self.layout_of(r), op.value_to_store
+        d_piece, value = self.one(dest), self.one(v)
+        if lane_slice(d_lay, shape(dest), at, sizes) is None and r_lay is not None and \
+                len(shape(v)) == len(shape(dest)) and lane_slice(r_lay, shape(dest), at, sizes) is not None:
+            # the slice falls on whole lane rounds of the result's layout (every lane holds
+            # the rows where lanes share none): both operands converted to it
+            d_piece, d_lay = self.converted(d_piece, dest, r_lay, op, em), r_lay
+            value = self.converted(value, v, r_lay, op, em)
+        offs, lane_sizes = self._lane_slice(d_lay, shape(dest), at, sizes)
+        lead = len(lane_sizes) - len(value.type.get_shape())
+        if list(value.type.get_shape()) != list(lane_sizes[lead:]) or any(n != 1 for n in lane_sizes[:lead]):
             # the piece was distributed over other lanes than the block it lands in: inserting
             # it would put one lane's elements where another lane's belong
             raise SimtifyError(f"a {'x'.join(map(str, sizes))} piece held per lane as {value.type} does not fit the "
                                f"{'x'.join(map(str, lane_sizes))} slot its block's lanes give it (open: blocks "
                                "without lanes meeting distributed values)")
-        self.value_pieces[r] = [em.insert_strided(value, self.one(dest), offs)]
+        self.value_pieces[r] = [em.insert_strided(value, d_piece, offs)]
 
 
 def _interleaved_index(vshape, odd: bool):

@@ -137,8 +137,15 @@ class BlockAccess(PieceRewriter):
         perm = [int(x) for x in op.transpose.get_values()] if op.transpose is not None else None
         base = self.access_offsets(op, op.tensor_desc, em)
         out = []
+        t = op.tensor_desc.type
+        rows_stacked = t.array_length > 1 and len(shape(r)) == t.rank and tuple(shape(r)) != tuple(t.get_shape())
+        if rows_stacked and prod(self.grid_of(r)) > 1:
+            raise SimtifyError("an array_length load whose blocks lie one under another is not split into "
+                               "instruction pieces (blocking gave it several)")
         for q in product(*[range(n) for n in self.grid_of(r)]):
             offs, block = self.piece_access(em, op, lay, shape(r), q, base, perm)
+            if rows_stacked:  # one piece: the value is all the blocks, each of the descriptor's shape
+                block = tuple(t.get_shape())
             tdesc = self.descriptor(op.tensor_desc, block, None, em)
             props = {k: v for k, v in op.properties.items() if k in ("packed", "transpose", "l1_hint", "l2_hint",
                                                                       "l3_hint")}
