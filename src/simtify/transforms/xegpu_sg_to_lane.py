@@ -475,6 +475,13 @@ class LaneDistribution(XeGPULevel):
 
     # --- positions ------------------------------------------------------------------------
 
+    def _position_held_whole(self, op: Operation, lay, vshape) -> tuple[list, bool]:
+        """A vector.extract's or insert's position (its dynamic indices each lane's own)
+        and whether every lane holds the dims it lies in whole under `lay`."""
+        dynamic = iter(op.dynamic_position)
+        position = [self.one(next(dynamic)) if x == DYNAMIC_INDEX else x for x in op.static_position.get_values()]
+        return position, all(p.lane_extent == p.n for p in self._plans(lay, vshape)[:len(position)])
+
     def op_vector_extract(self, op: Operation, em: Emitter) -> None:
         """A position in leading dims every lane holds whole (an ``array_length`` load's
         blocks, unit dims): each lane takes it from its own share::
@@ -484,10 +491,8 @@ class LaneDistribution(XeGPULevel):
             %b = vector.extract %v1[0] : vector<16x1xf16> from vector<2x16x1xf16>"""
         src, r = op.vector, op.result
         lay = self.layout_of(src)
-        dynamic = iter(op.dynamic_position)
-        position = [self.one(next(dynamic)) if x == DYNAMIC_INDEX else x for x in op.static_position.get_values()]
+        position, whole = self._position_held_whole(op, lay, shape(src))
         k = len(position)
-        whole = all(p.lane_extent == p.n for p in self._plans(lay, shape(src))[:k])
         if not whole or (is_vector(r) and not self.analysis.same(
                 self.layout_of(r), remove_dims(lay, list(range(k))), shape(r))):
             raise SimtifyError(f"a vector.extract is distributed to lanes where every lane holds the whole of the "
@@ -505,10 +510,8 @@ class LaneDistribution(XeGPULevel):
             %r = vector.insert %v1, %d1[2] : vector<1xf32> into vector<8x1xf32>"""
         value, dest, r = op.value_to_store, op.dest, op.result
         lay = self.layout_of(dest)
-        dynamic = iter(op.dynamic_position)
-        position = [self.one(next(dynamic)) if x == DYNAMIC_INDEX else x for x in op.static_position.get_values()]
+        position, whole = self._position_held_whole(op, lay, shape(dest))
         k = len(position)
-        whole = all(p.lane_extent == p.n for p in self._plans(lay, shape(dest))[:k])
         if not whole or not self.analysis.same(self.layout_of(r), lay, shape(r)) or (is_vector(value) and not (
                 self.analysis.same(self.layout_of(value), remove_dims(lay, list(range(k))), shape(value)))):
             raise SimtifyError(f"a vector.insert is distributed to lanes where every lane holds the whole of the "
