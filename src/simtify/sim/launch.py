@@ -206,7 +206,8 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
             raise SimtifyError(f"per-lane XeGPU code runs on Intel Xe GPUs, not {tgt.name}; give --target xe",
                                "--target")
         _check_launch(launch, tgt, "--subgroup-size" if subgroup_size or not rec_sg else "--target")
-    bound = bind(function_args(func), args, pointer_arguments(func, [n for n, _ in function_args(func)]))
+    params = function_args(func)
+    bound = bind(params, args, pointer_arguments(func, [n for n, _ in params]))
     buffers = bound.buffers
     counters = Counters()
     findings: list = []
@@ -240,7 +241,7 @@ def run(module: Operation, func_name: str, args: dict[str, np.ndarray], *, grid=
         start = starts[i]
         W = min(batch, n_wg - start)
         interp.state = BatchState(W, T_run, np.arange(start, start + W), mask=real)
-        given = {name: argument_value(interp, name, t, bound, _strides) for name, t in function_args(func)}
+        given = {name: argument_value(interp, name, t, bound, _strides) for name, t in params}
         values = list(given.values())[:n_inputs]  # (a dispatch function's bindings are not block arguments)
         for a in block_args[n_inputs:]:  # gpu.func workgroup/private attributions
             values.append(allocate(interp, a.name_hint or "attribution", a.type, tuple(a.type.get_shape())))
