@@ -101,8 +101,8 @@ def test_simt_function_is_not_wrapped(tmp_path, capsys):
     assert code == 2 and "'gpu.thread_id' makes @copy a SIMT function" in err and ": error: " in err.splitlines()[0]
 
 
-@pytest.mark.parametrize("op", ["amdgpu.gather_to_lds", "iree_gpu.global_load_dma", "iree_vector_ext.to_simt",
-                                "gpu.subgroup_id"])
+@pytest.mark.parametrize("op", ["amdgpu.gather_to_lds", "iree_gpu.global_load_dma", "iree_gpu.coalesced_gather_dma",
+                                "iree_vector_ext.to_simt", "gpu.subgroup_id"])
 def test_per_lane_ops_are_not_wrapped(op):
     """Ops that mean something only per thread (`SimtOnly`): in a lane-0 region a per-lane
     DMA would copy lane 0's piece alone, so a function holding one is not wrapped, as the

@@ -473,6 +473,7 @@ class CoalescedGatherDMAOp(IRDLOperation):
     ``-> tensor<..>``)."""
 
     name = "iree_gpu.coalesced_gather_dma"
+    traits = traits_def(SimtOnly())
 
     source = operand_def(MemRefType | TensorType)
     indices = var_operand_def()
