@@ -26,6 +26,13 @@ layouts of a block goes through the subgroup's region of a shared local memory m
 rearrange each lane's own share where the ownership maps allow, and a piece every lane
 holds whole goes into a lane's share element by element where it is narrower than a
 lane round.
+
+A subgroup's program inside ``gpu.warp_execute_on_lane_0`` that hands distributed values
+out keeps the region's meaning (DESIGN): lane ``l`` receives the ``l``-th contiguous block
+of each yielded value. Where the value's layout gives lanes other elements (round-robin:
+lane ``l`` elements ``l, l + 16, ...``), the value is converted at the boundary to the
+layout the result type implies. Upstream instead reads the region by the layout and
+exchanges nothing.
 """
 
 from __future__ import annotations
@@ -42,8 +49,8 @@ from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import (Layout, XeGPULayout, XeGPUSlice, flatten, has, kept_dims, lane_slice, linear_strides, plan,
-                                  remove_dims)
+from simtify.layout.xegpu import (Layout, XeGPULayout, XeGPUSlice, contiguous_blocks, flatten, has, kept_dims,
+                                  lane_slice, linear_strides, plan, remove_dims)
 from simtify.target.xe import (block_load_layout, check_dpas_shape, dpas_lane_layouts, element_bits,
                                mx_scale_lane_layouts, vnni_factor)
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
@@ -414,9 +421,20 @@ class LaneDistribution(XeGPULevel):
         """A warp region handing distributed values out, its body already moved before it
         (`xegpu_pipeline._open_warp_regions`): each result is this lane's share of the
         value yielded. The region hands lane ``l`` the ``l``-th contiguous block of it
-        (`warp_region.lane_blocks`); the layout's share must be those elements in that
-        order, as the result's type states them (the same elements in another shape only
-        where dropping unit dims leaves the same shape)."""
+        (`warp_region.lane_blocks`, DESIGN's contract), whatever the value's layout says.
+        Where the layout gives each lane those elements in that order, its share is the
+        result as it is (the same elements in another shape only where dropping unit dims
+        leaves the same shape). Where it gives them otherwise — round-robin, lane ``l``
+        elements ``l, l + 16, ...`` — the value is converted at the boundary to the layout
+        the distributed type implies (`contiguous_blocks`), through shared local memory as
+        any conversion between lane layouts, so that the program keeps the region's
+        meaning. Upstream instead reads the region by the layout and exchanges nothing::
+
+            %r = gpu.warp_execute_on_lane_0(%l)[16] -> (vector<2xf32>) {
+              gpu.yield %v : vector<32xf32>          // lane_layout = [16], lane_data = [1]
+            }
+          becomes, on each lane (elements 2l and 2l + 1, as the region hands them out)
+            %r = <%v's share converted to lane_layout = [16], lane_data = [2]>"""
         for i, (r, v) in enumerate(zip(op.results, warp_region.yield_of(op).operands)):
             if v.type != r.type and r.uses and self.layout_of(r) is not None:
                 raise SimtifyError(f"the warp region's result {i} is each lane's share ({r.type}), but it is "
@@ -429,19 +447,24 @@ class LaneDistribution(XeGPULevel):
                 continue
             layout = self.layout_of(v)
             what = f"the warp region's result {i}"
-            squeezed = [tuple(d for d in shape(x) if d != 1) if is_vector(x) else None for x in (share, r)]
-            if not is_vector(r) or squeezed[0] != squeezed[1] or share.type.element_type != r.type.element_type:
+            if not is_vector(r) or share.type.element_type != r.type.element_type:
                 raise SimtifyError(f"{what} is {r.type}, but each lane's share of the {v.type} it yields is "
                                    f"{share.type} (layout {layout})")
             sg = self.analysis.subgroup_size
             whole = np.tile(np.arange(prod(shape(v))), (sg, 1))  # uniform: every lane holds all of it
             blocks = whole if v.type == r.type else warp_region.lane_blocks(v.type, r.type)
-            owned = whole if layout is None else layout.ownership(shape(v), sg, sg).flat
-            if blocks is None or owned is None or blocks.shape != owned.shape or not (blocks == owned).all():
-                raise SimtifyError(f"{what} hands lane l the l-th contiguous block of the {v.type} it yields, as "
-                                   f"{r.type}, but its layout {layout} gives each lane other elements (or "
-                                   "another order): xegpu-sg-to-lane keeps the region's meaning only where they "
-                                   "agree")
+            if not _same_elements(blocks, whole if layout is None else layout.ownership(shape(v), sg, sg).flat):
+                handover = contiguous_blocks(shape(v), shape(r))
+                if layout is None or handover is None or \
+                        not _same_elements(blocks, handover.ownership(shape(v), sg, sg).flat):
+                    raise SimtifyError(f"{what} hands lane l the l-th contiguous block of the {v.type} it yields, "
+                                       f"as {r.type}, which no layout of {sg} lanes gives to convert the value's "
+                                       f"({layout}) to")
+                share = self.converted(share, v, handover, op, em)
+            squeezed = [tuple(d for d in shape(x) if d != 1) for x in (share, r)]
+            if squeezed[0] != squeezed[1]:
+                raise SimtifyError(f"{what} is {r.type}, but each lane's share of the {v.type} it yields is "
+                                   f"{share.type} (layout {layout})")
             self.value_pieces[r] = [em.shape_cast(share, r.type)]
 
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
@@ -683,6 +706,11 @@ class LaneDistribution(XeGPULevel):
                                f"{'x'.join(map(str, lane_sizes))} slot its block's lanes give it (open: blocks "
                                "without lanes meeting distributed values)")
         self.value_pieces[r] = [em.insert_strided(value, d_piece, offs)]
+
+
+def _same_elements(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Do two per-lane element maps give every lane the same elements in the same order?"""
+    return a is not None and b is not None and a.shape == b.shape and bool((a == b).all())
 
 
 def _interleaved_index(vshape, odd: bool):
