@@ -71,18 +71,11 @@ NOT_RUNNABLE = {
                                                        "subgroups cannot share the 8x16 tile): nothing to distribute",
 }
 
-UNALIGNED_SLICE = ("xegpu-sg-to-lane refuses a slice that does not fall on whole lane rounds (upstream leaves it "
-                   "undistributed too)")
 RANK_3_TEST_VALUE = ("its test-only op makes a rank-3 value, read by vector.load, which xegpu-sg-to-lane does not "
                      "distribute")
 
 # distributes to something the check refuses today, or is refused: what simtify lacks
 GAPS: dict[tuple[str, str], str] = {
-    **_each("subgroup-distribute-unit.mlir", (
-        "vector_extract_strided_slice_unsopported_offset", "vector_insert_strided_slice_unsupported_offset"),
-        UNALIGNED_SLICE),
-    ("subgroup-distribute-unit.mlir", "vector_extract_strided_slice_unsopported_source"): "its 54-element source, "
-        "which 16 lanes do not split, is held whole by every lane; xegpu-sg-to-lane slices it as if the lanes split it",
     **_each("subgroup-distribute-unit.mlir", (
         "vector_multi_reduction_3d_leading_unit_dim", "vector_multi_reduction_3d_trivial_reduction"),
         RANK_3_TEST_VALUE),

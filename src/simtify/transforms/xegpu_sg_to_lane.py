@@ -25,7 +25,7 @@ layouts of a block goes through the subgroup's region of a shared local memory m
 (each lane stores and loads its own blocks with store_matrix / load_matrix). Interleaves
 rearrange each lane's own share where the ownership maps allow, and a piece every lane
 holds whole goes into a lane's share element by element where it is narrower than a
-lane round.
+lane round; a strided slice on no whole lane rounds goes through shared local memory.
 
 A subgroup's program inside ``gpu.warp_execute_on_lane_0`` that hands distributed values
 out keeps the region's meaning (DESIGN): lane ``l`` receives the ``l``-th contiguous block
@@ -482,19 +482,33 @@ class LaneDistribution(XeGPULevel):
         pt = VectorType(v.type.element_type, self.piece_shape(want, vshape))
         if self.analysis.same(have, want, vshape):
             return em.shape_cast(piece, pt)
-        elt = v.type.element_type
+        return self.exchanged(vshape, [(piece, have, vshape, None)], (want, vshape, None, pt), op, em)
+
+    def exchanged(self, vshape, writes, read, op: Operation, em: Emitter) -> SSAValue:
+        """This lane's share of a block of a `vshape` matrix in the subgroup's region of
+        shared local memory, after each lane stored its shares there: `writes` are
+        (piece, its layout, its shape, where it lies or None for the origin), stored in
+        turn (lanes holding the same data once each); `read` is (layout, shape, where,
+        the lane's type) of what is loaded back."""
+        elt = read[3].element_type
         rows = vshape[0]
         mem = self.shared_matrix([self.num_subgroups * rows] + list(vshape[1:]), elt, em)
         if self.num_subgroups > 1:
             row = em.apply(AffineDimExpr(0) * rows, [self.subgroup_id()])
         else:
             row = 0
-        offs = [row] + [0] * (len(vshape) - 1)
+
+        def offsets(at):
+            at = list(at) if at is not None else [0] * len(vshape)
+            return [self.add(em, row, at[0])] + at[1:]
+
         if _in_loop(op, self.func):
             em.barrier()
-        self.store_runs(piece, mem, offs, have, vshape, self.store_guard(have, vshape, em))
-        em.barrier()
-        return self.load_runs(mem, offs, want, vshape, pt, em)
+        for piece, layout, pshape, at in writes:
+            self.store_runs(piece, mem, offsets(at), layout, pshape, self.store_guard(layout, pshape, em))
+            em.barrier()
+        layout, pshape, at, pt = read
+        return self.load_runs(mem, offsets(at), layout, pshape, pt, em)
 
     # --- positions ------------------------------------------------------------------------
 
@@ -670,13 +684,35 @@ class LaneDistribution(XeGPULevel):
         return got
 
     def op_vector_extract_strided_slice(self, op: Operation, em: Emitter) -> None:
+        """Each lane slices its own share where the slice falls on whole lane rounds; a
+        source every lane holds whole is sliced whole and each lane takes its share; any
+        other slice goes through the subgroup's region of shared local memory (upstream
+        leaves such a slice undistributed)::
+
+            %s = vector.extract_strided_slice %v {offsets = [3], sizes = [32], strides = [1]}
+                : vector<64xf32> to vector<32xf32>           // both lane_layout = [16]
+          becomes, on each lane
+            store_matrix of its share of %v;  barrier;  load_matrix of its share of %s at [3]"""
         src, r = op.source, op.results[0]
-        if self.layout_of(src) is None:  # held whole: each lane takes its fragment out
+        lay = self.layout_of(src)
+        if lay is None:  # held whole: each lane takes its fragment out
             super().op_vector_extract_strided_slice(op, em)
             return
-        offs, sizes = self._lane_slice(self.layout_of(src), shape(src), _ints(op.offsets), _ints(op.sizes))
-        new = vector_ir.ExtractStridedSliceOp(self.one(src), offs, sizes, [1] * len(offs), self.piece_type(r))
-        self.value_pieces[r] = [em.value(new)]
+        at, sizes = _ints(op.offsets), _ints(op.sizes)
+        got = lane_slice(lay, shape(src), at, sizes)
+        if got is not None and self.analysis.same(self.layout_of(r), lay, shape(r)):
+            offs, lane_sizes = got
+            new = vector_ir.ExtractStridedSliceOp(self.one(src), offs, lane_sizes, [1] * len(offs),
+                                                  self.piece_type(r))
+            self.value_pieces[r] = [em.value(new)]
+            return
+        if self._held_whole(src):
+            whole = em.value(vector_ir.ExtractStridedSliceOp(self.one(src), at, sizes, [1] * len(at), r.type))
+            self.value_pieces[r] = [self._share_of_whole(whole, r, em)]
+            return
+        at = at + [0] * (len(shape(src)) - len(at))
+        self.value_pieces[r] = [self.exchanged(shape(src), [(self.one(src), lay, shape(src), None)],
+                                               (self.layout_of(r), shape(r), at, self.piece_type(r)), op, em)]
 
     def op_vector_insert_strided_slice(self, op: Operation, em: Emitter) -> None:
         dest, r = op.dest, op.results[0]
@@ -697,6 +733,14 @@ class LaneDistribution(XeGPULevel):
             # the rows where lanes share none): both operands converted to it
             d_piece, d_lay = self.converted(d_piece, dest, r_lay, op, em), r_lay
             value = self.converted(value, v, r_lay, op, em)
+        if lane_slice(d_lay, shape(dest), at, sizes) is None:
+            # the slice falls on no whole lane rounds: the destination's shares and then the
+            # value's put in place in the subgroup's region of shared local memory, and
+            # each lane's share of the result loaded back (upstream leaves it undistributed)
+            self.value_pieces[r] = [self.exchanged(shape(dest), [(self.one(dest), self.layout_of(dest), shape(dest),
+                                                                  None), (value, self.layout_of(v), shape(v), at)],
+                                                   (r_lay, shape(r), None, self.piece_type(r)), op, em)]
+            return
         offs, lane_sizes = self._lane_slice(d_lay, shape(dest), at, sizes)
         lead = len(lane_sizes) - len(value.type.get_shape())
         if list(value.type.get_shape()) != list(lane_sizes[lead:]) or any(n != 1 for n in lane_sizes[:lead]):
