@@ -259,16 +259,20 @@ class LaneDistribution(XeGPULevel):
         base = next(iter(self.matrix_pieces(op, v, target)))
         self.store_runs(self.one(v), self.one(op.mem_desc), base, self.layout_of(v), shape(v), target)
 
-    def load_runs(self, mem: SSAValue, base: list[Index], layout, vshape, pt: VectorType, em: Emitter) -> SSAValue:
+    def load_runs(self, mem: SSAValue, base: list[Index], layout, vshape, pt: VectorType, em: Emitter,
+                  read=None) -> SSAValue:
         """This lane's share (`pt`) of the block at `base` of matrix `mem` held in
-        `layout`: one load_matrix of the lane's own block per run."""
+        `layout`: one load_matrix of the lane's own block per run (`read(offsets, type)`
+        instead, for other memory)."""
+        if read is None:
+            def read(offs, vt):
+                return self.make_access(xegpu_ir.LoadMatrixOp, [mem], offs, {}, None, [vt], em).results[0]
         k = len(base) - len(vshape)
         runs = self.lane_runs(layout, vshape, em)
         out = None
         for run in runs:
             offs = base[:k] + [self.add(em, b, m) for b, (m, _, _) in zip(base[k:], run)]
-            vt = VectorType(pt.element_type, [n for _, _, n in run])
-            v = self.make_access(xegpu_ir.LoadMatrixOp, [mem], offs, {}, None, [vt], em).results[0]
+            v = read(offs, VectorType(pt.element_type, [n for _, _, n in run]))
             if len(runs) == 1:
                 return v
             if out is None:
@@ -276,6 +280,23 @@ class LaneDistribution(XeGPULevel):
                 out = self.splat(em, zero, pt, None)
             out = em.insert_strided(v, out, [at for _, at, _ in run])
         return out
+
+    def op_vector_load(self, op: Operation, em: Emitter) -> None:
+        """Each lane reads its own share from memory: one vector.load of each of its
+        blocks (`lane_runs`), as a load_matrix of shared local memory is read::
+
+            %v = vector.load %m[%c0, %c0, %c0] : memref<1x16x32xf32>, vector<1x16x32xf32>
+                                                           // lane_layout = [1, 1, 16]
+          becomes, on lane l
+            %a = vector.load %m[%c0, %c0, l] : memref<1x16x32xf32>, vector<1x16x1xf32>
+            %b = vector.load %m[%c0, %c0, l + 16] : ...;  %v1 = %a and %b side by side"""
+        r = op.result
+        base = [self.one(i) for i in op.indices]
+
+        def read(offs, vt):
+            return em.value(vector_ir.LoadOp(self.one(op.base), [self.index(em, o) for o in offs], vt))
+        self.value_pieces[r] = [self.load_runs(None, base, self.layout_of(r), shape(r), self.piece_type(r), em,
+                                               read)]
 
     def store_runs(self, piece: SSAValue, mem: SSAValue, base: list[Index], layout, vshape, target: Emitter) -> None:
         """This lane's share `piece` of the block at `base` of matrix `mem` held in
