@@ -77,9 +77,6 @@ NOT_RUNNABLE = {
 GAPS: dict[tuple[str, str], str] = {
     ("subgroup-distribute-unit.mlir", "vector_step_slice_multi_dist_unit"): "its warp region is of 4 lanes, its "
         "layout of 16 (lane_layout [2, 4, 2]): xegpu-sg-to-lane takes regions of the 16-lane subgroup",
-    ("propagate-layout-subgroup.mlir", "convert_layout"): "subgroup propagation gives the load_matrix inst_data "
-        "and lanes (upstream: sg_layout and sg_data only), then a convert_layout to the stated layout, of the same "
-        "ownership and instruction blocks, which the check refuses",
 }
 
 
