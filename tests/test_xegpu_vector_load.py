@@ -1,6 +1,7 @@
-"""vector.load in a subgroup's program, distributed by xegpu-sg-to-lane: each lane reads
-its own share, one vector.load per block of it (upstream's tests make rank-3 values this
-way, which no block descriptor holds). Checked by simulation on random data."""
+"""vector.load and vector.store in a subgroup's program, distributed by xegpu-sg-to-lane:
+each lane reads (writes) its own share, one vector.load (vector.store) per block of it
+(upstream's tests make rank-3 values this way, which no block descriptor holds); lanes
+holding the same data write it once. Checked by simulation on random data."""
 
 from __future__ import annotations
 
@@ -37,3 +38,37 @@ def test_each_lane_loads_its_own_share(memref, vshape, at, layout, loads):
     text = store_last_value(program(memref, vshape, at, layout), "f", slices=True)
     out = check_xegpu(text, "f", "xegpu-sg-to-lane", block=(16,))
     assert out.count("vector.load") == loads, out
+
+
+def test_each_lane_stores_its_own_share():
+    layout = "#xegpu.layout<lane_layout = [1, 16], lane_data = [1, 2]>"  # pairs of columns, round-robin
+    text = f"""gpu.module @m {{
+gpu.func @f(%src: memref<4x64xf32>, %dst: memref<2x4x64xf32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %v = vector.load %src[%c0, %c0] {{layout_result_0 = {layout}}} : memref<4x64xf32>, vector<4x64xf32>
+  %w = arith.mulf %v, %v {{layout_result_0 = {layout}}} : vector<4x64xf32>
+  vector.store %w, %dst[%c1, %c0, %c0] : memref<2x4x64xf32>, vector<4x64xf32>
+  gpu.return
+}}
+}}"""
+    out = check_xegpu(text, "f", "xegpu-sg-to-lane", block=(16,))
+    assert out.count("vector.store") == 2 and "vector<4x2xf32>" in out, out
+
+
+def test_lanes_holding_the_same_data_store_it_once():
+    """A reduction over the rows two lanes split: both hold the sums, the first stores them."""
+    layout = "#xegpu.layout<lane_layout = [2, 8], lane_data = [1, 1]>"
+    sliced = f"#xegpu.slice<{layout}, dims = [0]>"
+    text = f"""gpu.module @m {{
+gpu.func @f(%src: memref<4x32xf32>, %dst: memref<32xf32>) {{
+  %c0 = arith.constant 0 : index
+  %v = vector.load %src[%c0, %c0] {{layout_result_0 = {layout}}} : memref<4x32xf32>, vector<4x32xf32>
+  %z = arith.constant {{layout_result_0 = {sliced}}} dense<0.0> : vector<32xf32>
+  %s = vector.multi_reduction <add>, %v, %z {{layout_result_0 = {sliced}}} [0] : vector<4x32xf32> to vector<32xf32>
+  vector.store %s, %dst[%c0] : memref<32xf32>, vector<32xf32>
+  gpu.return
+}}
+}}"""
+    out = check_xegpu(text, "f", "xegpu-sg-to-lane", block=(16,))
+    assert "scf.if" in out and "gpu.subgroup_reduce" in out, out

@@ -298,9 +298,25 @@ class LaneDistribution(XeGPULevel):
         self.value_pieces[r] = [self.load_runs(None, base, self.layout_of(r), shape(r), self.piece_type(r), em,
                                                read)]
 
-    def store_runs(self, piece: SSAValue, mem: SSAValue, base: list[Index], layout, vshape, target: Emitter) -> None:
+    def op_vector_store(self, op: Operation, em: Emitter) -> None:
+        """Each lane writes its own share: one vector.store of each of its blocks, lanes
+        holding the same data writing it once (`store_guard`)."""
+        v = op.value_to_store
+        lay = self.layout_of(v)
+        target = self.store_guard(lay, shape(v), em)
+
+        def write(part, offs):
+            target.add(vector_ir.StoreOp(part, self.one(op.base), [self.index(target, o) for o in offs]))
+        self.store_runs(self.one(v), None, [self.one(i) for i in op.indices], lay, shape(v), target, write)
+
+    def store_runs(self, piece: SSAValue, mem: SSAValue, base: list[Index], layout, vshape, target: Emitter,
+                   write=None) -> None:
         """This lane's share `piece` of the block at `base` of matrix `mem` held in
-        `layout`: one store_matrix of the lane's own block per run."""
+        `layout`: one store_matrix of the lane's own block per run (`write(part,
+        offsets)` instead, for other memory)."""
+        if write is None:
+            def write(part, offs):
+                self.make_access(xegpu_ir.StoreMatrixOp, [part, mem], offs, {}, None, [], target)
         k = len(base) - len(vshape)
         runs = self.lane_runs(layout, vshape, target)
         for run in runs:
@@ -311,7 +327,7 @@ class LaneDistribution(XeGPULevel):
                 part = target.value(vector_ir.ExtractStridedSliceOp(
                     piece, [at for _, at, _ in run], sizes, [1] * len(sizes),
                     VectorType(piece.type.element_type, sizes)))
-            self.make_access(xegpu_ir.StoreMatrixOp, [part, mem], offs, {}, None, [], target)
+            write(part, offs)
 
     # --- ids ----------------------------------------------------------------------------
 
