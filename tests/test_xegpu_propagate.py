@@ -95,6 +95,24 @@ def test_equal_ownership_needs_no_conversion_different_ownership_does():
     assert "gpu.barrier" in out  # the subgroups' tiles differ: through shared local memory
 
 
+def test_a_stated_conversion_without_input_layout_gets_no_conversion_in_front():
+    """A convert_layout that states only a subgroup-level target (upstream's
+    propagate-layout-subgroup convert_layout): its source is held as its result, the
+    target completed with instruction blocks and lanes, and written so; no second
+    conversion goes in front of it."""
+    target = "#xegpu.layout<sg_layout = [4, 2], sg_data = [16, 32]>"
+    text = program(f"""  %b = xegpu.load_nd %tb[0, 0] : !xegpu.tensor_desc<64x64xf32> -> vector<64x64xf32>
+  %c = xegpu.convert_layout %b <{{target_layout = {target}}}> : vector<64x64xf32>
+  %x = arith.addf %a, %c : vector<64x64xf32>
+  xegpu.store_nd %x, %ta[0, 0] : vector<64x64xf32>, !xegpu.tensor_desc<64x64xf32>""")
+    m = propagated(text)
+    (conv,) = ops(m, "xegpu.convert_layout")
+    (_, load_b) = ops(m, "xegpu.load_nd")
+    assert conv.input_layout is None and conv.target_layout.data == load_b.properties["layout"].data == PARSED_L
+    check_xegpu(text, "f", "xegpu-propagate")
+    check_xegpu(text, "f")
+
+
 def test_a_splat_constant_used_in_two_layouts_is_cloned_not_converted():
     other = "#xegpu.layout<sg_layout = [2, 4], sg_data = [32, 16], inst_data = [8, 16], lane_layout = [1, 16], lane_data = [1, 1]>"
     text = program(f"""  %one = arith.constant dense<1.0> : vector<64x64xf32>

@@ -136,12 +136,17 @@ def _subgroups_only(layout):
 
 def _stated_noop_conversions(module) -> int:
     """convert_layouts the input writes from a layout to one of the same ownership
-    (upstream's bitcast tests do): propagation keeps them."""
+    (upstream's bitcast tests do): propagation keeps them. One without input_layout
+    whose target states no lanes does not say what it converts from: where its source
+    takes the target (upstream's propagate-layout-subgroup gives the load it), it
+    converts nothing either."""
     from simtify.transforms.xegpu_annotations import of_attr
 
     count = 0
     for op in module.walk():
-        if op.name == "xegpu.convert_layout" and op.input_layout is not None:
+        if op.name == "xegpu.convert_layout" and op.input_layout is None:
+            count += not _lanes_stated(of_attr(op.target_layout))
+        elif op.name == "xegpu.convert_layout":
             have, want = of_attr(op.input_layout), of_attr(op.target_layout)
             shape_ = tuple(op.source.type.get_shape())
             threads = max(have.num_subgroups, want.num_subgroups) * XE_SUBGROUP

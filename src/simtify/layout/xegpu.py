@@ -927,6 +927,15 @@ def whole_blocks(size: Sequence[int]) -> XeGPULayout:
     return XeGPULayout(inst_data=tuple(size))
 
 
+def contiguous_blocks(shape: Sequence[int], block: Sequence[int]) -> XeGPULayout | None:
+    """The lane layout that gives lane ``l`` (row-major over ``shape / block``) the ``l``-th
+    contiguous `block` of a value of `shape`: what a warp region's distributed type hands
+    out (DESIGN: ``gpu.warp_execute_on_lane_0``). None where `block` does not tile `shape`."""
+    if len(shape) != len(block) or any(b < 1 or n % b for n, b in zip(shape, block)):
+        return None
+    return XeGPULayout(lane_layout=tuple(n // b for n, b in zip(shape, block)), lane_data=tuple(block))
+
+
 def is_whole_blocks(layout: Layout | None, shape: Sequence[int]) -> bool:
     """Is `layout` the `whole_blocks` layout of a value of `shape`?"""
     return isinstance(layout, XeGPULayout) and layout.lane_layout is None and layout.sg_layout is None \

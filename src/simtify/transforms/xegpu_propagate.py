@@ -266,9 +266,12 @@ class ConvertLayout(XeGPURule):
         return [(op.result, op.target_layout.data), (op.result, p.L(op.source))]
 
     def needs(self, p, op):
-        # without an input_layout it anchors: the value is held as the target says
-        given = op.input_layout if op.input_layout is not None else op.target_layout
-        return [(op.source, given.data)]
+        # without an input_layout it anchors: the value is held as the result is (the
+        # target, with the instruction blocks and lanes completion gives it), so that no
+        # conversion goes in front of the one the program states
+        if op.input_layout is not None:
+            return [(op.source, op.input_layout.data)]
+        return [(op.source, p.L(op.result) or op.target_layout.data)]
 
 
 class MultiReduction(XeGPURule):
@@ -769,6 +772,13 @@ def annotate(analysis: XeGPULayouts) -> None:
             for key, v in keyed:
                 notes.set_inherent(op, key, L(v))
         elif name == "xegpu.convert_layout":
+            # a stated target that completion filled in (instruction blocks, lanes) is
+            # written as the result is held, as an anchor's layout is, where no stated
+            # input_layout says what it converts from (the source is then held so too)
+            stated, held = notes.of_attr(op.target_layout), L(op.result)
+            if op.input_layout is None and stated is not None and held is not None and \
+                    refines(held, stated):
+                notes.set_inherent(op, "target_layout", held)
             continue
         else:
             for i, r in enumerate(op.results):

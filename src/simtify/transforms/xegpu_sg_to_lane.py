@@ -25,7 +25,14 @@ layouts of a block goes through the subgroup's region of a shared local memory m
 (each lane stores and loads its own blocks with store_matrix / load_matrix). Interleaves
 rearrange each lane's own share where the ownership maps allow, and a piece every lane
 holds whole goes into a lane's share element by element where it is narrower than a
-lane round.
+lane round; a strided slice on no whole lane rounds goes through shared local memory.
+
+A subgroup's program inside ``gpu.warp_execute_on_lane_0`` that hands distributed values
+out keeps the region's meaning (DESIGN): lane ``l`` receives the ``l``-th contiguous block
+of each yielded value. Where the value's layout gives lanes other elements (round-robin:
+lane ``l`` elements ``l, l + 16, ...``), the value is converted at the boundary to the
+layout the result type implies. Upstream instead reads the region by the layout and
+exchanges nothing.
 """
 
 from __future__ import annotations
@@ -42,8 +49,8 @@ from simtify.errors import SimtifyError
 from simtify.ir import gpu as gpu_ir
 from simtify.ir import vector as vector_ir
 from simtify.ir import xegpu as xegpu_ir
-from simtify.layout.xegpu import (Layout, XeGPULayout, XeGPUSlice, flatten, has, kept_dims, lane_slice, linear_strides, plan,
-                                  remove_dims)
+from simtify.layout.xegpu import (Layout, XeGPULayout, XeGPUSlice, contiguous_blocks, flatten, has, kept_dims,
+                                  lane_slice, linear_strides, plan, remove_dims)
 from simtify.target.xe import (block_load_layout, check_dpas_shape, dpas_lane_layouts, element_bits,
                                mx_scale_lane_layouts, vnni_factor)
 from simtify.transforms.emit import Emitter, kind_of, neutral_value
@@ -252,16 +259,20 @@ class LaneDistribution(XeGPULevel):
         base = next(iter(self.matrix_pieces(op, v, target)))
         self.store_runs(self.one(v), self.one(op.mem_desc), base, self.layout_of(v), shape(v), target)
 
-    def load_runs(self, mem: SSAValue, base: list[Index], layout, vshape, pt: VectorType, em: Emitter) -> SSAValue:
+    def load_runs(self, mem: SSAValue, base: list[Index], layout, vshape, pt: VectorType, em: Emitter,
+                  read=None) -> SSAValue:
         """This lane's share (`pt`) of the block at `base` of matrix `mem` held in
-        `layout`: one load_matrix of the lane's own block per run."""
+        `layout`: one load_matrix of the lane's own block per run (`read(offsets, type)`
+        instead, for other memory)."""
+        if read is None:
+            def read(offs, vt):
+                return self.make_access(xegpu_ir.LoadMatrixOp, [mem], offs, {}, None, [vt], em).results[0]
         k = len(base) - len(vshape)
         runs = self.lane_runs(layout, vshape, em)
         out = None
         for run in runs:
             offs = base[:k] + [self.add(em, b, m) for b, (m, _, _) in zip(base[k:], run)]
-            vt = VectorType(pt.element_type, [n for _, _, n in run])
-            v = self.make_access(xegpu_ir.LoadMatrixOp, [mem], offs, {}, None, [vt], em).results[0]
+            v = read(offs, VectorType(pt.element_type, [n for _, _, n in run]))
             if len(runs) == 1:
                 return v
             if out is None:
@@ -270,9 +281,42 @@ class LaneDistribution(XeGPULevel):
             out = em.insert_strided(v, out, [at for _, at, _ in run])
         return out
 
-    def store_runs(self, piece: SSAValue, mem: SSAValue, base: list[Index], layout, vshape, target: Emitter) -> None:
+    def op_vector_load(self, op: Operation, em: Emitter) -> None:
+        """Each lane reads its own share from memory: one vector.load of each of its
+        blocks (`lane_runs`), as a load_matrix of shared local memory is read::
+
+            %v = vector.load %m[%c0, %c0, %c0] : memref<1x16x32xf32>, vector<1x16x32xf32>
+                                                           // lane_layout = [1, 1, 16]
+          becomes, on lane l
+            %a = vector.load %m[%c0, %c0, l] : memref<1x16x32xf32>, vector<1x16x1xf32>
+            %b = vector.load %m[%c0, %c0, l + 16] : ...;  %v1 = %a and %b side by side"""
+        r = op.result
+        base = [self.one(i) for i in op.indices]
+
+        def read(offs, vt):
+            return em.value(vector_ir.LoadOp(self.one(op.base), [self.index(em, o) for o in offs], vt))
+        self.value_pieces[r] = [self.load_runs(None, base, self.layout_of(r), shape(r), self.piece_type(r), em,
+                                               read)]
+
+    def op_vector_store(self, op: Operation, em: Emitter) -> None:
+        """Each lane writes its own share: one vector.store of each of its blocks, lanes
+        holding the same data writing it once (`store_guard`)."""
+        v = op.value_to_store
+        lay = self.layout_of(v)
+        target = self.store_guard(lay, shape(v), em)
+
+        def write(part, offs):
+            target.add(vector_ir.StoreOp(part, self.one(op.base), [self.index(target, o) for o in offs]))
+        self.store_runs(self.one(v), None, [self.one(i) for i in op.indices], lay, shape(v), target, write)
+
+    def store_runs(self, piece: SSAValue, mem: SSAValue, base: list[Index], layout, vshape, target: Emitter,
+                   write=None) -> None:
         """This lane's share `piece` of the block at `base` of matrix `mem` held in
-        `layout`: one store_matrix of the lane's own block per run."""
+        `layout`: one store_matrix of the lane's own block per run (`write(part,
+        offsets)` instead, for other memory)."""
+        if write is None:
+            def write(part, offs):
+                self.make_access(xegpu_ir.StoreMatrixOp, [part, mem], offs, {}, None, [], target)
         k = len(base) - len(vshape)
         runs = self.lane_runs(layout, vshape, target)
         for run in runs:
@@ -283,7 +327,7 @@ class LaneDistribution(XeGPULevel):
                 part = target.value(vector_ir.ExtractStridedSliceOp(
                     piece, [at for _, at, _ in run], sizes, [1] * len(sizes),
                     VectorType(piece.type.element_type, sizes)))
-            self.make_access(xegpu_ir.StoreMatrixOp, [part, mem], offs, {}, None, [], target)
+            write(part, offs)
 
     # --- ids ----------------------------------------------------------------------------
 
@@ -414,9 +458,20 @@ class LaneDistribution(XeGPULevel):
         """A warp region handing distributed values out, its body already moved before it
         (`xegpu_pipeline._open_warp_regions`): each result is this lane's share of the
         value yielded. The region hands lane ``l`` the ``l``-th contiguous block of it
-        (`warp_region.lane_blocks`); the layout's share must be those elements in that
-        order, as the result's type states them (the same elements in another shape only
-        where dropping unit dims leaves the same shape)."""
+        (`warp_region.lane_blocks`, DESIGN's contract), whatever the value's layout says.
+        Where the layout gives each lane those elements in that order, its share is the
+        result as it is (the same elements in another shape only where dropping unit dims
+        leaves the same shape). Where it gives them otherwise — round-robin, lane ``l``
+        elements ``l, l + 16, ...`` — the value is converted at the boundary to the layout
+        the distributed type implies (`contiguous_blocks`), through shared local memory as
+        any conversion between lane layouts, so that the program keeps the region's
+        meaning. Upstream instead reads the region by the layout and exchanges nothing::
+
+            %r = gpu.warp_execute_on_lane_0(%l)[16] -> (vector<2xf32>) {
+              gpu.yield %v : vector<32xf32>          // lane_layout = [16], lane_data = [1]
+            }
+          becomes, on each lane (elements 2l and 2l + 1, as the region hands them out)
+            %r = <%v's share converted to lane_layout = [16], lane_data = [2]>"""
         for i, (r, v) in enumerate(zip(op.results, warp_region.yield_of(op).operands)):
             if v.type != r.type and r.uses and self.layout_of(r) is not None:
                 raise SimtifyError(f"the warp region's result {i} is each lane's share ({r.type}), but it is "
@@ -429,19 +484,24 @@ class LaneDistribution(XeGPULevel):
                 continue
             layout = self.layout_of(v)
             what = f"the warp region's result {i}"
-            squeezed = [tuple(d for d in shape(x) if d != 1) if is_vector(x) else None for x in (share, r)]
-            if not is_vector(r) or squeezed[0] != squeezed[1] or share.type.element_type != r.type.element_type:
+            if not is_vector(r) or share.type.element_type != r.type.element_type:
                 raise SimtifyError(f"{what} is {r.type}, but each lane's share of the {v.type} it yields is "
                                    f"{share.type} (layout {layout})")
             sg = self.analysis.subgroup_size
             whole = np.tile(np.arange(prod(shape(v))), (sg, 1))  # uniform: every lane holds all of it
             blocks = whole if v.type == r.type else warp_region.lane_blocks(v.type, r.type)
-            owned = whole if layout is None else layout.ownership(shape(v), sg, sg).flat
-            if blocks is None or owned is None or blocks.shape != owned.shape or not (blocks == owned).all():
-                raise SimtifyError(f"{what} hands lane l the l-th contiguous block of the {v.type} it yields, as "
-                                   f"{r.type}, but its layout {layout} gives each lane other elements (or "
-                                   "another order): xegpu-sg-to-lane keeps the region's meaning only where they "
-                                   "agree")
+            if not _same_elements(blocks, whole if layout is None else layout.ownership(shape(v), sg, sg).flat):
+                handover = contiguous_blocks(shape(v), shape(r))
+                if layout is None or handover is None or \
+                        not _same_elements(blocks, handover.ownership(shape(v), sg, sg).flat):
+                    raise SimtifyError(f"{what} hands lane l the l-th contiguous block of the {v.type} it yields, "
+                                       f"as {r.type}, which no layout of {sg} lanes gives to convert the value's "
+                                       f"({layout}) to")
+                share = self.converted(share, v, handover, op, em)
+            squeezed = [tuple(d for d in shape(x) if d != 1) for x in (share, r)]
+            if squeezed[0] != squeezed[1]:
+                raise SimtifyError(f"{what} is {r.type}, but each lane's share of the {v.type} it yields is "
+                                   f"{share.type} (layout {layout})")
             self.value_pieces[r] = [em.shape_cast(share, r.type)]
 
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
@@ -459,19 +519,33 @@ class LaneDistribution(XeGPULevel):
         pt = VectorType(v.type.element_type, self.piece_shape(want, vshape))
         if self.analysis.same(have, want, vshape):
             return em.shape_cast(piece, pt)
-        elt = v.type.element_type
+        return self.exchanged(vshape, [(piece, have, vshape, None)], (want, vshape, None, pt), op, em)
+
+    def exchanged(self, vshape, writes, read, op: Operation, em: Emitter) -> SSAValue:
+        """This lane's share of a block of a `vshape` matrix in the subgroup's region of
+        shared local memory, after each lane stored its shares there: `writes` are
+        (piece, its layout, its shape, where it lies or None for the origin), stored in
+        turn (lanes holding the same data once each); `read` is (layout, shape, where,
+        the lane's type) of what is loaded back."""
+        elt = read[3].element_type
         rows = vshape[0]
         mem = self.shared_matrix([self.num_subgroups * rows] + list(vshape[1:]), elt, em)
         if self.num_subgroups > 1:
             row = em.apply(AffineDimExpr(0) * rows, [self.subgroup_id()])
         else:
             row = 0
-        offs = [row] + [0] * (len(vshape) - 1)
+
+        def offsets(at):
+            at = list(at) if at is not None else [0] * len(vshape)
+            return [self.add(em, row, at[0])] + at[1:]
+
         if _in_loop(op, self.func):
             em.barrier()
-        self.store_runs(piece, mem, offs, have, vshape, self.store_guard(have, vshape, em))
-        em.barrier()
-        return self.load_runs(mem, offs, want, vshape, pt, em)
+        for piece, layout, pshape, at in writes:
+            self.store_runs(piece, mem, offsets(at), layout, pshape, self.store_guard(layout, pshape, em))
+            em.barrier()
+        layout, pshape, at, pt = read
+        return self.load_runs(mem, offsets(at), layout, pshape, pt, em)
 
     # --- positions ------------------------------------------------------------------------
 
@@ -647,13 +721,35 @@ class LaneDistribution(XeGPULevel):
         return got
 
     def op_vector_extract_strided_slice(self, op: Operation, em: Emitter) -> None:
+        """Each lane slices its own share where the slice falls on whole lane rounds; a
+        source every lane holds whole is sliced whole and each lane takes its share; any
+        other slice goes through the subgroup's region of shared local memory (upstream
+        leaves such a slice undistributed)::
+
+            %s = vector.extract_strided_slice %v {offsets = [3], sizes = [32], strides = [1]}
+                : vector<64xf32> to vector<32xf32>           // both lane_layout = [16]
+          becomes, on each lane
+            store_matrix of its share of %v;  barrier;  load_matrix of its share of %s at [3]"""
         src, r = op.source, op.results[0]
-        if self.layout_of(src) is None:  # held whole: each lane takes its fragment out
+        lay = self.layout_of(src)
+        if lay is None:  # held whole: each lane takes its fragment out
             super().op_vector_extract_strided_slice(op, em)
             return
-        offs, sizes = self._lane_slice(self.layout_of(src), shape(src), _ints(op.offsets), _ints(op.sizes))
-        new = vector_ir.ExtractStridedSliceOp(self.one(src), offs, sizes, [1] * len(offs), self.piece_type(r))
-        self.value_pieces[r] = [em.value(new)]
+        at, sizes = _ints(op.offsets), _ints(op.sizes)
+        got = lane_slice(lay, shape(src), at, sizes)
+        if got is not None and self.analysis.same(self.layout_of(r), lay, shape(r)):
+            offs, lane_sizes = got
+            new = vector_ir.ExtractStridedSliceOp(self.one(src), offs, lane_sizes, [1] * len(offs),
+                                                  self.piece_type(r))
+            self.value_pieces[r] = [em.value(new)]
+            return
+        if self._held_whole(src):
+            whole = em.value(vector_ir.ExtractStridedSliceOp(self.one(src), at, sizes, [1] * len(at), r.type))
+            self.value_pieces[r] = [self._share_of_whole(whole, r, em)]
+            return
+        at = at + [0] * (len(shape(src)) - len(at))
+        self.value_pieces[r] = [self.exchanged(shape(src), [(self.one(src), lay, shape(src), None)],
+                                               (self.layout_of(r), shape(r), at, self.piece_type(r)), op, em)]
 
     def op_vector_insert_strided_slice(self, op: Operation, em: Emitter) -> None:
         dest, r = op.dest, op.results[0]
@@ -674,6 +770,14 @@ class LaneDistribution(XeGPULevel):
             # the rows where lanes share none): both operands converted to it
             d_piece, d_lay = self.converted(d_piece, dest, r_lay, op, em), r_lay
             value = self.converted(value, v, r_lay, op, em)
+        if lane_slice(d_lay, shape(dest), at, sizes) is None:
+            # the slice falls on no whole lane rounds: the destination's shares and then the
+            # value's put in place in the subgroup's region of shared local memory, and
+            # each lane's share of the result loaded back (upstream leaves it undistributed)
+            self.value_pieces[r] = [self.exchanged(shape(dest), [(self.one(dest), self.layout_of(dest), shape(dest),
+                                                                  None), (value, self.layout_of(v), shape(v), at)],
+                                                   (r_lay, shape(r), None, self.piece_type(r)), op, em)]
+            return
         offs, lane_sizes = self._lane_slice(d_lay, shape(dest), at, sizes)
         lead = len(lane_sizes) - len(value.type.get_shape())
         if list(value.type.get_shape()) != list(lane_sizes[lead:]) or any(n != 1 for n in lane_sizes[:lead]):
@@ -683,6 +787,11 @@ class LaneDistribution(XeGPULevel):
                                f"{'x'.join(map(str, lane_sizes))} slot its block's lanes give it (open: blocks "
                                "without lanes meeting distributed values)")
         self.value_pieces[r] = [em.insert_strided(value, d_piece, offs)]
+
+
+def _same_elements(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Do two per-lane element maps give every lane the same elements in the same order?"""
+    return a is not None and b is not None and a.shape == b.shape and bool((a == b).all())
 
 
 def _interleaved_index(vshape, odd: bool):
