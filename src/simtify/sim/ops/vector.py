@@ -15,6 +15,7 @@ from simtify.ir.vector import shape_of
 from simtify.sim.affine_eval import result_dims
 from simtify.sim.handlers import handles
 from simtify.sim.memory import SplitThreads
+from simtify.sim.short_sums import TREE_ROWS, einsum_sums_as_tree, tree_sum
 from simtify.sim.types import bit_width, bits_of, dtype_of, fit, from_bits, held_as_is
 from simtify.sim.values import bool_array, int_array, lead
 
@@ -45,8 +46,7 @@ def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ..
     it (einsum writes its sum there, the same as into a new array)."""
     if into is not None:
         if kind == "add" and a.dtype in SUM_BY_EINSUM and outer == ():
-            letters = string.ascii_letters[: a.ndim]
-            return np.einsum(f"{letters}->{''.join(c for i, c in enumerate(letters) if i not in axes)}", a, out=into)
+            return _sum_by_einsum(a, axes, into)
         into[...] = reduce(kind, a, axes, outer)
         return into
     if not axes:
@@ -62,10 +62,29 @@ def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ..
     if kind == "add" and a.dtype in SUM_BY_EINSUM:
         # einsum sums a short inner axis in a few wide loops; ufunc.reduce runs one short
         # loop per row (the hot spot of per-thread vectors: [W, T, 16] -> [W, T])
-        letters = string.ascii_letters[: a.ndim]
-        kept = "".join(c for i, c in enumerate(letters) if i not in axes)
-        return np.einsum(f"{letters}->{kept}", a)
+        return _sum_by_einsum(a, axes)
     return _reduce_by_ufunc(kind, a, axes)
+
+
+def _sum_by_einsum(a: np.ndarray, axes: tuple[int, ...], into: np.ndarray | None = None) -> np.ndarray:
+    """einsum's sum of `a` over `axes` (into `into`, if given). Where the summed elements
+    of each row are a short contiguous run at the end of a C-contiguous array of many rows,
+    and einsum adds such a run as a tree of adjacent pairs, the same tree as strided adds
+    (`simtify.sim.short_sums`): the same sum without a call per row."""
+    n = prod(a.shape[ax] for ax in axes)
+    rows = a.size // n if n else 0
+    wide = [k for k in range(a.ndim) if a.shape[k] > 1]
+    summed = [ax for ax in axes if a.shape[ax] > 1]
+    kept_shape = tuple(m for k, m in enumerate(a.shape) if k not in axes)
+    if (rows >= TREE_ROWS and a.flags.c_contiguous and summed and wide[-len(summed):] == summed
+            and (into is None or (into.flags.c_contiguous and into.dtype == a.dtype))
+            and einsum_sums_as_tree(a.dtype, n)):
+        out = np.empty(kept_shape, dtype=a.dtype) if into is None else into
+        tree_sum(a.reshape(rows, n), out.reshape(rows))
+        return out
+    letters = string.ascii_letters[: a.ndim]
+    kept = "".join(c for i, c in enumerate(letters) if i not in axes)
+    return np.einsum(f"{letters}->{kept}", a, out=into)
 
 
 def _outer_axes(shape: tuple, strides: tuple, axes: tuple[int, ...]) -> tuple[int, ...]:
