@@ -22,7 +22,8 @@ from math import prod
 
 import numpy as np
 
-from simtify.layout.memory_access import count_bank_conflicts, count_sectors
+from simtify.layout.memory_access import (bank_conflicts_per_group, count_bank_conflicts, count_sectors,
+                                          sectors_per_group)
 from simtify.layout.ownership import ravel
 from simtify.sim.report import Finding
 from simtify.sim.types import byte_width, dtype_of, undefined
@@ -623,23 +624,30 @@ def _count_subgroups(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, 
         key = rel.tobytes() + (ids - s * sg).tobytes()
         times = patterns[key][2] if key in patterns else np.zeros(period, np.int64)
         patterns[key] = (rel, ids - s * sg, times + np.roll(by_workgroup, shift))
+    total = 0
+    for rel, lane, times in patterns.values():
+        residues = np.flatnonzero(times)
+        # a subgroup's count depends only on its start modulo `period` (shifting every
+        # address by a whole period shifts every sector or bank row alike): one group
+        # per residue, counted in one call
+        counts = _per_residue(ctx, buf, residues[:, None, None] + rel[None], lane, contiguous, period)
+        total += int(counts @ times[residues])
+    return total
+
+
+def _per_residue(ctx: AccessContext, buf: Buffer, addr: np.ndarray, lane: np.ndarray, contiguous: bool,
+                 period: int) -> np.ndarray:
+    """Sectors or bank conflicts of each subgroup access of `addr` ``[groups, lanes, n]``
+    (byte addresses of the lanes `lane`)."""
+    groups, lanes, n = addr.shape
+    group = np.repeat(np.arange(groups, dtype=np.int64), lanes * n)
+    lane_of = np.tile(np.repeat(lane.astype(np.int64), n), groups)
+    element = np.tile(np.arange(n, dtype=np.int64), groups * lanes)
+    eb = buf.elem_bytes
     if buf.space == GLOBAL:
-        count = lambda a, lane: count_sectors(*_one_subgroup(a, lane), eb, period)
-    else:
-        count = lambda a, lane: count_bank_conflicts(*_one_subgroup(a, lane), eb, ctx.target.shared_banks,
-                                                     ctx.target.bank_width_bytes, contiguous)
-    # a subgroup's count depends only on its start modulo `period` (shifting every address
-    # by a whole period shifts every sector or bank row alike): one count per residue
-    return sum(int(times[r]) * count(r + rel, lane) for rel, lane, times in patterns.values()
-               for r in np.flatnonzero(times))
-
-
-def _one_subgroup(addr: np.ndarray, lane: np.ndarray):
-    """Counter entries (group, lane, element, address, elements) of a dense [lanes, n]
-    whose rows are the lanes `lane` of one subgroup."""
-    lanes, n = addr.shape
-    element = np.tile(np.arange(n, dtype=np.int64), lanes)
-    return np.zeros(lanes * n, np.int64), np.repeat(lane.astype(np.int64), n), element, addr.reshape(-1), n
+        return sectors_per_group(group, lane_of, element, addr.reshape(-1), n, eb, period)
+    return bank_conflicts_per_group(group, lane_of, element, addr.reshape(-1), n, eb, ctx.target.shared_banks,
+                                    ctx.target.bank_width_bytes, contiguous)
 
 
 def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool, values=None,

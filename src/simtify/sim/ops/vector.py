@@ -145,7 +145,7 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
 
 
 # Elements of an accumulator that stay in a core's cache while pieces are added into it.
-CACHED_ELEMENTS = 1 << 17
+CACHED_ELEMENTS = 1 << 16
 
 
 def _slices(rank: int, axes: tuple[int, ...], shape: tuple) -> list[tuple]:
