@@ -24,7 +24,7 @@ import numpy as np
 
 from simtify.layout.memory_access import (bank_conflicts_per_group, count_bank_conflicts, count_sectors,
                                           sectors_per_group)
-from simtify.layout.ownership import ravel
+from simtify.layout.ownership import ravel, unravel
 from simtify.sim.report import Finding
 from simtify.sim.types import byte_width, dtype_of, undefined
 
@@ -107,6 +107,12 @@ class SplitThreads:
     def __array__(self, dtype=None, copy=None):
         out = self.digits.reshape(self.shape)
         return out if dtype is None else out.astype(dtype)
+
+    def at_threads(self, threads: np.ndarray) -> np.ndarray:
+        """``[W, len(threads), *vector]``: the value of each of `threads` in every workgroup."""
+        nw, nt = self.lanes
+        picked = self.digits[(slice(None),) * nw + unravel(threads, self.digits.shape[nw:nw + nt])]
+        return picked.reshape((-1, len(threads)) + tuple(self.shape[2:]))
 
     @classmethod
     def over(cls, source: np.ndarray, start: int, shape: list[int], steps: list[int], full: tuple,
@@ -207,17 +213,21 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
     found = _affine_entries(ctx, mem, idx, full, contiguous) if mask is None and ctx.active is not None else None
     if found is not None:  # the entries of the threads active in every workgroup, from their addresses' form
         w, t, lin, threads = found
-        take = lambda a: a[:, threads].reshape(-1)
+
+        def take(a):
+            a = a.at_threads(threads) if isinstance(a, SplitThreads) else \
+                np.broadcast_to(_lead_shaped(a, len(full)), full)[:, threads]
+            return np.broadcast_to(a, (W, threads.size) + vec_shape).reshape(-1)
 
         def put(out, read):
             out[:, threads] = read.reshape((W, threads.size) + vec_shape)
     else:
         w, t, lin, sel = _general_entries(ctx, mem, idx, full, mask, contiguous)
-        take = lambda a: a[sel]
+        take = lambda a: np.broadcast_to(_lead_shaped(a, len(full)), full)[sel]
 
         def put(out, read):
             out[sel] = read
-    stored = take(np.broadcast_to(_lead_shaped(values, len(full)), full)) if is_write else None
+    stored = take(values) if is_write else None
     if ctx.sanitize and buf.space == WORKGROUP:
         _check_workgroup(ctx, buf, w, t, lin, is_write, stored)
     where = (w, lin) if buf.space == WORKGROUP else (lin,)

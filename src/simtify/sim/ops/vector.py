@@ -256,8 +256,10 @@ def _transfer_read(sim, op, mask_value=None):
 @handles("vector.transfer_write")
 def _transfer_write(sim, op, mask_value=None):
     mem = sim.get(op.source)
-    v = _v(sim, op.vector)
-    vshape = v.shape[2:]
+    v = sim.get(op.vector)
+    if not isinstance(v, SplitThreads):  # a value held lazily is read for the threads that store it
+        v = lead(v)
+    vshape = tuple(v.shape[2:])
     idx, valid, mask, contiguous = _transfer_indices(sim, op, mem, vshape, mask_value)
     take = valid if mask is None else (mask if valid is None else valid & mask)
     sim.store(op, mem, idx, v, vshape, mask=take, contiguous=contiguous)
@@ -337,6 +339,25 @@ def _shape_cast(sim, op):
 LAZY_READERS = {"gpu.subgroup_reduce": 0}
 
 
+def read_anywhere_lazily(op) -> bool:
+    """Whether every reader of the result of `op`, a value that views no memory (a
+    reduction's result broadcast over the lanes that share it), takes it held lazily,
+    wherever it comes after `op`: a `LAZY_READERS` op, a shape_cast or an extract at static
+    positions whose readers all do, or a transfer_write that stores it (outside vector.mask)."""
+    uses = list(op.results[0].uses)
+    for use in uses:
+        user = use.operation
+        if user.name == "vector.shape_cast" or (user.name == "vector.extract" and not user.dynamic_position):
+            if not read_anywhere_lazily(user):
+                return False
+        elif user.name == "vector.transfer_write":
+            if use.index != 0 or getattr(user.parent_op(), "name", None) == "vector.mask":
+                return False
+        elif LAZY_READERS.get(user.name) != use.index:
+            return False
+    return bool(uses)
+
+
 def read_lazily(op) -> bool:
     """Whether the one reader of the result of `op` takes a value held lazily: a
     `LAZY_READERS` op, or a shape_cast whose reader does, each the op right after the one
@@ -379,8 +400,13 @@ def _index_leading(a: np.ndarray, positions) -> np.ndarray:
 
 @handles("vector.extract")
 def _extract(sim, op):
-    src = _v(sim, op.vector)
+    held = sim.get(op.vector)
     pos = _positions(sim, op)
+    if isinstance(held, SplitThreads) and not held.placed and all(np.ndim(p) == 0 for p in pos):
+        n_lanes = sum(held.lanes)  # held lazily for readers that take it: the positions of its digits
+        return [replace(held, digits=held.digits[(slice(None),) * n_lanes + tuple(int(p) for p in pos)],
+                        shape=held.shape[:2] + tuple(held.shape[2 + len(pos):]))]
+    src = lead(held)
     if any(np.ndim(p) for p in pos):
         W = max(src.shape[0], *(np.shape(p)[0] for p in pos if np.ndim(p)))
         T = max(src.shape[1], *(np.shape(p)[1] for p in pos if np.ndim(p)))
