@@ -90,3 +90,17 @@ def test_the_probe_refuses_another_order(monkeypatch):
             assert not short_sums.einsum_sums_as_tree(np.dtype(np.float64), 2)
     finally:
         short_sums.einsum_sums_as_tree.cache_clear()
+
+
+@pytest.mark.parametrize("then", [0.5, -3.0, 0.0, -0.0, np.inf, np.nan])
+def test_a_value_added_last_is_added_as_after_einsum(then):
+    """`then` added in place of einsum's final zero gives einsum's sum plus `then`, bit for
+    bit, signed zeros included (-0.0 itself is added after the zero)."""
+    if not short_sums.einsum_sums_as_tree(np.dtype(np.float32), 4):
+        pytest.skip("this machine's einsum adds four floats in another order")
+    a = rows_of(np.float32, (8192, 4), seed=9)
+    t = np.float32(then)
+    with np.errstate(all="ignore"):
+        want = np.einsum("ij->i", a) + t
+        got = short_sums.tree_sum(a, np.empty(8192, np.float32), t)
+    assert got.tobytes() == want.tobytes()

@@ -265,7 +265,7 @@ class Interpreter:
             op_name=op.name, location=self.where(op), num_workgroups=self.W, threads=self.T,
             subgroup_size=self.subgroup_size, first_workgroup=int(self.state.wg_linear[0]),
             active=active, sanitize=self.sanitize, findings=self.findings, counters=self.counters,
-            target=self.target, seen=self.seen, active_threads=None if active is None else self.active_threads(),
+            target=self.target, seen=self.seen, active_threads=None if active is None else self.active_threads,
             grid=self.launch.grid, block=self.launch.block if self.launch.level == "simt" else (1, 1, 1),
             counted=self.counted,
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import prod
+from typing import Callable
 
 import numpy as np
 
@@ -169,7 +170,7 @@ class AccessContext:
     counters: object
     target: object
     seen: set = field(default_factory=set)
-    active_threads: tuple | None = None  # (w, t) of the active threads when `active` is given
+    active_threads: Callable | None = None  # gives (w, t) of the active threads when `active` is given
     grid: tuple = (1, 1, 1)
     block: tuple = (1, 1, 1)  # of a SIMT launch; (1, 1, 1) at workgroup level
     counted: dict = field(default_factory=dict)  # counts of the launch's affine accesses by pattern (`_count_affine`)
@@ -255,7 +256,7 @@ def _general_entries(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, ma
         m = np.asarray(mask, dtype=bool)
         m = m.reshape(m.shape + (1,) * (len(full) - m.ndim)) if m.ndim >= 2 else m
         act = m if act is None else act & m
-    sel = _entries(act, full, ctx.active_threads if mask is None else None)
+    sel = _entries(act, full, ctx.active_threads() if mask is None and ctx.active_threads is not None else None)
     w, t = sel[0], sel[1]
     e = ravel(sel[2:], vec_shape) if vec_shape else np.zeros(w.shape, np.int64)
 
@@ -573,6 +574,14 @@ def _offsets(shape: list[int], steps: list[int]) -> np.ndarray:
     """sum_k steps_k * i_k for every position of `shape`, row-major."""
     if not shape:
         return np.zeros(1, dtype=np.int64)
+    units, unit = [], 1  # each digit's place value in the flat position
+    for n in reversed(shape):
+        units.append(unit)
+        unit *= n
+    units.reverse()
+    step = next((s // u for s, u, n in zip(steps, units, shape) if n > 1), 0)
+    if all(s == step * u for s, u, n in zip(steps, units, shape) if n > 1):  # a progression: flat position x step
+        return np.arange(unit, dtype=np.int64) * step
     return np.asarray(steps, dtype=np.int64) @ _positions(tuple(shape))
 
 

@@ -24,12 +24,16 @@ TREE_LENGTHS = (2, 4, 8)
 TREE_ROWS = 2048
 
 
-def tree_sum(rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+def tree_sum(rows: np.ndarray, out: np.ndarray, then=None) -> np.ndarray:
     """Each row of C-contiguous `rows` ``[m, n]`` (n in `TREE_LENGTHS`) summed as adjacent
-    pairs, then pairs of those, then plus zero, into `out` ``[m]``."""
+    pairs, then pairs of those, then plus zero, into `out` ``[m]``; `then`, a scalar, added
+    last. Adding zero changes only a sum of -0.0, which adding any `then` but -0.0 changes
+    alike: such a `then` is added instead of zero, in one pass."""
     with np.errstate(all="ignore"):  # as einsum: infinities and NaNs pass silently
         _pairs(rows, 0, rows.shape[1], out)
-        return np.add(out, out.dtype.type(0), out=out)
+        if then is None or (then == 0 and np.signbit(then)):
+            np.add(out, out.dtype.type(0), out=out)
+        return out if then is None else np.add(out, then, out=out)
 
 
 def _pairs(rows: np.ndarray, lo: int, hi: int, out: np.ndarray) -> None:

@@ -40,15 +40,16 @@ def combine(kind: str, a, b):
 
 
 def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ...] | None = None,
-           into: np.ndarray | None = None):
+           into: np.ndarray | None = None, then=None):
     """`kind` over `axes` of `a`; `outer`: the axes added first (by default those laid
     out outside every kept one); `into`: an array of the result's shape and type to hold
-    it (einsum writes its sum there, the same as into a new array)."""
+    it (einsum writes its sum there, the same as into a new array), and `then`, a scalar
+    of its type, combined into it last."""
     if into is not None:
         if kind == "add" and a.dtype in SUM_BY_EINSUM and outer == ():
-            return _sum_by_einsum(a, axes, into)
+            return _sum_by_einsum(a, axes, into, then)
         into[...] = reduce(kind, a, axes, outer)
-        return into
+        return into if then is None else KINDS[kind](into, then, out=into)
     if not axes:
         return a
     axes = tuple(ax % a.ndim for ax in axes)
@@ -66,11 +67,12 @@ def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ..
     return _reduce_by_ufunc(kind, a, axes)
 
 
-def _sum_by_einsum(a: np.ndarray, axes: tuple[int, ...], into: np.ndarray | None = None) -> np.ndarray:
-    """einsum's sum of `a` over `axes` (into `into`, if given). Where the summed elements
-    of each row are a short contiguous run at the end of a C-contiguous array of many rows,
-    and einsum adds such a run as a tree of adjacent pairs, the same tree as strided adds
-    (`simtify.sim.short_sums`): the same sum without a call per row."""
+def _sum_by_einsum(a: np.ndarray, axes: tuple[int, ...], into: np.ndarray | None = None, then=None) -> np.ndarray:
+    """einsum's sum of `a` over `axes` (into `into`, if given, and `then` added to it last).
+    Where the summed elements of each row are a short contiguous run at the end of a
+    C-contiguous array of many rows, and einsum adds such a run as a tree of adjacent
+    pairs, the same tree as strided adds (`simtify.sim.short_sums`): the same sum without a
+    call per row."""
     n = prod(a.shape[ax] for ax in axes)
     rows = a.size // n if n else 0
     wide = [k for k in range(a.ndim) if a.shape[k] > 1]
@@ -80,11 +82,12 @@ def _sum_by_einsum(a: np.ndarray, axes: tuple[int, ...], into: np.ndarray | None
             and (into is None or (into.flags.c_contiguous and into.dtype == a.dtype))
             and einsum_sums_as_tree(a.dtype, n)):
         out = np.empty(kept_shape, dtype=a.dtype) if into is None else into
-        tree_sum(a.reshape(rows, n), out.reshape(rows))
+        tree_sum(a.reshape(rows, n), out.reshape(rows), then)
         return out
     letters = string.ascii_letters[: a.ndim]
     kept = "".join(c for i, c in enumerate(letters) if i not in axes)
-    return np.einsum(f"{letters}->{kept}", a, out=into)
+    out = np.einsum(f"{letters}->{kept}", a, out=into)
+    return out if then is None else np.add(out, then, out=out)
 
 
 def _outer_axes(shape: tuple, strides: tuple, axes: tuple[int, ...]) -> tuple[int, ...]:
@@ -116,7 +119,7 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
         per_row = prod(n for k, n in enumerate(digits.shape) if k not in outer) // digits.shape[0]
         rows = max(1, CACHED_ELEMENTS // max(1, per_row))
         at = _slices(digits.ndim, outer, digits.shape)
-        out, fused, scratch = None, False, None
+        out, fused, scratch, then = None, False, None, None
         for i in range(0, digits.shape[0], rows):
             block = digits[i:i + rows]
             scratch = _combine_in_order(kind, block, at, scratch)  # one buffer for every block
@@ -126,9 +129,11 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
                 out = np.empty((digits.shape[0],) + part.shape[1:], dtype=part.dtype)
                 fused = acc is not None and np.asarray(acc).dtype == part.dtype
                 out[i:i + rows] = part
+                # a single accumulator is added as the sum's last step (`reduce`'s `then`)
+                then = np.asarray(acc).reshape(-1)[0] if fused and np.size(acc) == 1 else None
             else:
-                reduce(kind, combined, inner, (), into=out[i:i + rows])
-            if fused:  # the accumulator combined on the way out, as `combine` would
+                reduce(kind, combined, inner, (), into=out[i:i + rows], then=then)
+            if fused and (then is None or i == 0):  # the accumulator combined on the way out, as `combine` would
                 KINDS[kind](out[i:i + rows], acc, out=out[i:i + rows])
         if fused:
             acc = None
