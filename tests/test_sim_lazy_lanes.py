@@ -36,6 +36,28 @@ func.func @k(%src: memref<2048x8xf32>, %dst: memref<2048x64xf32>) attributes {tr
 """
 
 
+def cluster_members(size: int | None, stride: int | None) -> np.ndarray:
+    """``[64, size]``: the threads whose values each of 64 threads (subgroups of 32) reduces
+    over its cluster (the whole subgroup where `size` is None)."""
+    size, stride = size or 32, stride or 1
+    tid = np.arange(64)
+    lane = tid % 32
+    return (tid - lane)[:, None] + (lane // (size * stride) * size * stride + lane % stride)[:, None] \
+        + stride * np.arange(size)[None, :]
+
+
+def same_both_ways(runner, monkeypatch, module, func, args, lazily: int, **kw):
+    """`runner` (`run_both`, `run_lazy_results`) with sanitizers on and off: `lazily` values
+    held lazily, the results, counters and findings of every value copied out, no finding;
+    the last run as it is."""
+    for sanitize in (True, False):
+        held, lazy_count, copied = runner(monkeypatch, module, func, args, sanitize=sanitize, **kw)
+        assert lazy_count == lazily
+        assert_same(held, copied)
+        assert not held.findings
+    return held
+
+
 def run_both(monkeypatch, module, func, args, **kw):
     """(the run as it is, how many subgroup reductions read a lazily held value, the run
     with every value copied out)."""
@@ -63,19 +85,9 @@ def test_shared_reads_reduced_once_per_distinct_cluster(monkeypatch, kind, size,
     rng = np.random.default_rng(3)
     src = (rng.uniform(0.5, 1.5, (2048, 8)) * rng.choice([-1.0, 1.0], (2048, 8))).astype(np.float32)
     args = {"src": src, "dst": np.full((2048, 64), 7.0, np.float32)}
-    for sanitize in (True, False):
-        held, lazy_count, copied = run_both(monkeypatch, module, "k", args, target="sm_90", grid=(2048,),
-                                            sanitize=sanitize)
-        assert lazy_count == lazily
-        assert_same(held, copied)
-        assert not held.findings
+    held = same_both_ways(run_both, monkeypatch, module, "k", args, lazily, target="sm_90", grid=(2048,))
     # brute force: lane l of subgroup s reduces the lanes of its cluster, each reading src[row, lane mod 8]
-    size, stride = size or 32, stride or 1
-    tid = np.arange(64)
-    lane = tid % 32
-    members = (tid - lane)[:, None] + (lane // (size * stride) * size * stride + lane % stride)[:, None] \
-        + stride * np.arange(size)[None, :]
-    vals = src[:, members % 8].astype(np.float64)  # [row, thread, member]
+    vals = src[:, cluster_members(size, stride) % 8].astype(np.float64)  # [row, thread, member]
     want = {"add": vals.sum(axis=2), "maximumf": vals.max(axis=2), "mul": vals.prod(axis=2)}[kind]
     np.testing.assert_allclose(held.outputs["dst"], want, rtol=1e-5, atol=1e-5)
 
@@ -160,23 +172,13 @@ def test_reduction_result_stored_from_a_view(monkeypatch, kind, size, stride, ex
     rng = np.random.default_rng(6)
     src = (rng.uniform(0.5, 1.5, (256, 256)) * rng.choice([-1.0, 1.0], (256, 256))).astype(np.float32)
     args = {"src": src, "dst": np.full((256, 128), 7.0, np.float32), "dst2": np.full((256, 128), 9.0, np.float32)}
-    for sanitize in (True, False):
-        held, lazy_count, copied = run_lazy_results(monkeypatch, module, "k", args, target="sm_90", grid=(256,),
-                                                    sanitize=sanitize)
-        assert lazy_count == lazily
-        assert_same(held, copied)
-        assert not held.findings
-    size, stride = size or 32, stride or 1
-    tid = np.arange(64)
-    lane = tid % 32
-    members = (tid - lane)[:, None] + (lane // (size * stride) * size * stride + lane % stride)[:, None] \
-        + stride * np.arange(size)[None, :]
-    vals = src.reshape(256, 64, 4)[:, members].astype(np.float64)  # [row, thread, member, element]
+    held = same_both_ways(run_lazy_results, monkeypatch, module, "k", args, lazily, target="sm_90", grid=(256,))
+    vals = src.reshape(256, 64, 4)[:, cluster_members(size, stride)].astype(np.float64)  # [row, thread, member, element]
     want = vals.sum(axis=2) if kind == "add" else vals.max(axis=2)
     np.testing.assert_allclose(held.outputs["dst2"].reshape(256, 64, 2), want[:, :, :2], rtol=1e-5, atol=1e-5)
     dst = held.outputs["dst"].reshape(256, 64, 2)
     np.testing.assert_allclose(dst[:, ::4], want[:, ::4, 2:], rtol=1e-5, atol=1e-5)
-    assert (dst[:, lane % 4 != 0] == 7.0).all()
+    assert (dst[:, np.arange(64) % 4 != 0] == 7.0).all()
 
 
 @pytest.mark.parametrize("target", ["sm_90", "gfx942"])
@@ -184,10 +186,5 @@ def test_distributed_row_sum_reduction_result_held_lazily_equals_copied(monkeypa
     """The row sum's first subgroup reduction gives its result as a view: the store of
     each subgroup's sum reads it for lane 0 alone."""
     module, args = distributed_row_sum(target, 512)
-    for sanitize in (True, False):
-        held, lazy_count, copied = run_lazy_results(monkeypatch, module, "reduction", args, target=target,
-                                                    grid=(512,), sanitize=sanitize)
-        assert lazy_count == 1
-        assert_same(held, copied)
-        assert not held.findings
-        np.testing.assert_allclose(held.outputs["dst"], args["src"].sum(axis=1), rtol=1e-4, atol=1e-4)
+    held = same_both_ways(run_lazy_results, monkeypatch, module, "reduction", args, 1, target=target, grid=(512,))
+    np.testing.assert_allclose(held.outputs["dst"], args["src"].sum(axis=1), rtol=1e-4, atol=1e-4)
