@@ -632,11 +632,12 @@ def _count_subgroups(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, 
     # `period`: over the workgroups, the residues of `at_w` shifted by the subgroup's own
     by_workgroup = np.bincount((at_w * eb) % period, minlength=period)
     patterns: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    active = np.arange(T) if threads is None else threads
+    bounds = np.searchsorted(active, np.arange(0, T + 1, sg)).tolist()  # each subgroup's run of `active`
     for s in range(T // sg):
-        ids = np.arange(s * sg, (s + 1) * sg) if threads is None else \
-            threads[(threads >= s * sg) & (threads < (s + 1) * sg)]
-        if ids.size == 0:
+        if bounds[s] == bounds[s + 1]:
             continue
+        ids = active[bounds[s]:bounds[s + 1]]
         lanes = at_t[ids]
         rel = (lanes[:, None] - lanes[0] + at_e[None, :]) * eb
         shift = (buf.base + (c + int(lanes[0])) * eb) % period
