@@ -300,7 +300,7 @@ class Interpreter:
         if self.state.mask is None:  # every thread of every workgroup: nothing diverges
             self.counters.add(op.name, "barriers", self.W)
             for buf in self.state.workgroup_buffers:
-                buf.reset_interval(np.ones(self.W, bool))
+                buf.reset_interval()
             return
         act = self.active()
         real = self.threads

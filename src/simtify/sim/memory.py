@@ -10,8 +10,11 @@ checks, whose state is reset at each barrier.
 Two paths, one meaning: an access whose address is affine in (workgroup, thread,
 vector position), with every thread active, is a strided view of the buffer, checked at
 its corners and counted from one subgroup per alignment class (`_affine_access`); any
-other access works entry by entry on its active entries only. A large read handed out
-as a view makes the buffer copy itself before its next write (`Buffer.before_write`).
+other access works entry by entry on its active entries only. Where the active threads
+are the same in every workgroup (a branch on the thread id), an affine access's entries
+come from its address's form and are counted the affine way (`_affine_entries`). A large
+read handed out as a view makes the buffer copy itself before its next write
+(`Buffer.before_write`).
 """
 
 from __future__ import annotations
@@ -74,12 +77,13 @@ class Buffer:
             self.data = self.data.copy()
             self.lent = False
 
-    def reset_interval(self, workgroups: np.ndarray) -> None:
-        """A barrier reached by `workgroups` ([W] bool): their accesses before it no longer
-        race with their accesses after it."""
+    def reset_interval(self, workgroups: np.ndarray | None = None) -> None:
+        """A barrier reached by `workgroups` ([W] bool; None: all of them): their accesses
+        before it no longer race with their accesses after it."""
         if self.writer is not None:
-            self.writer[workgroups] = -1
-            self.reader[workgroups] = -1
+            at = slice(None) if workgroups is None else workgroups
+            self.writer[at] = -1
+            self.reader[at] = -1
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,9 @@ class SplitThreads:
     addresses becomes one view (`simtify.sim.ops.vector`), which a reduction reads in
     place. A digit of step 0 is lanes (or workgroups) that read the same elements. A
     value whose one reader takes it lazily (`read_lazily`: a subgroup reduction) is held
-    this way too, without `source` where its digits view a result broadcast over lanes."""
+    this way too, without `source` where its digits view a result broadcast over lanes,
+    as is a subgroup reduction's result that only extracts and stores read
+    (`read_anywhere_lazily`): a store reads it for the threads that store (`at_threads`)."""
 
     digits: np.ndarray
     shape: tuple  # [W, T, *vector], the value's shape as every other consumer sees it
