@@ -26,8 +26,14 @@ def count_sectors(group: np.ndarray, lane: np.ndarray, element: np.ndarray, byte
     """Distinct `sector`-byte sectors per subgroup instruction, summed. One entry per
     element (`element` < `elements`) of an active `lane`, in (group, lane, element)
     order. An element touches the sectors of its first and last byte."""
+    return int(sectors_per_group(group, lane, element, byte_addr, elements, elem_bytes, sector).sum())
+
+
+def sectors_per_group(group: np.ndarray, lane: np.ndarray, element: np.ndarray, byte_addr: np.ndarray,
+                      elements: int, elem_bytes: int, sector: int = 32) -> np.ndarray:
+    """`count_sectors` of each group, in the order the groups come."""
     if group.size == 0:
-        return 0
+        return np.zeros(0, dtype=np.int64)
     rank, rows = group_rows(group)
     first = byte_addr // sector
     last = (byte_addr + elem_bytes - 1) // sector
@@ -41,7 +47,7 @@ def count_sectors(group: np.ndarray, lane: np.ndarray, element: np.ndarray, byte
     new = np.empty(dense.shape, dtype=bool)
     new[:, :1] = True
     np.not_equal(dense[:, 1:], dense[:, :-1], out=new[:, 1:])
-    return int((new & (dense != SENTINEL)).sum())
+    return (new & (dense != SENTINEL)).sum(axis=1)
 
 
 def count_bank_conflicts(group: np.ndarray, lane: np.ndarray, element: np.ndarray, byte_addr: np.ndarray,
@@ -52,22 +58,34 @@ def count_bank_conflicts(group: np.ndarray, lane: np.ndarray, element: np.ndarra
     instruction each. Per instruction, lanes are taken in phases of (banks x bank width)
     bytes of accesses; each phase adds the largest number of distinct words one bank
     serves, minus one (identical words are broadcast)."""
+    return int(bank_conflicts_per_group(group, lane, element, byte_addr, elements, elem_bytes, banks, bank_width,
+                                        contiguous).sum())
+
+
+def bank_conflicts_per_group(group: np.ndarray, lane: np.ndarray, element: np.ndarray, byte_addr: np.ndarray,
+                             elements: int, elem_bytes: int, banks: int, bank_width: int,
+                             contiguous: bool) -> np.ndarray:
+    """`count_bank_conflicts` of each group, in the order the groups come."""
+    if group.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    rank, groups = group_rows(group)
     if group.size < 2:
-        return 0
+        return np.zeros(groups, dtype=np.int64)
     chunk = max(1, min(elements, 16 // elem_bytes)) if contiguous else 1
     per_phase = max(1, (banks * bank_width) // (chunk * elem_bytes))
     instrs = -(-elements // chunk)
     phases = int(lane.max()) // per_phase + 1
-    rank, _ = group_rows(group)
     # one row per (group, instruction, phase), a column per (lane in phase, element in chunk)
     row = (rank * instrs + element // chunk) * phases + lane // per_phase
     # a phase with one access cannot conflict: keep the rows with two or more
     per_row = np.bincount(row)
     crowded = per_row[row] > 1
     if not crowded.any():
-        return 0
+        return np.zeros(groups, dtype=np.int64)
+    original = None  # the row each row of `dense` was, where they are renumbered
     if not crowded.all():
         row, lane, element, byte_addr = row[crowded], lane[crowded], element[crowded], byte_addr[crowded]
+        original = np.flatnonzero(per_row > 1)
         row = np.cumsum(per_row > 1)[row] - 1
     dense = np.full((int(row.max()) + 1, per_phase * chunk), SENTINEL, dtype=np.int64)
     dense[row, (lane % per_phase) * chunk + element % chunk] = byte_addr // bank_width
@@ -79,5 +97,7 @@ def count_bank_conflicts(group: np.ndarray, lane: np.ndarray, element: np.ndarra
     bank = np.where(distinct, dense % banks, banks)  # repeated words and empty cells: a dummy bank
     keys = np.arange(dense.shape[0])[:, None] * (banks + 1) + bank
     counts = np.bincount(keys.ravel(), minlength=dense.shape[0] * (banks + 1)).reshape(-1, banks + 1)
-    worst = counts[:, :banks].max(axis=1)
-    return int(np.maximum(worst - 1, 0).sum())
+    extra = np.maximum(counts[:, :banks].max(axis=1) - 1, 0)
+    if original is None:
+        original = np.arange(extra.size)
+    return np.bincount(original // (instrs * phases), weights=extra, minlength=groups).astype(np.int64)

@@ -265,7 +265,7 @@ class Interpreter:
             op_name=op.name, location=self.where(op), num_workgroups=self.W, threads=self.T,
             subgroup_size=self.subgroup_size, first_workgroup=int(self.state.wg_linear[0]),
             active=active, sanitize=self.sanitize, findings=self.findings, counters=self.counters,
-            target=self.target, seen=self.seen, active_threads=None if active is None else self.active_threads(),
+            target=self.target, seen=self.seen, active_threads=None if active is None else self.active_threads,
             grid=self.launch.grid, block=self.launch.block if self.launch.level == "simt" else (1, 1, 1),
             counted=self.counted,
         )
@@ -300,7 +300,7 @@ class Interpreter:
         if self.state.mask is None:  # every thread of every workgroup: nothing diverges
             self.counters.add(op.name, "barriers", self.W)
             for buf in self.state.workgroup_buffers:
-                buf.reset_interval(np.ones(self.W, bool))
+                buf.reset_interval()
             return
         act = self.active()
         real = self.threads

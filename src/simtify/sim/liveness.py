@@ -44,9 +44,12 @@ def max_registers_per_thread(func: Operation) -> int:
     if not order:
         return 0
     delta = np.zeros(len(order) + 1, dtype=np.int64)
+    sizes: dict = {}  # words by type: a function has few distinct types
 
     def span(defining_block: Block, start: int, value) -> None:
-        w = words(value.type)
+        w = sizes.get(value.type)
+        if w is None:
+            w = sizes[value.type] = words(value.type)
         if not w:
             return
         last = start

@@ -10,8 +10,11 @@ checks, whose state is reset at each barrier.
 Two paths, one meaning: an access whose address is affine in (workgroup, thread,
 vector position), with every thread active, is a strided view of the buffer, checked at
 its corners and counted from one subgroup per alignment class (`_affine_access`); any
-other access works entry by entry on its active entries only. A large read handed out
-as a view makes the buffer copy itself before its next write (`Buffer.before_write`).
+other access works entry by entry on its active entries only. Where the active threads
+are the same in every workgroup (a branch on the thread id), an affine access's entries
+come from its address's form and are counted the affine way (`_affine_entries`). A large
+read handed out as a view makes the buffer copy itself before its next write
+(`Buffer.before_write`).
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import prod
+from typing import Callable
 
 import numpy as np
 
-from simtify.layout.memory_access import count_bank_conflicts, count_sectors
-from simtify.layout.ownership import ravel
+from simtify.layout.memory_access import (bank_conflicts_per_group, count_bank_conflicts, count_sectors,
+                                          sectors_per_group)
+from simtify.layout.ownership import ravel, unravel
 from simtify.sim.report import Finding
 from simtify.sim.types import byte_width, dtype_of, undefined
 
@@ -72,12 +77,13 @@ class Buffer:
             self.data = self.data.copy()
             self.lent = False
 
-    def reset_interval(self, workgroups: np.ndarray) -> None:
-        """A barrier reached by `workgroups` ([W] bool): their accesses before it no longer
-        race with their accesses after it."""
+    def reset_interval(self, workgroups: np.ndarray | None = None) -> None:
+        """A barrier reached by `workgroups` ([W] bool; None: all of them): their accesses
+        before it no longer race with their accesses after it."""
         if self.writer is not None:
-            self.writer[workgroups] = -1
-            self.reader[workgroups] = -1
+            at = slice(None) if workgroups is None else workgroups
+            self.writer[at] = -1
+            self.reader[at] = -1
 
 
 @dataclass(frozen=True)
@@ -90,7 +96,9 @@ class SplitThreads:
     addresses becomes one view (`simtify.sim.ops.vector`), which a reduction reads in
     place. A digit of step 0 is lanes (or workgroups) that read the same elements. A
     value whose one reader takes it lazily (`read_lazily`: a subgroup reduction) is held
-    this way too, without `source` where its digits view a result broadcast over lanes."""
+    this way too, without `source` where its digits view a result broadcast over lanes,
+    as is a subgroup reduction's result that only extracts and stores read
+    (`read_anywhere_lazily`): a store reads it for the threads that store (`at_threads`)."""
 
     digits: np.ndarray
     shape: tuple  # [W, T, *vector], the value's shape as every other consumer sees it
@@ -106,6 +114,12 @@ class SplitThreads:
     def __array__(self, dtype=None, copy=None):
         out = self.digits.reshape(self.shape)
         return out if dtype is None else out.astype(dtype)
+
+    def at_threads(self, threads: np.ndarray) -> np.ndarray:
+        """``[W, len(threads), *vector]``: the value of each of `threads` in every workgroup."""
+        nw, nt = self.lanes
+        picked = self.digits[(slice(None),) * nw + unravel(threads, self.digits.shape[nw:nw + nt])]
+        return picked.reshape((-1, len(threads)) + tuple(self.shape[2:]))
 
     @classmethod
     def over(cls, source: np.ndarray, start: int, shape: list[int], steps: list[int], full: tuple,
@@ -162,7 +176,7 @@ class AccessContext:
     counters: object
     target: object
     seen: set = field(default_factory=set)
-    active_threads: tuple | None = None  # (w, t) of the active threads when `active` is given
+    active_threads: Callable | None = None  # gives (w, t) of the active threads when `active` is given
     grid: tuple = (1, 1, 1)
     block: tuple = (1, 1, 1)  # of a SIMT launch; (1, 1, 1) at workgroup level
     counted: dict = field(default_factory=dict)  # counts of the launch's affine accesses by pattern (`_count_affine`)
@@ -202,13 +216,53 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
         done, result = _affine_access(ctx, mem, idx, full, values, contiguous, split_threads)
         if done:
             return result
-    # the general path works on the entries of active threads only, in (w, t, e) order
+    is_write = values is not None
+    found = _affine_entries(ctx, mem, idx, full, contiguous) if mask is None and ctx.active is not None else None
+    if found is not None:  # the entries of the threads active in every workgroup, from their addresses' form
+        w, t, lin, threads = found
+
+        def take(a):
+            a = a.at_threads(threads) if isinstance(a, SplitThreads) else \
+                np.broadcast_to(_lead_shaped(a, len(full)), full)[:, threads]
+            return np.broadcast_to(a, (W, threads.size) + vec_shape).reshape(-1)
+
+        def put(out, read):
+            out[:, threads] = read.reshape((W, threads.size) + vec_shape)
+    else:
+        w, t, lin, sel = _general_entries(ctx, mem, idx, full, mask, contiguous)
+        take = lambda a: np.broadcast_to(_lead_shaped(a, len(full)), full)[sel]
+
+        def put(out, read):
+            out[sel] = read
+    stored = take(values) if is_write else None
+    if ctx.sanitize and buf.space == WORKGROUP:
+        _check_workgroup(ctx, buf, w, t, lin, is_write, stored)
+    where = (w, lin) if buf.space == WORKGROUP else (lin,)
+    if not is_write:
+        out = np.zeros(full, dtype=buf.data.dtype)
+        put(out, buf.data[where])
+        return out
+    if w.size:
+        buf.written = True
+        buf.before_write()
+        buf.data[where] = stored
+        if (wrote := buf.written_elements()) is not None:
+            wrote[lin] = True
+    return None
+
+
+def _general_entries(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, mask, contiguous: bool) -> tuple:
+    """(w, t, lin, their coordinates) of the entries of an access that active threads make
+    where the mask lets them, in bounds, in (w, t, e) order; the out-of-bounds ones
+    reported; the entries counted."""
+    buf = mem.buffer
+    vec_shape = full[2:]
     act = None if ctx.active is None else np.asarray(ctx.active).reshape(np.shape(ctx.active) + (1,) * len(vec_shape))
     if mask is not None:
         m = np.asarray(mask, dtype=bool)
         m = m.reshape(m.shape + (1,) * (len(full) - m.ndim)) if m.ndim >= 2 else m
         act = m if act is None else act & m
-    sel = _entries(act, full, ctx.active_threads if mask is None else None)
+    sel = _entries(act, full, ctx.active_threads() if mask is None and ctx.active_threads is not None else None)
     w, t = sel[0], sel[1]
     e = ravel(sel[2:], vec_shape) if vec_shape else np.zeros(w.shape, np.int64)
 
@@ -229,23 +283,8 @@ def access(ctx: AccessContext, mem: MemRef, idx: list, vec_shape: tuple[int, ...
                 f"index outside memref<{'x'.join(map(str, mem.shape))}> (dims {mem.shape})")
         sel = tuple(x[inb] for x in sel)
         w, t, e, lin = w[inb], t[inb], e[inb], lin[inb]
-    is_write = values is not None
     _count(ctx, buf, w, t, e, lin, int(np.prod(vec_shape)) if vec_shape else 1, contiguous)
-    stored = np.broadcast_to(_lead_shaped(values, len(full)), full)[sel] if is_write else None
-    if ctx.sanitize and buf.space == WORKGROUP:
-        _check_workgroup(ctx, buf, w, t, lin, is_write, stored)
-    where = (w, lin) if buf.space == WORKGROUP else (lin,)
-    if not is_write:
-        out = np.zeros(full, dtype=buf.data.dtype)
-        out[sel] = buf.data[where]
-        return out
-    if w.size:
-        buf.written = True
-        buf.before_write()
-        buf.data[where] = stored
-        if (wrote := buf.written_elements()) is not None:
-            wrote[lin] = True
-    return None
+    return w, t, lin, sel
 
 
 def _lead_shaped(a, rank: int) -> np.ndarray:
@@ -460,6 +499,55 @@ def _affine_access(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, valu
     return True, out
 
 
+def _same_threads(ctx: AccessContext) -> np.ndarray | None:
+    """The active threads of an access, where they are the same in every workgroup of the
+    batch (a mask that depends on the thread only, as `tid == 0` does), else None."""
+    act = np.asarray(ctx.active)
+    if act.ndim != 2 or (act.shape[0] > 1 and act.strides[0] != 0):
+        return None
+    return np.flatnonzero(act[0])
+
+
+def _affine_entries(ctx: AccessContext, mem: MemRef, idx: list, full: tuple, contiguous: bool) -> tuple | None:
+    """The general path's entries (w, t, lin, the active threads) of an access whose active
+    threads are the same in every workgroup and whose address is affine in the digits
+    (`_affine_access`), every active entry in bounds: built from the digits' offsets instead
+    of gathered, and counted from each subgroup's pattern once per alignment class. None
+    where that does not hold (the general path finds and reports what is wrong)."""
+    threads = _same_threads(ctx)
+    if threads is None or threads.size == 0:
+        return None
+    buf = mem.buffer
+    w_axes, t_axes = _digit_axes(ctx)
+    vec = list(full[2:])
+    nw, nt = len(w_axes), len(t_axes)
+    forms = [_affine_terms(a, w_axes, t_axes, tuple(vec)) for a in [mem.offset] + list(idx)]
+    if any(f is None for f in forms):
+        return None
+
+    def offsets(steps):  # along the workgroup digits, the active threads, the vector positions
+        return (_offsets(w_axes, steps[:nw]), _offsets(t_axes, steps[nw:nw + nt])[threads],
+                _offsets(vec, steps[nw + nt:]))
+
+    def inside(c, parts, n: int) -> bool:
+        return 0 <= c + sum(int(p.min()) for p in parts) and c + sum(int(p.max()) for p in parts) < n
+
+    for (c, steps), n in zip(forms[1:], mem.shape):
+        if not inside(c, offsets(steps), n):
+            return None
+    c = forms[0][0] + sum(f[0] * stride for f, stride in zip(forms[1:], mem.strides))
+    steps = [s0 + sum(f[1][k] * stride for f, stride in zip(forms[1:], mem.strides)) for k, s0 in enumerate(forms[0][1])]
+    at_w, at_t, at_e = offsets(steps)
+    if not inside(c, (at_w, at_t, at_e), buf.data.shape[-1]):
+        return None
+    _count_affine(ctx, buf, c, at_w, _offsets(t_axes, steps[nw:nw + nt]), at_e, contiguous,
+                  (tuple(w_axes + t_axes + vec), tuple(steps), nw, nt), threads)
+    lin = (c + at_w[:, None, None] + at_t[None, :, None] + at_e[None, None, :]).reshape(-1)
+    n = at_e.size
+    return (np.repeat(np.arange(at_w.size, dtype=np.int64), threads.size * n),
+            np.tile(np.repeat(threads.astype(np.int64), n), at_w.size), lin, threads)
+
+
 def _clean_shared_read(buf: Buffer, c: int, at_w, at_t, at_e) -> bool:
     """For an affine read of workgroup memory in which several threads read every element
     it reads: when none of those elements is uninitialised or written since the last
@@ -492,6 +580,14 @@ def _offsets(shape: list[int], steps: list[int]) -> np.ndarray:
     """sum_k steps_k * i_k for every position of `shape`, row-major."""
     if not shape:
         return np.zeros(1, dtype=np.int64)
+    units, unit = [], 1  # each digit's place value in the flat position
+    for n in reversed(shape):
+        units.append(unit)
+        unit *= n
+    units.reverse()
+    step = next((s // u for s, u, n in zip(steps, units, shape) if n > 1), 0)
+    if all(s == step * u for s, u, n in zip(steps, units, shape) if n > 1):  # a progression: flat position x step
+        return np.arange(unit, dtype=np.int64) * step
     return np.asarray(steps, dtype=np.int64) @ _positions(tuple(shape))
 
 
@@ -505,13 +601,14 @@ def _positions(shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _count_affine(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, contiguous: bool,
-                  pattern: tuple) -> None:
+                  pattern: tuple, threads: np.ndarray | None = None) -> None:
     """Counters of an affine access: element offsets c + at_w[w] + at_t[t] + at_e[e]
-    (`pattern`: the digits and their steps that give them)."""
+    (`pattern`: the digits and their steps that give them) of the `threads` of each
+    workgroup (ascending; None: all of them)."""
     eb = buf.elem_bytes
     W, T, n = ctx.num_workgroups, ctx.threads, at_e.size
     sg = ctx.subgroup_size if T % ctx.subgroup_size == 0 else T
-    nbytes = W * T * n * eb
+    nbytes = W * (T if threads is None else threads.size) * n * eb
     if buf.space == GLOBAL:
         period, key = ctx.target.global_sector_bytes, "global_sectors"
         ctx.counters.add(ctx.op_name, "global_bytes", nbytes)
@@ -522,49 +619,61 @@ def _count_affine(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, con
         return
     # every count below depends on the addresses modulo `period` only: an access of the
     # same pattern as one counted before (the same op in the next batch) counts the same
-    memo = (buf.space, eb, contiguous, sg, (buf.base + c * eb) % period) + pattern
+    memo = (buf.space, eb, contiguous, sg, (buf.base + c * eb) % period) + pattern + (
+        None if threads is None else threads.tobytes(),)
     total = ctx.counted.get(memo)
     if total is None:
-        total = ctx.counted[memo] = _count_subgroups(ctx, buf, c, at_w, at_t, at_e, contiguous, sg, period)
+        total = ctx.counted[memo] = _count_subgroups(ctx, buf, c, at_w, at_t, at_e, contiguous, sg, period, threads)
     ctx.counters.add(ctx.op_name, key, total)
 
 
 def _count_subgroups(ctx: AccessContext, buf: Buffer, c: int, at_w, at_t, at_e, contiguous: bool, sg: int,
-                     period: int) -> int:
-    """Sectors (global) or bank conflicts (workgroup) of an affine access, summed over its
-    subgroups."""
+                     period: int, threads: np.ndarray | None = None) -> int:
+    """Sectors (global) or bank conflicts (workgroup) of an affine access by `threads` of
+    each workgroup (None: all), summed over its subgroups."""
     eb = buf.elem_bytes
     T = ctx.threads
     # subgroups with the same pattern of (lane, element) addresses relative to their
-    # first, counted together from the byte address where each starts
-    patterns: dict[bytes, tuple[np.ndarray, list]] = {}
+    # first active lane, counted together by the byte address where each starts modulo
+    # `period`: over the workgroups, the residues of `at_w` shifted by the subgroup's own
+    by_workgroup = np.bincount((at_w * eb) % period, minlength=period)
+    patterns: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    active = np.arange(T) if threads is None else threads
+    bounds = np.searchsorted(active, np.arange(0, T + 1, sg)).tolist()  # each subgroup's run of `active`
     for s in range(T // sg):
-        lanes = at_t[s * sg:(s + 1) * sg]
+        if bounds[s] == bounds[s + 1]:
+            continue
+        ids = active[bounds[s]:bounds[s + 1]]
+        lanes = at_t[ids]
         rel = (lanes[:, None] - lanes[0] + at_e[None, :]) * eb
-        start = buf.base + (c + at_w + lanes[0]) * eb
-        patterns.setdefault(rel.tobytes(), (rel, []))[1].append(start)
+        shift = (buf.base + (c + int(lanes[0])) * eb) % period
+        key = rel.tobytes() + (ids - s * sg).tobytes()
+        times = patterns[key][2] if key in patterns else np.zeros(period, np.int64)
+        patterns[key] = (rel, ids - s * sg, times + np.roll(by_workgroup, shift))
+    total = 0
+    for rel, lane, times in patterns.values():
+        residues = np.flatnonzero(times)
+        # a subgroup's count depends only on its start modulo `period` (shifting every
+        # address by a whole period shifts every sector or bank row alike): one group
+        # per residue, counted in one call
+        counts = _per_residue(ctx, buf, residues[:, None, None] + rel[None], lane, contiguous, period)
+        total += int(counts @ times[residues])
+    return total
+
+
+def _per_residue(ctx: AccessContext, buf: Buffer, addr: np.ndarray, lane: np.ndarray, contiguous: bool,
+                 period: int) -> np.ndarray:
+    """Sectors or bank conflicts of each subgroup access of `addr` ``[groups, lanes, n]``
+    (byte addresses of the lanes `lane`)."""
+    groups, lanes, n = addr.shape
+    group = np.repeat(np.arange(groups, dtype=np.int64), lanes * n)
+    lane_of = np.tile(np.repeat(lane.astype(np.int64), n), groups)
+    element = np.tile(np.arange(n, dtype=np.int64), groups * lanes)
+    eb = buf.elem_bytes
     if buf.space == GLOBAL:
-        count = lambda a: count_sectors(*_one_subgroup(a), eb, period)
-    else:
-        count = lambda a: count_bank_conflicts(*_one_subgroup(a), eb, ctx.target.shared_banks,
-                                               ctx.target.bank_width_bytes, contiguous)
-    return sum(_per_alignment(np.concatenate(starts), rel, period, count) for rel, starts in patterns.values())
-
-
-def _one_subgroup(addr: np.ndarray):
-    """Counter entries (group, lane, element, address, elements) of a dense [lanes, n]."""
-    lanes, n = addr.shape
-    lane = np.repeat(np.arange(lanes, dtype=np.int64), n)
-    element = np.tile(np.arange(n, dtype=np.int64), lanes)
-    return np.zeros(lanes * n, np.int64), lane, element, addr.reshape(-1), n
-
-
-def _per_alignment(start: np.ndarray, rel: np.ndarray, period: int, count) -> int:
-    """Sum over subgroups of count(start + rel): a subgroup's count depends only on its
-    start modulo `period` (shifting every address by a whole period shifts every sector
-    or bank row alike), so count one subgroup per residue."""
-    times = np.bincount(start % period, minlength=period)
-    return int(sum(int(times[r]) * count(r + rel) for r in np.flatnonzero(times)))
+        return sectors_per_group(group, lane_of, element, addr.reshape(-1), n, eb, period)
+    return bank_conflicts_per_group(group, lane_of, element, addr.reshape(-1), n, eb, ctx.target.shared_banks,
+                                    ctx.target.bank_width_bytes, contiguous)
 
 
 def _check_workgroup(ctx: AccessContext, buf: Buffer, w, t, lin, is_write: bool, values=None,

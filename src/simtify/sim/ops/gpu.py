@@ -16,9 +16,9 @@ from simtify.ir.xegpu import MemDescType, TensorDescType
 from simtify.ir.vector import shape_of
 from simtify.sim.handlers import handles
 from simtify.sim.memory import SplitThreads
-from simtify.sim.ops.vector import reduce
+from simtify.sim.ops.vector import read_anywhere_lazily, reduce
 from simtify.sim.report import Finding, id_ranges
-from simtify.sim.types import byte_width, fit, undefined
+from simtify.sim.types import byte_width, dtype_of, fit, held_as_is, undefined
 from simtify.sim.values import lead
 
 AXIS = {"x": 0, "y": 1, "z": 2}
@@ -200,8 +200,12 @@ def _subgroup_reduce(sim, op):
     kind = op.op.data.value if hasattr(op.op.data, "value") else str(op.op.data)
     held = sim.get(op.value)
     out = None
+    # every thread active and its readers take it held lazily: each cluster's value broadcast
+    # over the cluster's lanes, as a view
+    lazy = sim.state.mask is None and held_as_is(dtype_of(op.value.type), op.results[0].type) and \
+        sim.fact(op, "lazy", read_anywhere_lazily)
     if isinstance(held, SplitThreads) and sim.state.mask is None:
-        out = _reduce_held_lazily(sim, kind, held, size, stride)
+        out = _reduce_held_lazily(sim, kind, held, size, stride, lazy)
     if out is None:
         reuse = sim.sole_reference(op.value, held)  # its last read: the result may take its memory
         value = _by_subgroup(sim, lead(held))
@@ -209,7 +213,9 @@ def _subgroup_reduce(sim, op):
         rest = value.shape[3:]
         grouped = value.reshape((W, S, sg // (size * stride), size, stride) + rest)
         red = reduce(kind, grouped, (3,))
-        if reuse and grouped.flags.writeable and red.dtype == value.dtype and np.may_share_memory(grouped, value):
+        if lazy and red.dtype == dtype_of(op.results[0].type):
+            out = SplitThreads(np.broadcast_to(np.expand_dims(red, 3), grouped.shape), (W, S * sg) + rest, (1, 4))
+        elif reuse and grouped.flags.writeable and red.dtype == value.dtype and np.may_share_memory(grouped, value):
             grouped[...] = np.expand_dims(red, 3)  # each lane its cluster's, over the operand read last
             out = value.reshape((W, S * sg) + rest)
         else:
@@ -222,6 +228,8 @@ def _subgroup_reduce(sim, op):
         sub_active = int(act.reshape(sim.W, -1, sg).any(axis=2).sum())
     steps = int(np.ceil(np.log2(size))) if size > 1 else 0
     sim.counters.add(op.name, "shuffles", sub_active * steps * _words(op.value.type))
+    if isinstance(out, SplitThreads):
+        return [out]
     out = fit(out, op.results[0].type)
     if sim.state.mask is not None:
         bad, read = _mixed_groups(act, (sim.W, sim.T // sg, sg // (size * stride), size, stride), 3)
@@ -231,7 +239,8 @@ def _subgroup_reduce(sim, op):
     return [out]
 
 
-def _reduce_held_lazily(sim, kind: str, held: SplitThreads, size: int, stride: int) -> np.ndarray | None:
+def _reduce_held_lazily(sim, kind: str, held: SplitThreads, size: int, stride: int,
+                        lazy: bool = False) -> np.ndarray | SplitThreads | None:
     """`subgroup_reduce` (every thread active) of a value held lazily, computed once per
     cluster of distinct values: the lanes, subgroups and workgroups that hold it by a step
     of 0 are not read again, and a cluster's lanes are laid out as in the value copied out
@@ -250,6 +259,8 @@ def _reduce_held_lazily(sim, kind: str, held: SplitThreads, size: int, stride: i
     red = reduce(kind, np.ascontiguousarray(grouped[once]), (3,))
     if red.shape[1:4] == (1, 1, 1):  # one value per workgroup
         return red.reshape((red.shape[0], 1) + rest)
+    if lazy and red.dtype == held.digits.dtype:  # `lazy`: left a view for readers that take one
+        return SplitThreads(np.broadcast_to(np.expand_dims(red, 3), grouped_shape), (W, T) + rest, (1, 4))
     return np.broadcast_to(np.expand_dims(red, 3), grouped_shape).reshape((W, T) + rest)
 
 

@@ -15,6 +15,7 @@ from simtify.ir.vector import shape_of
 from simtify.sim.affine_eval import result_dims
 from simtify.sim.handlers import handles
 from simtify.sim.memory import SplitThreads
+from simtify.sim.short_sums import TREE_ROWS, einsum_sums_as_tree, tree_sum
 from simtify.sim.types import bit_width, bits_of, dtype_of, fit, from_bits, held_as_is
 from simtify.sim.values import bool_array, int_array, lead
 
@@ -39,16 +40,16 @@ def combine(kind: str, a, b):
 
 
 def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ...] | None = None,
-           into: np.ndarray | None = None):
+           into: np.ndarray | None = None, then=None):
     """`kind` over `axes` of `a`; `outer`: the axes added first (by default those laid
     out outside every kept one); `into`: an array of the result's shape and type to hold
-    it (einsum writes its sum there, the same as into a new array)."""
+    it (einsum writes its sum there, the same as into a new array), and `then`, a scalar
+    of its type, combined into it last."""
     if into is not None:
         if kind == "add" and a.dtype in SUM_BY_EINSUM and outer == ():
-            letters = string.ascii_letters[: a.ndim]
-            return np.einsum(f"{letters}->{''.join(c for i, c in enumerate(letters) if i not in axes)}", a, out=into)
+            return _sum_by_einsum(a, axes, into, then)
         into[...] = reduce(kind, a, axes, outer)
-        return into
+        return into if then is None else KINDS[kind](into, then, out=into)
     if not axes:
         return a
     axes = tuple(ax % a.ndim for ax in axes)
@@ -62,10 +63,31 @@ def reduce(kind: str, a: np.ndarray, axes: tuple[int, ...], outer: tuple[int, ..
     if kind == "add" and a.dtype in SUM_BY_EINSUM:
         # einsum sums a short inner axis in a few wide loops; ufunc.reduce runs one short
         # loop per row (the hot spot of per-thread vectors: [W, T, 16] -> [W, T])
-        letters = string.ascii_letters[: a.ndim]
-        kept = "".join(c for i, c in enumerate(letters) if i not in axes)
-        return np.einsum(f"{letters}->{kept}", a)
+        return _sum_by_einsum(a, axes)
     return _reduce_by_ufunc(kind, a, axes)
+
+
+def _sum_by_einsum(a: np.ndarray, axes: tuple[int, ...], into: np.ndarray | None = None, then=None) -> np.ndarray:
+    """einsum's sum of `a` over `axes` (into `into`, if given, and `then` added to it last).
+    Where the summed elements of each row are a short contiguous run at the end of a
+    C-contiguous array of many rows, and einsum adds such a run as a tree of adjacent
+    pairs, the same tree as strided adds (`simtify.sim.short_sums`): the same sum without a
+    call per row."""
+    n = prod(a.shape[ax] for ax in axes)
+    rows = a.size // n if n else 0
+    wide = [k for k in range(a.ndim) if a.shape[k] > 1]
+    summed = [ax for ax in axes if a.shape[ax] > 1]
+    kept_shape = tuple(m for k, m in enumerate(a.shape) if k not in axes)
+    if (rows >= TREE_ROWS and a.flags.c_contiguous and summed and wide[-len(summed):] == summed
+            and (into is None or (into.flags.c_contiguous and into.dtype == a.dtype))
+            and einsum_sums_as_tree(a.dtype, n)):
+        out = np.empty(kept_shape, dtype=a.dtype) if into is None else into
+        tree_sum(a.reshape(rows, n), out.reshape(rows), then)
+        return out
+    letters = string.ascii_letters[: a.ndim]
+    kept = "".join(c for i, c in enumerate(letters) if i not in axes)
+    out = np.einsum(f"{letters}->{kept}", a, out=into)
+    return out if then is None else np.add(out, then, out=out)
 
 
 def _outer_axes(shape: tuple, strides: tuple, axes: tuple[int, ...]) -> tuple[int, ...]:
@@ -97,7 +119,7 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
         per_row = prod(n for k, n in enumerate(digits.shape) if k not in outer) // digits.shape[0]
         rows = max(1, CACHED_ELEMENTS // max(1, per_row))
         at = _slices(digits.ndim, outer, digits.shape)
-        out, fused, scratch = None, False, None
+        out, fused, scratch, then = None, False, None, None
         for i in range(0, digits.shape[0], rows):
             block = digits[i:i + rows]
             scratch = _combine_in_order(kind, block, at, scratch)  # one buffer for every block
@@ -107,9 +129,11 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
                 out = np.empty((digits.shape[0],) + part.shape[1:], dtype=part.dtype)
                 fused = acc is not None and np.asarray(acc).dtype == part.dtype
                 out[i:i + rows] = part
+                # a single accumulator is added as the sum's last step (`reduce`'s `then`)
+                then = np.asarray(acc).reshape(-1)[0] if fused and np.size(acc) == 1 else None
             else:
-                reduce(kind, combined, inner, (), into=out[i:i + rows])
-            if fused:  # the accumulator combined on the way out, as `combine` would
+                reduce(kind, combined, inner, (), into=out[i:i + rows], then=then)
+            if fused and (then is None or i == 0):  # the accumulator combined on the way out, as `combine` would
                 KINDS[kind](out[i:i + rows], acc, out=out[i:i + rows])
         if fused:
             acc = None
@@ -126,7 +150,7 @@ def reduce_view(kind: str, value: SplitThreads, dims: tuple[int, ...], acc: np.n
 
 
 # Elements of an accumulator that stay in a core's cache while pieces are added into it.
-CACHED_ELEMENTS = 1 << 17
+CACHED_ELEMENTS = 1 << 16
 
 
 def _slices(rank: int, axes: tuple[int, ...], shape: tuple) -> list[tuple]:
@@ -153,11 +177,10 @@ def _combine_in_order(kind: str, a: np.ndarray, at: list[tuple], scratch: np.nda
     out = scratch[:shape[0]]
     ufunc = KINDS[kind]
     with np.errstate(all="ignore"):
-        if len(pieces) == 1:
-            out[...] = pieces[0]
-        else:
-            ufunc(pieces[0], pieces[1], out=out)
-        for piece in pieces[2:]:
+        # the first piece copied, each next one added into it: numpy's loops run faster
+        # with the output one of the operands than with two strided operands
+        np.copyto(out, pieces[0])
+        for piece in pieces[1:]:
             ufunc(out, piece, out=out)
     return scratch
 
@@ -238,8 +261,10 @@ def _transfer_read(sim, op, mask_value=None):
 @handles("vector.transfer_write")
 def _transfer_write(sim, op, mask_value=None):
     mem = sim.get(op.source)
-    v = _v(sim, op.vector)
-    vshape = v.shape[2:]
+    v = sim.get(op.vector)
+    if not isinstance(v, SplitThreads):  # a value held lazily is read for the threads that store it
+        v = lead(v)
+    vshape = tuple(v.shape[2:])
     idx, valid, mask, contiguous = _transfer_indices(sim, op, mem, vshape, mask_value)
     take = valid if mask is None else (mask if valid is None else valid & mask)
     sim.store(op, mem, idx, v, vshape, mask=take, contiguous=contiguous)
@@ -319,6 +344,25 @@ def _shape_cast(sim, op):
 LAZY_READERS = {"gpu.subgroup_reduce": 0}
 
 
+def read_anywhere_lazily(op) -> bool:
+    """Whether every reader of the result of `op`, a value that views no memory (a
+    reduction's result broadcast over the lanes that share it), takes it held lazily,
+    wherever it comes after `op`: a `LAZY_READERS` op, a shape_cast or an extract at static
+    positions whose readers all do, or a transfer_write that stores it (outside vector.mask)."""
+    uses = list(op.results[0].uses)
+    for use in uses:
+        user = use.operation
+        if user.name == "vector.shape_cast" or (user.name == "vector.extract" and not user.dynamic_position):
+            if not read_anywhere_lazily(user):
+                return False
+        elif user.name == "vector.transfer_write":
+            if use.index != 0 or getattr(user.parent_op(), "name", None) == "vector.mask":
+                return False
+        elif LAZY_READERS.get(user.name) != use.index:
+            return False
+    return bool(uses)
+
+
 def read_lazily(op) -> bool:
     """Whether the one reader of the result of `op` takes a value held lazily: a
     `LAZY_READERS` op, or a shape_cast whose reader does, each the op right after the one
@@ -361,8 +405,13 @@ def _index_leading(a: np.ndarray, positions) -> np.ndarray:
 
 @handles("vector.extract")
 def _extract(sim, op):
-    src = _v(sim, op.vector)
+    held = sim.get(op.vector)
     pos = _positions(sim, op)
+    if isinstance(held, SplitThreads) and not held.placed and all(np.ndim(p) == 0 for p in pos):
+        n_lanes = sum(held.lanes)  # held lazily for readers that take it: the positions of its digits
+        return [replace(held, digits=held.digits[(slice(None),) * n_lanes + tuple(int(p) for p in pos)],
+                        shape=held.shape[:2] + tuple(held.shape[2 + len(pos):]))]
+    src = lead(held)
     if any(np.ndim(p) for p in pos):
         W = max(src.shape[0], *(np.shape(p)[0] for p in pos if np.ndim(p)))
         T = max(src.shape[1], *(np.shape(p)[1] for p in pos if np.ndim(p)))
