@@ -16,8 +16,6 @@ import re
 from xdsl.utils.lexer import Span, Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
-__all__ = ["SSA_NAME", "MLIRFastLexer", "SKIPPED"]
-
 _SUFFIX_ID = r"(?:[0-9]+|[a-zA-Z$._-][a-zA-Z0-9$._-]*)"
 _SKIPPED = r"(?>(?:\s+|//[^\n]*\n?)*)"  # whitespace and comments, as xDSL skips them (no backtracking)
 # what the lexer skips before a token; an SSA name (`%12`, `%arg0`), its name captured

@@ -65,8 +65,6 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from simtify.ir.lexer import SKIPPED, SSA_NAME, MLIRFastLexer
 
-__all__ = ["MLIRParser"]
-
 # Shaped types whose text is remembered (`MLIRParser._parse_optional_builtin_type`).
 _REMEMBERED_TYPES = ("vector<", "memref<", "tensor<")
 
