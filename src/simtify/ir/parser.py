@@ -11,9 +11,8 @@ Two things are added to `xdsl.parser.Parser`:
 - **Speed of dense literals.** xDSL rebuilds a type constraint for every
   ``dense<...>`` it reads (about 3 ms each, the hot spot of parsing IREE output); the
   same check is made here with plain ``isinstance``.
-- **Speed of common tokens and booleans.** The common tokens are read by one regular
-  expression (`simtify.ir.lexer`); ``true`` / ``false`` are two shared attributes, not
-  one built and verified per use.
+- **Speed of booleans.** ``true`` / ``false`` are two shared attributes, not one built
+  and verified per use.
 - **Speed of repeated lines.** A distributed function repeats a few dozen op lines
   thousands of times with other SSA names. An op on one line of its own is remembered
   with how it was built from the line's names; a line equal to it up to those names,
@@ -56,10 +55,12 @@ from xdsl.ir import Operation, OpResult
 from xdsl.irdl import irdl_attr_definition
 from xdsl.printer import Printer
 from xdsl.parser import AttrParser, Parser
-from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
-from simtify.ir.lexer import SKIPPED, SSA_NAME, MLIRFastLexer
+# What MLIR's lexer skips before a token (whitespace and comments, no backtracking); an SSA
+# name (`%12`, `%arg0`), its name captured.
+_SKIPPED = re.compile(r"(?>(?:\s+|//[^\n]*\n?)*)")
+_SSA_NAME = re.compile(r"%([0-9]+|[a-zA-Z$._-][a-zA-Z0-9$._-]*)", re.ASCII)
 
 _BOOLEANS = {False: IntegerAttr(0, IntegerType(1)), True: IntegerAttr(1, IntegerType(1))}
 
@@ -87,7 +88,7 @@ REMOVED_UPSTREAM = {
 
 # What may follow an op read from a remembered line: the end, a `}`, a block label, the
 # next op's results or its dialect-qualified name; anything else may continue the op.
-_NEXT_OP = re.compile(SKIPPED.pattern + r"(?:\Z|[}^]|%[^\s,=]+(?:\s*,\s*%[^\s,=]+)*\s*=(?!=)|[a-zA-Z_][a-zA-Z0-9_$]*\.)")
+_NEXT_OP = re.compile(_SKIPPED.pattern + r"(?:\Z|[}^]|%[^\s,=]+(?:\s*,\s*%[^\s,=]+)*\s*=(?!=)|[a-zA-Z_][a-zA-Z0-9_$]*\.)")
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def _line_shape(line: str) -> tuple[tuple, list[str]] | None:
     (where ``%`` may not be a name)."""
     if '"' in line or "//" in line:
         return None
-    parts = SSA_NAME.split(line)
+    parts = _SSA_NAME.split(line)
     names: dict[str, int] = {}
     pattern = tuple(names.setdefault(name, len(names)) for name in parts[1::2])
     return (tuple(parts[0::2]), pattern), list(names)
@@ -158,7 +159,6 @@ class MLIRParser(Parser):
 
     def __init__(self, ctx: Context, text: str, name: str = "<input>") -> None:
         super().__init__(ctx, text, name)
-        self._parser_state = ParserState(MLIRFastLexer(self.lexer.input))
         self.op_offsets: dict[Operation, int] = {}
         self.open_op_offsets: list[int] = []
         # line shape -> (how many of its names are results, operand types -> _OpShape)
@@ -200,7 +200,7 @@ class MLIRParser(Parser):
         op = self._parse_remembered_operation(key, shape[1], end) if key else None
         if op is None:
             op = super().parse_operation()
-            if key and SKIPPED.match(text, end).end() == self.pos:
+            if key and _SKIPPED.match(text, end).end() == self.pos:
                 self._remember_operation(key, shape[1], op)
         self.open_op_offsets.pop()
         self.op_offsets[op] = start
