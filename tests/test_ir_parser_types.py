@@ -1,6 +1,6 @@
-"""Shaped types read once per parse and reused: the same text gives the same type, a
-type's text that differs anywhere gives its own, and errors after a reused type are
-located where they are."""
+"""Repeated shaped types, dialect attributes and attribute dictionaries: the same text
+gives the same value, a text that differs anywhere gives its own, and errors after a
+repeated type are located where they are."""
 
 from __future__ import annotations
 

@@ -388,20 +388,3 @@ AMDGPU = Dialect("amdgpu", [DPPOp, GatherToLDSOp, MFMAOp, PermlaneSwapOp, Swizzl
                  [AddressSpaceAttr, DPPPermAttr])
 
 DIALECTS: list[Dialect] = [AMDGPU]
-
-__all__ = [
-    "AMDGPU",
-    "DIALECTS",
-    "TRANSFER_BITS",
-    "AddressSpaceAttr",
-    "DPPOp",
-    "DPPPerm",
-    "DPPPermAttr",
-    "FatRawBufferCastOp",
-    "GatherToLDSOp",
-    "MFMAOp",
-    "PermlaneSwapOp",
-    "SchedBarrierOp",
-    "SwizzleBitModeOp",
-    "transfer_bits",
-]

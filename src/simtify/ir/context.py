@@ -18,8 +18,6 @@ from collections.abc import Callable
 from xdsl.context import Context
 from xdsl.ir import Dialect
 
-__all__ = ["EXTRA_DIALECT_MODULES", "make_context"]
-
 # The IREE / XeGPU / AMDGPU dialects: name -> the module defining it (as its one entry of
 # ``DIALECTS``). Named here so that a module is imported only when the text uses its dialect.
 EXTRA_DIALECT_MODULES = {

@@ -18,17 +18,6 @@ from typing import Literal
 from xdsl.ir import Operation
 from xdsl.traits import MemoryEffectKind, OpTrait, RecursiveMemoryEffect, get_effects
 
-__all__ = [
-    "Collective",
-    "LaneVariant",
-    "SimtOnly",
-    "SubgroupUniform",
-    "is_per_thread",
-    "is_pure",
-    "memory_effect",
-    "removable_when_unused",
-]
-
 
 class Collective(OpTrait):
     """Every lane of the subgroup executes the op together: it can run neither on one

@@ -47,5 +47,3 @@ from simtify.ir import hal_interface  # noqa: E402  (the dispatch interface ops)
 HAL = Dialect("hal", hal_interface.OPS, [ExecutableTargetAttr, *hal_interface.ATTRIBUTES])
 
 DIALECTS: list[Dialect] = [HAL]
-
-__all__ = ["DIALECTS", "HAL", "ExecutableTargetAttr"]

@@ -174,16 +174,3 @@ class InterfaceWorkgroupSizeOp(_WorkgroupQuery):
 
 OPS = [InterfaceBindingSubspanOp, InterfaceWorkgroupIDOp, InterfaceWorkgroupCountOp, InterfaceWorkgroupSizeOp]
 ATTRIBUTES = [DescriptorTypeAttr, PipelineBindingAttr, PipelineLayoutAttr, DeviceType]
-
-__all__ = [
-    "ATTRIBUTES",
-    "OPS",
-    "DescriptorTypeAttr",
-    "DeviceType",
-    "InterfaceBindingSubspanOp",
-    "InterfaceWorkgroupCountOp",
-    "InterfaceWorkgroupIDOp",
-    "InterfaceWorkgroupSizeOp",
-    "PipelineBindingAttr",
-    "PipelineLayoutAttr",
-]

@@ -14,8 +14,6 @@ from typing import Any
 
 import xdsl.irdl
 
-__all__ = []
-
 _convert = xdsl.irdl.irdl_to_attr_constraint
 _constraints: dict[tuple[Any, bool], Any] = {}
 

@@ -545,18 +545,3 @@ IREECodegen = Dialect(
 )
 
 DIALECTS: list[Dialect] = [IREECodegen]
-
-__all__ = [
-    "DIALECTS",
-    "CodegenLoweringConfigAttr",
-    "CodegenYieldOp",
-    "DispatchConfigOp",
-    "IREECodegen",
-    "InnerTiledOp",
-    "NoPipelineAttr",
-    "PassPipelineAttr",
-    "TransformDialectCodegenAttr",
-    "TranslationInfoAttr",
-    "WorkgroupCountHintOp",
-    "WorkgroupMappingAttr",
-]

@@ -679,21 +679,3 @@ IREEGPU = Dialect(
 )
 
 DIALECTS: list[Dialect] = [IREEGPU]
-
-__all__ = [
-    "AsyncDMAOp",
-    "BASES",
-    "CoalescedGatherDMAOp",
-    "DIALECTS",
-    "DerivedThreadConfigAttr",
-    "ExpandDimsAttr",
-    "GlobalLoadDMAOp",
-    "IREEGPU",
-    "LoweringConfigAttr",
-    "MMALayoutAttr",
-    "MMASemanticsAttr",
-    "PipelineAttr",
-    "PipelineOptionsAttr",
-    "TILE_LEVELS",
-    "UseGlobalLoadDMAAttr",
-]

@@ -28,5 +28,3 @@ class DispatchWorkgroupCountFromSliceOp(IRDLOperation):
 IREETensorExt = Dialect("iree_tensor_ext", [DispatchWorkgroupCountFromSliceOp], [])
 
 DIALECTS: list[Dialect] = [IREETensorExt]
-
-__all__ = ["DIALECTS", "DispatchWorkgroupCountFromSliceOp", "IREETensorExt"]

@@ -713,14 +713,3 @@ IREEVectorExt = Dialect(
 )
 
 DIALECTS: list[Dialect] = [IREEVectorExt]
-
-__all__ = [
-    "DIALECTS",
-    "ArgCompareOp",
-    "IREEVectorExt",
-    "NestedLayoutAttr",
-    "ToLayoutOp",
-    "ToSIMDOp",
-    "ToSIMTOp",
-    "TransferGatherOp",
-]

@@ -17,8 +17,6 @@ from typing import Any
 from xdsl.irdl.declarative_assembly_format import FormatProgram
 from xdsl.utils.exceptions import ParseError, PyRDLOpDefinitionError
 
-__all__ = ["LazyFormatProgram", "build"]
-
 _parse_format = FormatProgram.from_str
 
 

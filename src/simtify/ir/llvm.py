@@ -28,5 +28,3 @@ class PoisonOp(IRDLOperation):
 LLVM = Dialect("llvm", [PoisonOp], [])
 
 DIALECTS: list[Dialect] = [LLVM]
-
-__all__ = ["DIALECTS", "LLVM", "PoisonOp"]

@@ -152,13 +152,3 @@ NVGPU = Dialect("nvgpu", [DeviceAsyncCopyOp, DeviceAsyncCreateGroupOp, DeviceAsy
                 [DeviceAsyncTokenType])
 
 DIALECTS: list[Dialect] = [NVGPU]
-
-__all__ = [
-    "DIALECTS",
-    "NVGPU",
-    "DeviceAsyncCopyOp",
-    "DeviceAsyncCreateGroupOp",
-    "DeviceAsyncTokenType",
-    "DeviceAsyncWaitOp",
-    "MmaSyncOp",
-]

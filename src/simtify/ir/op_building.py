@@ -35,8 +35,6 @@ from xdsl.irdl.operations import (
     VariadicDef,
 )
 
-__all__ = ["segment_sizes"]
-
 _irdl_op_init = operations.irdl_op_init
 
 # kind of each operand or result definition

@@ -11,13 +11,8 @@ Two things are added to `xdsl.parser.Parser`:
 - **Speed of dense literals.** xDSL rebuilds a type constraint for every
   ``dense<...>`` it reads (about 3 ms each, the hot spot of parsing IREE output); the
   same check is made here with plain ``isinstance``.
-- **Speed of repeated types and attributes.** Parsing ``vector<32x16xf32>`` builds and
-  verifies a type object each time (about half a millisecond, a nested layout two); a
-  function names the same few thousands of times. The text of a shaped type or of a
-  dialect attribute (up to its closing ``>``) is read once per parse and its object
-  reused: attributes are immutable values.
-  ``true`` / ``false`` are shared the same way, and the common tokens are read by one
-  regular expression (`simtify.ir.lexer`).
+- **Speed of booleans.** ``true`` / ``false`` are two shared attributes, not one built
+  and verified per use.
 - **Speed of repeated lines.** A distributed function repeats a few dozen op lines
   thousands of times with other SSA names. An op on one line of its own is remembered
   with how it was built from the line's names; a line equal to it up to those names,
@@ -60,36 +55,12 @@ from xdsl.ir import Operation, OpResult
 from xdsl.irdl import irdl_attr_definition
 from xdsl.printer import Printer
 from xdsl.parser import AttrParser, Parser
-from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
-from simtify.ir.lexer import SKIPPED, SSA_NAME, MLIRFastLexer
-
-__all__ = ["MLIRParser"]
-
-# Shaped types whose text is remembered (`MLIRParser._parse_optional_builtin_type`).
-_REMEMBERED_TYPES = ("vector<", "memref<", "tensor<")
-
-
-_ANGLE_OR_STOP = re.compile(r'[<>(\-"\n{]')
-_BRACE_OR_STOP = re.compile(r'[{}"\n]')
-
-
-def _closing(text: str, start: int, stops: re.Pattern = _ANGLE_OR_STOP, pair: str = "<>", limit: int = 512) -> int:
-    """The offset after the bracket closing the one opened at or after `start` (``<>``
-    or ``{}``); -1 where the text holds one of `stops` other than the brackets (for a
-    type: an affine map's ``->``, a string, a line break): such text is parsed, not
-    remembered."""
-    depth = 0
-    for found in stops.finditer(text, start, min(len(text), start + limit)):
-        bracket = found.group()
-        if bracket not in pair:
-            return -1
-        depth += 1 if bracket == pair[0] else -1
-        if depth == 0:
-            return found.end()
-    return -1
-
+# What MLIR's lexer skips before a token (whitespace and comments, no backtracking); an SSA
+# name (`%12`, `%arg0`), its name captured.
+_SKIPPED = re.compile(r"(?>(?:\s+|//[^\n]*\n?)*)")
+_SSA_NAME = re.compile(r"%([0-9]+|[a-zA-Z$._-][a-zA-Z0-9$._-]*)", re.ASCII)
 
 _BOOLEANS = {False: IntegerAttr(0, IntegerType(1)), True: IntegerAttr(1, IntegerType(1))}
 
@@ -117,7 +88,7 @@ REMOVED_UPSTREAM = {
 
 # What may follow an op read from a remembered line: the end, a `}`, a block label, the
 # next op's results or its dialect-qualified name; anything else may continue the op.
-_NEXT_OP = re.compile(SKIPPED.pattern + r"(?:\Z|[}^]|%[^\s,=]+(?:\s*,\s*%[^\s,=]+)*\s*=(?!=)|[a-zA-Z_][a-zA-Z0-9_$]*\.)")
+_NEXT_OP = re.compile(_SKIPPED.pattern + r"(?:\Z|[}^]|%[^\s,=]+(?:\s*,\s*%[^\s,=]+)*\s*=(?!=)|[a-zA-Z_][a-zA-Z0-9_$]*\.)")
 
 
 @dataclass(frozen=True)
@@ -143,7 +114,7 @@ def _line_shape(line: str) -> tuple[tuple, list[str]] | None:
     (where ``%`` may not be a name)."""
     if '"' in line or "//" in line:
         return None
-    parts = SSA_NAME.split(line)
+    parts = _SSA_NAME.split(line)
     names: dict[str, int] = {}
     pattern = tuple(names.setdefault(name, len(names)) for name in parts[1::2])
     return (tuple(parts[0::2]), pattern), list(names)
@@ -188,49 +159,10 @@ class MLIRParser(Parser):
 
     def __init__(self, ctx: Context, text: str, name: str = "<input>") -> None:
         super().__init__(ctx, text, name)
-        self._parser_state = ParserState(MLIRFastLexer(self.lexer.input))
         self.op_offsets: dict[Operation, int] = {}
         self.open_op_offsets: list[int] = []
-        self._types_read: dict[str, object] = {}
         # line shape -> (how many of its names are results, operand types -> _OpShape)
         self._op_shapes: dict[tuple, tuple[int, dict[tuple, _OpShape]]] = {}
-
-    def _parse_optional_builtin_type(self):
-        """As xDSL, but a shaped type whose text was read before is not built again."""
-        text, start = self.lexer.input.content, self.pos
-        if not text.startswith(_REMEMBERED_TYPES, start) or (end := _closing(text, start)) < 0:
-            return super()._parse_optional_builtin_type()
-        return self._read_once(text[start:end], end, super()._parse_optional_builtin_type)
-
-    def _parse_extended_type_or_attribute(self, name: str, is_type: bool):
-        """As xDSL, but a dialect attribute or type (``#iree_vector_ext.nested_layout<..>``)
-        whose text was read before is not built again."""
-        text, start = self.lexer.input.content, self.pos
-        if "." not in name or not text.startswith("<", start) or (end := _closing(text, start)) < 0:
-            return super()._parse_extended_type_or_attribute(name, is_type)
-        return self._read_once((name, is_type, text[start:end]), end,
-                               lambda: super(MLIRParser, self)._parse_extended_type_or_attribute(name, is_type))
-
-    def parse_optional_dictionary_attr_dict(self):
-        """As xDSL, but a dictionary whose text was read before gives the same attributes
-        (in a new dict), not built again: ``{in_bounds = [true, true]}`` is on every
-        transfer. Text with a string or a line break is parsed each time."""
-        text, start = self.lexer.input.content, self.pos
-        if not text.startswith("{", start) or (end := _closing(text, start, _BRACE_OR_STOP, "{}", 2048)) < 0:
-            return super().parse_optional_dictionary_attr_dict()
-        return dict(self._read_once(text[start:end], end, super().parse_optional_dictionary_attr_dict))
-
-    def _read_once(self, key, end: int, parse):
-        """The value of the text ending at `end` (`key`), parsed the first time only;
-        values are immutable attributes, so one object serves every use."""
-        known = self._types_read.get(key)
-        if known is not None:
-            self._resume_from(end)
-            return known
-        parsed = parse()
-        if parsed is not None and not self.lexer.input.content[end:self.pos].strip():
-            self._types_read[key] = parsed
-        return parsed
 
     def try_parse_builtin_boolean_attr(self):
         """As xDSL, but ``true`` and ``false`` are two shared attributes, not one built
@@ -268,7 +200,7 @@ class MLIRParser(Parser):
         op = self._parse_remembered_operation(key, shape[1], end) if key else None
         if op is None:
             op = super().parse_operation()
-            if key and SKIPPED.match(text, end).end() == self.pos:
+            if key and _SKIPPED.match(text, end).end() == self.pos:
                 self._remember_operation(key, shape[1], op)
         self.open_op_offsets.pop()
         self.op_offsets[op] = start

@@ -26,8 +26,6 @@ from xdsl.printer import Printer
 
 from simtify.ir.assembly import is_bitwise_splat
 
-__all__ = ["MLIRPrinter"]
-
 
 @dataclass(eq=False, repr=False)
 class MLIRPrinter(Printer):

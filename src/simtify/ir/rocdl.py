@@ -37,5 +37,3 @@ class ReadfirstlaneOp(LaneValueOp):
 ROCDL = Dialect("rocdl", [ReadfirstlaneOp, ReadlaneOp], [])
 
 DIALECTS: list[Dialect] = [ROCDL]
-
-__all__ = ["DIALECTS", "ROCDL", "ReadfirstlaneOp", "ReadlaneOp"]

@@ -19,8 +19,6 @@ from typing import Any
 
 from xdsl.irdl.operations import OpDef
 
-__all__ = ["MEMO_LIMIT", "memo_size", "once_per_signature"]
-
 MEMO_LIMIT = 65_536
 
 _verify_in_full = OpDef.verify

@@ -1307,36 +1307,3 @@ XeGPU = Dialect(
 )
 
 DIALECTS: list[Dialect] = [XeGPU]
-
-__all__ = [
-    "AllocNbarrierOp",
-    "BlockTensorDescAttr",
-    "DpasMxOp",
-    "FenceOp",
-    "InitNbarrierOp",
-    "NbarrierArriveOp",
-    "NbarrierType",
-    "NbarrierWaitOp",
-    "RangeAttr",
-    "CacheHintAttr",
-    "ConvertLayoutOp",
-    "CreateMemDescOp",
-    "CreateNdDescOp",
-    "DIALECTS",
-    "DpasOp",
-    "LayoutAttr",
-    "LoadGatherOp",
-    "LoadMatrixOp",
-    "LoadNdOp",
-    "MemDescType",
-    "MemLayoutAttr",
-    "PrefetchNdOp",
-    "PrefetchOp",
-    "SliceAttr",
-    "StoreMatrixOp",
-    "StoreNdOp",
-    "StoreScatterOp",
-    "TensorDescType",
-    "UpdateNdOffsetOp",
-    "XeGPU",
-]
