@@ -524,3 +524,50 @@ def test_bad_raw_address_arguments_are_located_errors(capsys, tmp_path, edit, ar
     assert code == 2 and message in one_error(err), err
     if arg is None:
         assert one_error(err).startswith(f"{f}:"), err
+
+
+RAW_GATHER = GATHER.replace("%src: memref<?xf32>", "%src: ui64").replace(": memref<?xf32>, vector<256xindex>",
+                                                                          ": ui64, vector<256xindex>")
+
+
+def test_a_raw_address_a_gather_reads_is_a_buffer_as_long_as_its_offsets_reach():
+    """The gather reads 4 elements at offset 7: the memory there is 11 elements long."""
+    module = parse(RAW_GATHER)
+    inputs = random_inputs(find_function(module, "gather"), 0)
+    assert inputs["src"].shape == (11,) and inputs["src"].dtype == np.float32
+    result = run(module, "gather", {k: v.copy() for k, v in inputs.items()}, target="xe", level="workgroup")
+    assert not result.findings
+    np.testing.assert_array_equal(result.arguments["dst"], np.broadcast_to(inputs["src"][7:11], (256, 4)))
+    check_xegpu(RAW_GATHER, "gather", "xegpu-distribute")
+
+
+def test_a_raw_address_gather_at_computed_offsets_needs_its_memory_given():
+    text = RAW_GATHER.replace("%offset = arith.constant dense<7> : vector<256xindex>",
+                              "%seven = arith.constant dense<7> : vector<256xindex>\n"
+                              "    %offset = arith.addi %seven, %seven : vector<256xindex>")
+    with pytest.raises(SimtifyError, match="reaches as far as this access's offsets, which the simulator needs as a "
+                                           "constant") as e:
+        random_inputs(find_function(parse(text), "gather"), 0)
+    assert e.value.where == "<input>:6:5"  # the gather
+
+
+ADDRESS_ONLY = """func.func @address(%p: i64, %dst: memref<4xi64>) {
+  %c0 = arith.constant 0 : index
+  %v = vector.broadcast %p : i64 to vector<4xi64>
+  vector.transfer_write %v, %dst[%c0] {in_bounds = [true]} : vector<4xi64>, memref<4xi64>
+  return
+}"""
+
+
+def test_an_integer_argument_given_memory_is_its_address():
+    """A raw address that no access of the function reads through (a pass removed the
+    accesses that the input it is checked against makes) still names the memory given."""
+    module = parse(ADDRESS_ONLY)
+    memory = np.arange(1, 7, dtype=np.float32)
+    result = run(module, "address", {"p": memory, "dst": np.zeros(4, np.int64)})
+    address = result.arguments["dst"]
+    assert len(set(address.tolist())) == 1 and address[0] > 0 and not result.findings
+    with pytest.raises(SimtifyError, match=r"argument 'p' must have shape \[\] for i64, got \[2, 3\]"):
+        run(module, "address", {"p": memory.reshape(2, 3), "dst": np.zeros(4, np.int64)})
+    with pytest.raises(SimtifyError, match="give it a scalar, or a 1-D array of the memory its address names"):
+        run(module, "address", {"p": memory.astype(np.complex64), "dst": np.zeros(4, np.int64)})

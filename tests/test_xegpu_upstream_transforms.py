@@ -118,9 +118,8 @@ def test_upstream_function_distributes_correctly(file, func, text, request):
     writes = re.search(r"xegpu\.store(_nd|_matrix)?\b|memref\.store|vector\.transfer_write", text)
     if not writes and not re.search(r"\breturn %", text):  # returned values are compared too
         stored = store_last_value(text, func, slices=STAGES[file] in LANE_STAGES)
-        if stored is None:
-            pytest.skip("it computes no vector value (descriptors or prefetches only)")
-        text = stored
+        if stored is not None:
+            text = stored
     tolerance = 1e-2 if re.search(r"x(b?f16|i8)>", text) else 1e-4  # 16-bit sums in another order round apart
     lanes = (16,) if stage in LANE_STAGES else None
     in_warp_region = re.search(r"gpu\.warp_execute_on_lane_0\((%\w+)\)\[(\d+)\]", text)

@@ -40,7 +40,7 @@ from simtify.ir.vector import element_type_of, shape_of
 from simtify.ir.xegpu import MemDescType, TensorDescType
 from simtify.sim.memory import GLOBAL, Buffer, MemRef
 from simtify.sim.narrow_floats import narrow_format, random_values
-from simtify.sim.ops.xegpu import MatrixView, descriptor_over, matrix_view
+from simtify.sim.ops.xegpu import MatrixView, chunk_of, descriptor_over, matrix_view
 from simtify.sim.types import dtype_of, fit
 
 # The most elements one argument (or one workgroup's largest value) may hold: beyond it the
@@ -118,19 +118,36 @@ def argument_shape(name: str, t, shapes: dict | None = None) -> tuple[int, ...]:
 
 def pointer_arguments(func, names: list[str]) -> dict[str, object]:
     """The integer arguments (named `names`, in order) that are raw addresses a
-    ``create_nd_tdesc`` views: name -> the element type its descriptors read there."""
+    ``create_nd_tdesc`` views or an ``xegpu.load`` / ``xegpu.store`` gathers from or
+    scatters to: name -> the element type read or written there."""
     out = {}
     for name, a in zip(names, func.body.blocks.first.args):
         if not isinstance(a.type, (IntegerType, IndexType)):
             continue
-        views = [u.operation for u in a.uses if u.operation.name == "xegpu.create_nd_tdesc" and u.index == 0]
-        types = {v.tensor_desc.type.element_type for v in views}
+        accesses = _raw_address_accesses(a)
+        types = {elem for _, elem in accesses}
         if len(types) > 1:
-            raise SimtifyError(f"argument '{name}' is a raw address that descriptors read as "
+            raise SimtifyError(f"argument '{name}' is a raw address read as "
                                f"{' and '.join(sorted(map(str, types)))}; the simulator gives it one element type",
-                               location_of(views[-1]))
-        if views:
-            out[name] = views[0].tensor_desc.type.element_type
+                               location_of(accesses[-1][0]))
+        if accesses:
+            out[name] = accesses[0][1]
+    return out
+
+
+# the operand a raw address is to each op that reads or writes memory through it
+RAW_ADDRESS_OPERAND = {"xegpu.create_nd_tdesc": 0, "xegpu.load": 0, "xegpu.store": 1}
+
+
+def _raw_address_accesses(arg) -> list[tuple]:
+    """(op, element type) for each op that reads or writes memory through raw address `arg`."""
+    out = []
+    for use in arg.uses:
+        op = use.operation
+        if RAW_ADDRESS_OPERAND.get(op.name) != use.index:
+            continue
+        descriptor = op.name == "xegpu.create_nd_tdesc"
+        out.append((op, op.tensor_desc.type.element_type if descriptor else element_type_of(op.value.type)))
     return out
 
 
@@ -140,9 +157,9 @@ def pointer_extent(func, names: list[str], name: str, values: dict) -> int:
     argument (whose value `values` holds)."""
     args = dict(zip(func.body.blocks.first.args, names))
     reach = 1
-    for use in [u for a, n in args.items() if n == name for u in a.uses]:
-        op = use.operation
-        if op.name != "xegpu.create_nd_tdesc" or use.index != 0:
+    for op, _ in [access for a, n in args.items() if n == name for access in _raw_address_accesses(a)]:
+        if op.name != "xegpu.create_nd_tdesc":
+            reach = max(reach, _gather_reach(op, name))
             continue
         sizes = []
         for static, dynamic in ((op.const_shape, op.shape), (op.const_strides, op.strides)):
@@ -158,6 +175,19 @@ def pointer_extent(func, names: list[str], name: str, values: dict) -> int:
         raise SimtifyError(f"the descriptors over raw address argument '{name}' reach {reach} elements, more than "
                            f"the simulator holds ({MAX_ELEMENTS})", "--arg")
     return reach
+
+
+def _gather_reach(op, name: str) -> int:
+    """How far a gather or scatter through raw address argument `name` reaches: its
+    constant offsets, each with its chunk."""
+    offsets = op.offsets.owner
+    if getattr(offsets, "name", None) != "arith.constant":
+        raise SimtifyError(f"the memory behind raw address argument '{name}' reaches as far as this access's "
+                           "offsets, which the simulator needs as a constant to give it memory; give the memory "
+                           f"with --arg {name}=FILE.npy", location_of(op))
+    value = offsets.value
+    values = [int(v) for v in value.get_values()] if hasattr(value, "get_values") else [int(value.value.data)]
+    return max(1, max(values) + chunk_of(op))
 
 
 def _known_index(v, args: dict, values: dict, name: str, op) -> int:
@@ -206,7 +236,11 @@ def bind(expected: list[tuple[str, object]], args: dict, pointers: dict | None =
     """The arguments `expected` ((name, type) in order) bound to `args`; checked.
     `pointers` (`pointer_arguments`): raw address arguments, each given a 1-D array of its
     element type, which becomes a global buffer, the argument its address."""
-    pointers = pointers or {}
+    pointers = dict(pointers or {})
+    for name, t in expected:  # memory for an address no access of this function reads through
+        a = args.get(name)
+        if name not in pointers and isinstance(t, (IntegerType, IndexType)) and np.ndim(a) == 1:
+            pointers[name] = _element_type_held_in(np.asarray(a).dtype, name)
     bound = Bound()
     names = {n for n, _ in expected}
     unknown = sorted(set(args) - names)
@@ -247,6 +281,21 @@ def bind(expected: list[tuple[str, object]], args: dict, pointers: dict | None =
                 raise SimtifyError(f"argument '{name}' must have shape {list(shape)} for {t}, got {list(a.shape)}", "--arg")
             bound.scalars[name] = fit(a, t).reshape((1, 1) + shape)
     return bound
+
+
+def _element_type_held_in(dtype: np.dtype, name: str):
+    """The element type of the memory a 1-D array given for integer argument `name` holds:
+    a raw address whose accesses a pass removed (the memory the input it is checked against
+    reads there), or one passed on through arithmetic."""
+    from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
+
+    if dtype.kind in "iu" and dtype.itemsize in (1, 2, 4, 8):
+        return IntegerType(8 * dtype.itemsize)
+    floats = {2: Float16Type, 4: Float32Type, 8: Float64Type}
+    if dtype.kind == "f" and dtype.itemsize in floats:
+        return floats[dtype.itemsize]()
+    raise SimtifyError(f"argument '{name}' is an integer: give it a scalar, or a 1-D array of the memory its "
+                       f"address names (of integers or floats, not {dtype})", "--arg")
 
 
 def _global_buffer(name: str, elem_type, a: np.ndarray, base: int) -> Buffer:

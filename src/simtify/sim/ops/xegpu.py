@@ -546,7 +546,7 @@ def is_lane_level(op) -> bool:
         return prod(shape_of(op.value.type)) < prod(block.get_shape()) * block.array_length
     if op.name in ("xegpu.load", "xegpu.store"):
         # upstream's lane form: one offset, the lane's chunk as a 1-D vector
-        chunk = _chunk(op)
+        chunk = chunk_of(op)
         return chunk > 1 and prod(shape_of(op.offsets.type)) == 1 and shape_of(op.value.type) == (chunk,)
     return False
 
@@ -554,7 +554,8 @@ def is_lane_level(op) -> bool:
 # --- gathers and scatters --------------------------------------------------------------
 
 
-def _chunk(op) -> int:
+def chunk_of(op) -> int:
+    """Elements a gather or scatter moves at each offset."""
     return int(op.chunk_size.value.data) if op.chunk_size is not None else 1
 
 
@@ -577,7 +578,7 @@ def _gather_access(sim, op, source, values=None, elem_type=None):
     """Read (values None) or write `chunk` contiguous elements of the flattened `source`
     (a memref, or a raw address: `simtify.sim.address_space`) from each offset where the
     mask is set; returns ``[W, T, *offsets, chunk]``."""
-    chunk = _chunk(op)
+    chunk = chunk_of(op)
     offs = lead(np.asarray(sim.get(op.offsets), dtype=np.int64))
     oshape = offs.shape[2:]
     mask = lead(np.asarray(sim.get(op.mask), dtype=bool)) if getattr(op, "mask", None) is not None else None
