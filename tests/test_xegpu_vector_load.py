@@ -72,3 +72,26 @@ gpu.func @f(%src: memref<4x32xf32>, %dst: memref<32xf32>) {{
 }}"""
     out = check_xegpu(text, "f", "xegpu-sg-to-lane", block=(16,))
     assert "scf.if" in out and "gpu.subgroup_reduce" in out, out
+
+
+def test_a_loop_with_i32_bounds_keeps_them():
+    """IREE's lowered loops count in i32: the rebuilt loop's induction variable keeps the
+    bounds' type (it was made an index, which does not verify)."""
+    layout = "#xegpu.layout<lane_layout = [1, 16], lane_data = [1, 1]>"
+    text = f"""gpu.module @m {{
+gpu.func @f(%src: memref<4x16xf32>, %dst: memref<4x16xf32>) {{
+  %c0 = arith.constant 0 : index
+  %c0_i32 = arith.constant 0 : i32
+  %c1_i32 = arith.constant 1 : i32
+  %c4_i32 = arith.constant 4 : i32
+  %v = vector.load %src[%c0, %c0] {{layout_result_0 = {layout}}} : memref<4x16xf32>, vector<4x16xf32>
+  %r = scf.for %i = %c0_i32 to %c4_i32 step %c1_i32 iter_args(%acc = %v) -> (vector<4x16xf32>) : i32 {{
+    %w = arith.mulf %acc, %v {{layout_result_0 = {layout}}} : vector<4x16xf32>
+    scf.yield %w : vector<4x16xf32>
+  }} {{layout_result_0 = {layout}}}
+  vector.store %r, %dst[%c0, %c0] : memref<4x16xf32>, vector<4x16xf32>
+  gpu.return
+}}
+}}"""
+    out = check_xegpu(text, "f", "xegpu-sg-to-lane", block=(16,))
+    assert " : i32 {" in out and "vector<4x1xf32>" in out, out

@@ -46,7 +46,7 @@ class ControlFlow(PieceRewriter):
         old_body = op.regions[0].blocks.first
         carried_in = list(op.operands[3:])
         inits = [p for v in carried_in for p in self.carried(v)]
-        arg_types = [IndexType()] + [t for a in list(old_body.args)[1:] for t in self.piece_types(a)]
+        arg_types = [old_body.args[0].type] + [t for a in list(old_body.args)[1:] for t in self.piece_types(a)]  # i32 bounds too
         body = Block(arg_types=arg_types)
         body.args[0].name_hint = old_body.args[0].name_hint
         self.value_pieces[old_body.args[0]] = [body.args[0]]
