@@ -288,7 +288,8 @@ def test_distributing_one_of_iree_s_lit_inputs_imports_only_what_its_pipeline_an
     """A pipeline's transforms are imported when it runs, and a module the input never
     reaches is left unread: the other pipelines' passes (warp, XeGPU, DMA, the reduction
     kernel), the transfer_gather rewrites (the input has no gather), the reduction
-    configs (no `lowering_config`) and the simulator's interpreter. Read from
+    configs (no `lowering_config`), the shape_cast layouts (no shape_cast) and the
+    simulator's interpreter. Read from
     `sys.modules` after the command: `-X importtime` misses `importlib.import_module`."""
     lit = Path(__file__).parent / "fixtures" / "iree_nested" / "main__12_distribute_transfer_read_write.mlir"
     script = ("import sys\nfrom simtify.cli.main import main\n"
@@ -305,7 +306,7 @@ def test_distributing_one_of_iree_s_lit_inputs_imports_only_what_its_pipeline_an
                  "simtify.transforms.reduction_kernel", "simtify.transforms.lower_inner_tiled",
                  "simtify.transforms.expand_subgroup_reduce", "simtify.transforms.transfer_gather_forms",
                  "simtify.layout.reduction_config", "simtify.sim.interpreter", "simtify.codegen",
-                 "simtify.tune", "simtify.ir.xegpu", "numpy"}
+                 "simtify.tune", "simtify.ir.xegpu", "simtify.layout.reshape", "numpy"}
     assert not unrelated & imported, sorted(unrelated & imported)
 
 
