@@ -284,6 +284,32 @@ def test_distributing_one_of_iree_s_lit_inputs_reads_no_numpy():
     assert "simtify.transforms.nested.driver" in imported and "numpy" not in imported
 
 
+def test_distributing_one_of_iree_s_lit_inputs_imports_only_what_its_pipeline_and_ops_use():
+    """A pipeline's transforms are imported when it runs, and a module the input never
+    reaches is left unread: the other pipelines' passes (warp, XeGPU, DMA, the reduction
+    kernel), the transfer_gather rewrites (the input has no gather), the reduction
+    configs (no `lowering_config`), the shape_cast layouts (no shape_cast) and the
+    simulator's interpreter. Read from
+    `sys.modules` after the command: `-X importtime` misses `importlib.import_module`."""
+    lit = Path(__file__).parent / "fixtures" / "iree_nested" / "main__12_distribute_transfer_read_write.mlir"
+    script = ("import sys\nfrom simtify.cli.main import main\n"
+              f"code = main(['opt', {str(lit)!r}, '--pipeline', 'nested-distribute'])\n"
+              "print('MODULES', ' '.join(sorted(sys.modules)))\nsys.exit(code)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and "gpu.thread_id" in proc.stdout, proc.stderr
+    imported = set(proc.stdout.rsplit("MODULES ", 1)[1].split())
+    assert {"simtify.transforms.nested.driver", "simtify.transforms.transfer_gather_canonicalize",
+            "simtify.ir.iree_gpu", "simtify.target"} <= imported  # the check is about a real run
+    unrelated = {"simtify.transforms.warp_distribute", "simtify.transforms.xegpu_pipeline",
+                 "simtify.transforms.xegpu_sg_to_lane", "simtify.transforms.lower_dma",
+                 "simtify.transforms.gather_to_lds", "simtify.transforms.tensor_dma",
+                 "simtify.transforms.reduction_kernel", "simtify.transforms.lower_inner_tiled",
+                 "simtify.transforms.expand_subgroup_reduce", "simtify.transforms.transfer_gather_forms",
+                 "simtify.layout.reduction_config", "simtify.sim.interpreter", "simtify.codegen",
+                 "simtify.tune", "simtify.ir.xegpu", "simtify.layout.reshape", "numpy"}
+    assert not unrelated & imported, sorted(unrelated & imported)
+
+
 def test_the_process_exits_with_its_status_after_writing_everything_and_running_exit_handlers(tmp_path, capsys):
     """`entry` leaves without tearing the interpreter down: what was written still reaches
     the pipe and the file, registered exit handlers still run, the status is main's."""

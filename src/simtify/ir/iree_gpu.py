@@ -18,7 +18,7 @@ syntax.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from xdsl.dialects.builtin import (
     I32,
@@ -80,8 +80,10 @@ from simtify.ir.assembly import (
 )
 from simtify.ir.effects import SimtOnly
 from simtify.layout.basis import Basis
-from simtify.layout.reduction_config import ExpandDims, ReductionConfig
 from simtify.layout.syntax import format_ints
+
+if TYPE_CHECKING:  # imported where used: the dialect is read by files that never configure a reduction
+    from simtify.layout.reduction_config import ExpandDims, ReductionConfig
 
 # --- small attributes ----------------------------------------------------------------
 
@@ -204,6 +206,8 @@ class ExpandDimsAttr(Data[tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]]):
 
     @staticmethod
     def check(groups: tuple[tuple[int, ...], ...], shape: tuple[int, ...]):
+        from simtify.layout.reduction_config import ExpandDims
+
         ExpandDims(groups, shape)  # raises SimtifyError saying what is wrong
         return (groups, shape)
 
@@ -224,6 +228,8 @@ class ExpandDimsAttr(Data[tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]]):
     @property
     def value(self) -> ExpandDims:
         """The expansion as a `simtify.layout.reduction_config.ExpandDims` (``?`` is None)."""
+        from simtify.layout.reduction_config import ExpandDims
+
         return ExpandDims(*self.data)
 
     def expand(self, sizes: Sequence[int]) -> tuple[int, ...] | None:
@@ -353,6 +359,8 @@ class LoweringConfigAttr(Data[tuple[tuple[str, Any], ...]]):
     def reduction_config(self) -> ReductionConfig:
         """What a reduction reads from this config (`simtify.layout.reduction_config`);
         an error if it lacks a basis."""
+        from simtify.layout.reduction_config import ReductionConfig
+
         entries = {k: v for k, v in self.data if k in TILE_LEVELS or k in BASES}
         if self.expand_dims is not None:
             entries["expand_dims"] = self.expand_dims.value

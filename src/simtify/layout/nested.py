@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from simtify.errors import SimtifyError
 from simtify.layout.protocol import VectorLayout
-from simtify.layout.reshape import reshape_nested
 from simtify.layout.syntax import AttributeText, built_at, format_ints, int_list, parse_dim_map
 
 if TYPE_CHECKING:
@@ -355,6 +354,8 @@ class NestedLayout(VectorLayout):
         It exists exactly when some nested layout of `shape` has this layout's ownership
         map; otherwise a SimtifyError names both shapes and why (see `layout/reshape.py`).
         `source_shape`, where given, must be the layout's own."""
+        from simtify.layout.reshape import reshape_nested  # here: most programs have no shape_cast
+
         if source_shape is not None:
             self.check_shape(source_shape)
         return reshape_nested(self, tuple(shape))

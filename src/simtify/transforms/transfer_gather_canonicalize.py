@@ -25,6 +25,7 @@ transposed to the read's. A gather that still has index vectors keeps its form.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import AffineMapAttr, DenseIntOrFPElementsAttr, IndexType
 from xdsl.ir import Operation, SSAValue
@@ -35,14 +36,9 @@ from simtify.ir.iree_vector_ext import TransferGatherOp
 from simtify.ir import vector as vector_ir
 from simtify.ir.effects import is_pure
 from simtify.transforms.emit import Emitter, bool_array
-from simtify.transforms.transfer_gather_forms import (
-    Gather,
-    build_indexing_maps_form,
-    build_seed_form,
-    mask_in_dims,
-    plan_seed_form,
-    replace_gather,
-)
+
+if TYPE_CHECKING:
+    from simtify.transforms.transfer_gather_forms import Gather
 
 Addend = SSAValue | int
 
@@ -133,6 +129,15 @@ def _moved_offsets(g: Gather, moves: dict[int, list[Addend]], em: Emitter) -> Ga
 
 def canonicalize_gather(op: TransferGatherOp) -> bool:
     """Fold `op`'s contiguous index vectors; a read when none is left. False: unchanged."""
+    from simtify.transforms.transfer_gather_forms import (  # imported here: most functions have no gather
+        Gather,
+        build_indexing_maps_form,
+        build_seed_form,
+        mask_in_dims,
+        plan_seed_form,
+        replace_gather,
+    )
+
     g, moves = fold_index_vectors(Gather.of(op))
     if not moves:
         return False
