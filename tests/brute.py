@@ -26,6 +26,15 @@ def nested_map(L, subgroup_size: int, num_threads: int) -> list[list[tuple[int, 
     reg_shape = list(L.batch_tile) + list(L.outer_tile) + list(L.element_tile)
     nregs = prod(reg_shape)
     table = [[None] * nregs for _ in range(num_threads)]
+    # each thread's virtual (subgroup, thread) digits per dim, worked out once; an
+    # element belongs to every thread whose digits are the element's
+    threads_of = {}
+    for tid in range(num_threads):
+        sg = tid // subgroup_size
+        key = tuple(((sg // L.subgroup_strides[i]) % L.subgroup_tile[i] if L.subgroup_tile[i] > 1 else 0,
+                     (tid // L.thread_strides[i]) % L.thread_tile[i] if L.thread_tile[i] > 1 else 0)
+                    for i in range(r))
+        threads_of.setdefault(key, []).append(tid)
     for x in itertools.product(*[range(n) for n in shape]):
         digs = [
             _digits(x[i], [L.subgroup_tile[i], L.batch_tile[i], L.outer_tile[i], L.thread_tile[i], L.element_tile[i]])
@@ -35,18 +44,9 @@ def nested_map(L, subgroup_size: int, num_threads: int) -> list[list[tuple[int, 
         reg = 0
         for d, n in zip(reg_digits, reg_shape):
             reg = reg * n + d
-        for tid in range(num_threads):
-            sg = tid // subgroup_size
-            ok = True
-            for i in range(r):
-                vs = (sg // L.subgroup_strides[i]) % L.subgroup_tile[i] if L.subgroup_tile[i] > 1 else 0
-                vt = (tid // L.thread_strides[i]) % L.thread_tile[i] if L.thread_tile[i] > 1 else 0
-                if vs != digs[i][0] or vt != digs[i][3]:
-                    ok = False
-                    break
-            if ok:
-                assert table[tid][reg] is None
-                table[tid][reg] = tuple(x)
+        for tid in threads_of.get(tuple((d[0], d[3]) for d in digs), ()):
+            assert table[tid][reg] is None
+            table[tid][reg] = tuple(x)
     return table
 
 
@@ -87,15 +87,18 @@ def xegpu_map(base, removed, shape, subgroup_size: int, num_threads: int) -> lis
         sid = _delin(tid // subgroup_size, sg_layout, sg_order)
         lid = _delin(tid % subgroup_size, lane_layout, lane_order)
         units = [range(0, n, min(n, L * D)) for (n, L, D, I, LL, LD) in dims]
+        # lane membership is a condition on each dimension's position alone: the
+        # positions p whose every digit is this lane's are the product of each
+        # dimension's (in the same order as filtering the whole product)
+        mine = [[pk for pk in range(D) if ((pk % I) // LD) % LL == lid[d]]
+                for d, (n, L, D, I, LL, LD) in zip(kept, dims)]
         found = []
         for ui, u in enumerate(itertools.product(*units)):
-            for p in itertools.product(*[range(D) for (n, L, D, I, LL, LD) in dims]):
-                mine = all(((pk % I) // LD) % LL == lid[d] for pk, d, (n, L, D, I, LL, LD) in zip(p, kept, dims))
-                if not mine:
-                    continue
-                coord = tuple((uk + sid[d] * D + pk) % n for uk, pk, d, (n, L, D, I, LL, LD) in zip(u, p, kept, dims))
-                block = tuple(pk // I for pk, (n, L, D, I, LL, LD) in zip(p, dims))
-                local = tuple(((pk % I) // (LL * LD)) * LD + (pk % I) % LD for pk, (n, L, D, I, LL, LD) in zip(p, dims))
+            # per dim and position: (coordinate, instruction block, local index)
+            per_dim = [[((uk + sid[d] * D + pk) % n, pk // I, ((pk % I) // (LL * LD)) * LD + (pk % I) % LD)
+                        for pk in mine_k] for uk, d, mine_k, (n, L, D, I, LL, LD) in zip(u, kept, mine, dims)]
+            for digits in itertools.product(*per_dim):
+                coord, block, local = zip(*digits) if digits else ((), (), ())
                 found.append(((ui, block, local), coord))
         found.sort()
         table.append([c for _, c in found])

@@ -194,3 +194,32 @@ def test_lanes_alone_differ_through_each_subgroups_shared_memory():
     assert "memref<4096xi8, 3> -> !xegpu.mem_desc<64x16xf32>" in out  # 8 subgroups x one 8x16 block
     sg_level = distribute(text, "xegpu-wg-to-sg")
     assert "create_mem_desc" not in sg_level
+
+
+def test_an_error_a_rule_raises_names_the_op_it_was_applied_to():
+    """Forward, backward and the requirements each locate a rule's unlocated error at
+    the op (the error is left as it is where it names a place already)."""
+    import pytest
+
+    from simtify.errors import SimtifyError
+    from simtify.ir import location_of
+    from simtify.transforms.propagation_engine import OpRule
+    from simtify.transforms.xegpu_propagate import RULES, Propagation
+
+    text = program("  %n = arith.negf %a : vector<64x64xf32>\n"
+                   "  xegpu.store_nd %n, %tb[0, 0] : vector<64x64xf32>, !xegpu.tensor_desc<64x64xf32>")
+    func = next(op for op in parse(text, "located.mlir").walk() if op.name == "func.func")
+    negf = next(op for op in func.walk() if op.name == "arith.negf")
+    for step in ("forward", "backward", "required"):
+        for where in (None, "elsewhere.mlir:1:1"):
+            def fail(self, p, op, where=where):
+                raise SimtifyError("no layout fits", where)
+
+            class Failing(Propagation):
+                rules = {**RULES, "arith.negf": type("Fails", (OpRule,), {step: fail})()}
+
+            with pytest.raises(SimtifyError) as caught:
+                getattr(Failing(func), step)(negf)
+            assert caught.value.where == (where or location_of(negf))
+            assert str(caught.value) == f"{where or location_of(negf)}: no layout fits"
+    assert location_of(negf) == "located.mlir:5:3"

@@ -42,7 +42,6 @@ inst/lane layout kinds), missing ``inst_data`` and lane fields come from the xe 
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
@@ -532,29 +531,34 @@ class Propagation(Engine):
 
     # --- rules, located -------------------------------------------------------------
 
-    @contextmanager
-    def located(self, op: Operation):
-        """An error a rule raises without a place names `op`."""
-        try:
-            yield
-        except SimtifyError as e:
-            raise e if e.where else e.at(location_of(op))
+    # (plain try blocks, not a context manager: these run for every op on every sweep)
+
+    @staticmethod
+    def located(e: SimtifyError, op: Operation) -> SimtifyError:
+        """An error a rule raised, naming `op` if it names no place."""
+        return e if e.where else e.at(location_of(op))
 
     def forward(self, op: Operation) -> None:
         """The anchors an op states (``layout_result_i``) first, then its rule."""
-        with self.located(op):
+        try:
             given = [(r, notes.result_layout(op, i)) for i, r in enumerate(op.results)]
             for r, lay in given:
                 self.assign(r, lay)
             super().forward(op)
+        except SimtifyError as e:
+            raise self.located(e, op)
 
     def backward(self, op: Operation) -> None:
-        with self.located(op):
+        try:
             super().backward(op)
+        except SimtifyError as e:
+            raise self.located(e, op)
 
     def required(self, op: Operation) -> dict[int, Layout]:
-        with self.located(op):
+        try:
             return super().required(op)
+        except SimtifyError as e:
+            raise self.located(e, op)
 
     def anchor_need(self, anchor: Layout | None, v: SSAValue) -> Layout | None:
         """What a store needs its value in: its anchor, or the value's layout where that
