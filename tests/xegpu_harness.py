@@ -9,6 +9,7 @@ import numpy as np
 
 from simtify.ir import parse, print_module
 from simtify.sim import find_function, random_inputs, run
+from simtify.sim.arguments import gather_reach
 from simtify.transforms.pipelines import Options, run_pipeline
 
 
@@ -70,11 +71,9 @@ def gathered_sizes(func) -> dict:
         reach = []
         for use in arg.uses:
             op = use.operation
-            if op.name not in ("xegpu.load", "xegpu.store", "xegpu.prefetch") or op.offsets.owner.name != "arith.constant":
+            if op.name not in ("xegpu.load", "xegpu.store", "xegpu.prefetch") or gather_reach(op) is None:
                 break
-            offsets = np.asarray(op.offsets.owner.value.get_values(), dtype=np.int64)
-            chunk = int(op.chunk_size.value.data) if op.chunk_size is not None else 1
-            reach.append(int(offsets.max()) + chunk)
+            reach.append(gather_reach(op))
         else:
             if reach:
                 sizes[arg.name_hint] = (max(reach),)

@@ -177,17 +177,26 @@ def pointer_extent(func, names: list[str], name: str, values: dict) -> int:
     return reach
 
 
-def _gather_reach(op, name: str) -> int:
-    """How far a gather or scatter through raw address argument `name` reaches: its
-    constant offsets, each with its chunk."""
+def gather_reach(op) -> int | None:
+    """How many elements from its base a gather, scatter or prefetch (``xegpu.load`` /
+    ``store`` / ``prefetch``) reaches: its constant offsets, each with its chunk; None
+    where the program computes the offsets."""
     offsets = op.offsets.owner
     if getattr(offsets, "name", None) != "arith.constant":
-        raise SimtifyError(f"the memory behind raw address argument '{name}' reaches as far as this access's "
-                           "offsets, which the simulator needs as a constant to give it memory; give the memory "
-                           f"with --arg {name}=FILE.npy", location_of(op))
+        return None
     value = offsets.value
     values = [int(v) for v in value.get_values()] if hasattr(value, "get_values") else [int(value.value.data)]
     return max(1, max(values) + chunk_of(op))
+
+
+def _gather_reach(op, name: str) -> int:
+    """How far a gather or scatter through raw address argument `name` reaches."""
+    reach = gather_reach(op)
+    if reach is None:
+        raise SimtifyError(f"the memory behind raw address argument '{name}' reaches as far as this access's "
+                           "offsets, which the simulator needs as a constant to give it memory; give the memory "
+                           f"with --arg {name}=FILE.npy", location_of(op))
+    return reach
 
 
 def _known_index(v, args: dict, values: dict, name: str, op) -> int:
