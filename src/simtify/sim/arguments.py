@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 import numpy as np
-from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType, TensorType
+from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IndexType, IntegerType, MemRefType, TensorType
 
 from simtify.errors import SimtifyError
 from simtify.ir import location_of
@@ -296,8 +296,6 @@ def _element_type_held_in(dtype: np.dtype, name: str):
     """The element type of the memory a 1-D array given for integer argument `name` holds:
     a raw address whose accesses a pass removed (the memory the input it is checked against
     reads there), or one passed on through arithmetic."""
-    from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
-
     if dtype.kind in "iu" and dtype.itemsize in (1, 2, 4, 8):
         return IntegerType(8 * dtype.itemsize)
     floats = {2: Float16Type, 4: Float32Type, 8: Float64Type}
