@@ -12,10 +12,10 @@ where it does not (see `simtify.ir.context`).
 
 from __future__ import annotations
 
-# first: every dialect defined after this reads its assembly formats when first used,
-# ops are checked against their definitions once per signature, ops are built from a
+# first: every op defined after this builds its definition, and reads its assembly
+# format, when first used; ops are checked against their definitions once per signature, ops are built from a
 # plan made once per definition, and a type hint's constraint is built once
-from simtify.ir import hint_constraints, lazy_formats, op_building, verify_once  # noqa: F401  (isort: skip)
+from simtify.ir import lazy_op_definitions, hint_constraints, lazy_formats, op_building, verify_once  # noqa: F401  (isort: skip)
 
 import io
 import re
