@@ -23,7 +23,6 @@ from xdsl.irdl import (
 )
 from xdsl.traits import NoMemoryEffect, Pure
 
-import simtify.ir  # noqa: F401  (installs the deferral)
 from simtify.ir import lazy_op_definitions, make_context, parse, print_module
 
 
