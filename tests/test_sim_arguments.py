@@ -501,7 +501,7 @@ def test_raw_address_arguments_from_the_command_line(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("edit, arg, message", [
-    (None, "src=2x3", "argument 'src' is a raw address its descriptors read f32 at: give it a 1-D float32 array of "
+    (None, "src=2x3", "argument 'src' is a raw address the function accesses f32 through: give it a 1-D float32 array of "
                       "the memory there, not float32 [2, 3]"),
     (("%stride, %c1]", "%stride, %rows]"), None, "the memory behind raw address argument 'src' reaches as far as"),
     (("shape:[%rows, 16]", "shape:[%c0, 16]"), None, "has shape [0, 16] and strides"),

@@ -264,7 +264,7 @@ def bind(expected: list[tuple[str, object]], args: dict, pointers: dict | None =
         if name in pointers:
             elem = pointers[name]
             if a.ndim != 1 or a.dtype != dtype_of(elem):
-                raise SimtifyError(f"argument '{name}' is a raw address its descriptors read {elem} at: give it a 1-D "
+                raise SimtifyError(f"argument '{name}' is a raw address the function accesses {elem} through: give it a 1-D "
                                    f"{dtype_of(elem)} array of the memory there, not {a.dtype} {list(a.shape)}", "--arg")
             buf = _global_buffer(name, elem, a, base)
             base += -(-buf.data.nbytes // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT + BUFFER_ALIGNMENT
