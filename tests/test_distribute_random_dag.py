@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -292,3 +293,52 @@ def test_random_dag_programs_distribute_correctly(case):
     text, sg, threads, grid, target, is_float = case
     tol = dict(rtol=1e-4, atol=1e-4) if is_float else {}
     check_distribution(text, "f", grid=(grid,), subgroup_size=sg, workgroup_size=threads, target=target, **tol)
+
+
+# Programs the thorough profile found: a loop (or branch) whose result only a dead anchor reads. The
+# anchor stays (it gives layouts), so the loop stays, and so must its terminators and
+# what they yield (dead-op erasure emptied the loop's body: an internal error).
+DEAD_ANCHOR_LOOPS = {
+    "scf.for": """
+  %x = scf.for %i = %c0 to %c2 step %c1 iter_args(%acc = %v) -> (vector<2x2xf32>) {
+    %a = iree_vector_ext.to_layout %v to layout(#L) : vector<2x2xf32>
+    %s = arith.addf %acc, %a : vector<2x2xf32>
+    scf.yield %s : vector<2x2xf32>
+  }
+  %dead = iree_vector_ext.to_layout %x to layout(#L) : vector<2x2xf32>""",
+    "scf.while": """
+  %x:2 = scf.while (%i = %c0, %acc = %v) : (index, vector<2x2xf32>) -> (index, vector<2x2xf32>) {
+    %go = arith.cmpi slt, %i, %c2 : index
+    %a = iree_vector_ext.to_layout %acc to layout(#L) : vector<2x2xf32>
+    scf.condition(%go) %i, %a : index, vector<2x2xf32>
+  } do {
+  ^bb0(%j: index, %d: vector<2x2xf32>):
+    %s = arith.addf %d, %v : vector<2x2xf32>
+    %jn = arith.addi %j, %c1 : index
+    scf.yield %jn, %s : index, vector<2x2xf32>
+  }
+  %dead = iree_vector_ext.to_layout %x#1 to layout(#L) : vector<2x2xf32>""",
+    "scf.if": """
+  %x = scf.if %first -> (vector<2x2xf32>) {
+    %s = arith.addf %v, %v : vector<2x2xf32>
+    scf.yield %s : vector<2x2xf32>
+  } else {
+    scf.yield %v : vector<2x2xf32>
+  }
+  %dead = iree_vector_ext.to_layout %x to layout(#L) : vector<2x2xf32>""",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DEAD_ANCHOR_LOOPS))
+def test_a_region_op_only_a_dead_anchor_reads_is_distributed_whole(kind):
+    layout = nested([1, 1], [2, 2], [1, 1], [1, 1], [1, 1], [0, 0], [0, 0])
+    body = DEAD_ANCHOR_LOOPS[kind].replace("#L", layout)
+    text = ("func.func @f(%in: memref<1x2x2xf32>, %out: memref<1x2x2xf32>) {\n"
+            "  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n  %c2 = arith.constant 2 : index\n"
+            "  %pad = arith.constant 0.0 : f32\n  %wg = gpu.block_id x\n  %first = arith.cmpi eq, %wg, %c0 : index\n"
+            "  %v = vector.transfer_read %in[%wg, %c0, %c0], %pad {in_bounds = [true, true]} : memref<1x2x2xf32>, "
+            f"vector<2x2xf32>{body}\n"
+            "  %w = arith.addf %v, %v : vector<2x2xf32>\n"
+            "  vector.transfer_write %w, %out[%wg, %c0, %c0] {in_bounds = [true, true]} : vector<2x2xf32>, "
+            "memref<1x2x2xf32>\n  return\n}\n")
+    check_distribution(text, "f", grid=(1,), subgroup_size=32, workgroup_size=64, target="sm_90", rtol=1e-5, atol=1e-5)

@@ -20,10 +20,11 @@ def read_operands(op: Operation):
     return op.operands
 
 
-def live_ops(func: Operation) -> set[Operation]:
-    """Ops whose effects or results matter: side effects, and what they depend on."""
+def live_ops(func: Operation, roots: Callable[[Operation], bool] = lambda op: False) -> set[Operation]:
+    """Ops whose effects or results matter: side effects (and the ops `roots` names), and
+    what they depend on."""
     live: set[Operation] = set()
-    work = [op for op in func.walk() if op is not func and not removable_when_unused(op)]
+    work = [op for op in func.walk() if op is not func and (not removable_when_unused(op) or roots(op))]
 
     def mark(op):
         if op is not None and op is not func and op not in live:
@@ -53,12 +54,14 @@ def live_ops(func: Operation) -> set[Operation]:
 def erase_dead_ops(func: Operation, keep: Callable[[Operation], bool] = lambda op: False) -> int:
     """Erase the ops of `func` that are not live and whose results nothing uses any more
     (innermost and last first, so that uses go before their definitions), except those
-    `keep` names; returns how many. (An op read only where the value is ignored, as an
-    inclusive scan's initial value, is not live but still used: it stays.)"""
-    live = live_ops(func)
+    `keep` names and what they depend on (a kept op reading a loop's result keeps the
+    loop whole, its terminators and what they yield); returns how many. (An op read only
+    where the value is ignored, as an inclusive scan's initial value, is not live but
+    still used: it stays.)"""
+    live = live_ops(func, roots=keep)
     erased = 0
     for op in reversed([op for op in func.walk() if op is not func and op not in live]):
-        if keep(op) or any(r.uses for r in op.results):
+        if any(r.uses for r in op.results):
             continue
         op.detach()
         op.erase()
