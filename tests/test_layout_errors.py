@@ -66,6 +66,15 @@ BAD = [
     (["layout", "basis", "--counts", "16,4", "--id", "64"], "outside"),
     (["layout", "basis", "--basis", "[[16, 4]]", "--id", "1"], "[[counts], [mapping]]"),
     (["layout", "convert", GOOD, "--to", "blocked"], "invalid choice"),
+    (["layout", "check", "#xegpu.layout<inst_data = []>", "--shape", "8x16"],
+     "error: layout: inst_data [] is empty: an xegpu.layout field has one entry per dim"),
+    # a subgroup stride far beyond the tile: 2,000,000 subgroups, refused before any map is built
+    (["layout", "check", nested(subgroup_tile="[1, 2]", subgroup_strides="[0, 1000000]"), "--subgroup-size", "16"],
+     "error: layout: the layout spans 2000000 subgroups of 16 lanes, 32000000 threads: more than a workgroup can "
+     "have (at most 65536 here)"),
+    (["layout", "check", "#xegpu.layout<sg_layout = [2, 100000], sg_data = [1, 1]>", "--shape", "2x100000"],
+     "error: layout: the layout spans 200000 subgroups of 16 lanes, 3200000 threads: more than a workgroup can "
+     "have (at most 65536 here)"),
 ]
 
 

@@ -112,6 +112,9 @@ class XeGPULayout(_XeGPUQuestions):
                 object.__setattr__(self, f, v)
                 present[f] = v
         ranks = {f: len(v) for f, v in present.items()}
+        for f, rank in ranks.items():
+            if rank == 0:
+                raise SimtifyError(f"{f} [] is empty: an xegpu.layout field has one entry per dim")
         if ranks and len(set(ranks.values())) > 1:
             desc = ", ".join(f"{f} {r}" for f, r in ranks.items())
             raise SimtifyError(f"xegpu.layout fields must have the same rank, got {desc}")
