@@ -112,9 +112,6 @@ class XeGPULayout(_XeGPUQuestions):
                 object.__setattr__(self, f, v)
                 present[f] = v
         ranks = {f: len(v) for f, v in present.items()}
-        for f, rank in ranks.items():
-            if rank == 0:
-                raise SimtifyError(f"{f} [] is empty: an xegpu.layout field has one entry per dim")
         if ranks and len(set(ranks.values())) > 1:
             desc = ", ".join(f"{f} {r}" for f, r in ranks.items())
             raise SimtifyError(f"xegpu.layout fields must have the same rank, got {desc}")
@@ -140,6 +137,8 @@ class XeGPULayout(_XeGPUQuestions):
             if key in values:
                 raise SimtifyError(f"'{key}' is given twice", where)
             values[key] = int_list(value, key, where)
+            if not values[key]:  # a value's layout has a rank (the rank-0 ones are made, never written)
+                raise SimtifyError(f"{key} [] is empty: an xegpu.layout field has one entry per dim", where)
         return built_at(where, cls, **values)
 
     def __str__(self) -> str:
