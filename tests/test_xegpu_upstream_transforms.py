@@ -194,3 +194,13 @@ def test_a_3d_mask_is_stored_slice_by_slice():
     want = np.zeros((2, 8, 8), np.int32)
     want[:1, :5, :3] = 1
     np.testing.assert_array_equal(result.arguments["upstream_last_value_out"], want)
+
+
+@pytest.mark.parametrize("stage", ["xegpu-blocking", "xegpu-distribute"])
+def test_a_scalar_convert_layout_passes_blocking_unchanged(stage):
+    # upstream's vector_reduce_2d anchors the f32 its reduction gives with a fully sliced
+    # layout; blocking has no block to re-cut in a scalar (it stopped with an internal error)
+    (text,) = [text for file, func, text in (case.values for case in CASES)
+               if (file, func) == ("sg-to-lane-distribute.mlir", "vector_reduce_2d")]
+    assert re.search(r"xegpu\.convert_layout %\w+\s*<\{[^}]*\}>\s*: f32", text)
+    check_xegpu(text, "vector_reduce_2d", stage, block=(16,), ref_block=(16,))
