@@ -72,6 +72,10 @@ BAD = [
     (["layout", "check", nested(subgroup_tile="[1, 2]", subgroup_strides="[0, 1000000]"), "--subgroup-size", "16"],
      "error: layout: the layout spans 2000000 subgroups of 16 lanes, 32000000 threads: more than a workgroup can "
      "have (at most 65536 here)"),
+    # every thread owns every element: 16 threads x 2^24 registers, refused before numpy allocates 2 GiB
+    (["layout", "check", "#xegpu.layout<>", "--shape", "4096x4096"],
+     "error: layout: the layout gives 16 threads 16777216 registers each on 4096x4096: 268435456 owned elements, "
+     "more than simtify lists (134217728)"),
     # plan-conversion names the layout (SRC or DST) that does not fit, and refuses a launch no target runs
     (["plan-conversion", "#xegpu.layout<sg_layout = [2, 2], sg_data = [32, 32]>", "example:seed-64x64", "--shape",
       "64x64x2"], "error: SRC: the layout has rank 2 but the shape [64, 64, 2] has rank 3"),
