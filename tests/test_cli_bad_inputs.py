@@ -136,3 +136,15 @@ def test_a_hash_config_is_a_located_error(capsys):
                        "--config", "#")
     assert_error(code, err, "Expected suffix identifier after '#'")
     assert "--config:1:1" in err
+
+
+@pytest.mark.parametrize("literal,message", [
+    ("0xFF800000 : f16", "hexadecimal float literal 0xFF800000 does not fit f16"),
+    ("-0x7C00 : f16", "hexadecimal float literal should not have a leading minus"),
+])
+def test_a_hex_float_literal_that_is_no_bit_pattern_of_its_type(capsys, tmp_path, literal, message):
+    # f32's -inf pattern left on an f16 constant, and a sign on a bit pattern: MLIR refuses both
+    path = tmp_path / "in.mlir"
+    path.write_text(f"func.func @f() -> f16 {{\n  %c = arith.constant {literal}\n  return %c : f16\n}}\n")
+    code, _, err = cli(capsys, "opt", path)
+    assert_error(code, err, f"{path}:2:23: error: {message}")

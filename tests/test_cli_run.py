@@ -83,6 +83,25 @@ def test_check_exits_1_on_a_sanitizer_finding_or_a_mismatch(capsys, tmp_path):
     assert code == 0 and out.splitlines()[-1] == "equal"
 
 
+def test_check_compares_bf16_within_bf16_precision(capsys, tmp_path):
+    # bf16 is simulated in float32, rounded after each op: a distributed sum of 64 bf16
+    # values rounds in another order than the workgroup-level one, at bf16's 2^-8, not f32's
+    fixture = Path(__file__).parent / "fixtures" / "iree" / "inputs" / "row_sum.mlir"
+    ref = tmp_path / "row_sum_bf16.mlir"
+    ref.write_text(fixture.read_text().replace("f32", "bf16"))
+    simt = tmp_path / "simt.mlir"
+    code, _, err = cli(capsys, "opt", ref, "--pipeline", "nested-distribute", "-o", simt)
+    assert code == 0, err
+    code, out, _ = cli(capsys, "check", ref, simt, "--func", "row_sum", "--no-progress", "--rtol", "0", "--atol", "0")
+    assert code == 1 and "dst: MISMATCH" in out  # the rounding is there
+    code, out, _ = cli(capsys, "check", ref, simt, "--func", "row_sum", "--no-progress")
+    assert code == 0 and out.splitlines()[-1] == "equal", out
+    wrong = tmp_path / "wrong.mlir"
+    wrong.write_text(simt.read_text().replace("arith.addf", "arith.maximumf"))
+    code, out, _ = cli(capsys, "check", ref, wrong, "--func", "row_sum", "--no-progress")
+    assert code == 1 and "dst: MISMATCH" in out
+
+
 @pytest.fixture
 def npys(tmp_path):
     np.save(tmp_path / "shape.npy", np.ones((8, 32), np.float32))

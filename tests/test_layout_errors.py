@@ -66,6 +66,27 @@ BAD = [
     (["layout", "basis", "--counts", "16,4", "--id", "64"], "outside"),
     (["layout", "basis", "--basis", "[[16, 4]]", "--id", "1"], "[[counts], [mapping]]"),
     (["layout", "convert", GOOD, "--to", "blocked"], "invalid choice"),
+    (["layout", "check", "#xegpu.layout<inst_data = []>", "--shape", "8x16"],
+     "error: layout: inst_data [] is empty: an xegpu.layout field has one entry per dim"),
+    # a subgroup stride far beyond the tile: 2,000,000 subgroups, refused before any map is built
+    (["layout", "check", nested(subgroup_tile="[1, 2]", subgroup_strides="[0, 1000000]"), "--subgroup-size", "16"],
+     "error: layout: the layout spans 2000000 subgroups of 16 lanes, 32000000 threads: more than a workgroup can "
+     "have (at most 65536 here)"),
+    # every thread owns every element: 16 threads x 2^24 registers, refused before numpy allocates 2 GiB
+    (["layout", "check", "#xegpu.layout<>", "--shape", "4096x4096"],
+     "error: layout: the layout gives 16 threads 16777216 registers each on 4096x4096: 268435456 owned elements, "
+     "more than simtify lists (134217728)"),
+    # plan-conversion names the layout (SRC or DST) that does not fit, and refuses a launch no target runs
+    (["plan-conversion", "#xegpu.layout<sg_layout = [2, 2], sg_data = [32, 32]>", "example:seed-64x64", "--shape",
+      "64x64x2"], "error: SRC: the layout has rank 2 but the shape [64, 64, 2] has rank 3"),
+    (["plan-conversion", "example:seed-64x64", "#xegpu.layout<sg_layout = [2, 2], sg_data = [32, 128]>", "--shape",
+      "64x64"], "error: DST: dim 1: sg_data 128 exceeds the size 64: a subgroup would hold elements twice"),
+    (["plan-conversion", "#xegpu.layout<sg_layout = [2, 100000], sg_data = [32, 1]>", "example:seed-64x64",
+      "--shape", "64x100000"], "error: SRC: the layout spans 200000 subgroups of 64 lanes, 12800000 threads: more "
+                               "than gfx942's limit of 1024 per workgroup"),
+    (["layout", "check", "#xegpu.layout<sg_layout = [2, 100000], sg_data = [1, 1]>", "--shape", "2x100000"],
+     "error: layout: the layout spans 200000 subgroups of 16 lanes, 3200000 threads: more than a workgroup can "
+     "have (at most 65536 here)"),
 ]
 
 

@@ -58,6 +58,9 @@ CASES = {
                                  "lane_data = [1, 1]>"), [],
         "3:3: lane_layout [2, 16] has 32 lanes, but XeGPU code runs on 16-lane subgroups; give the layout a number "
         "of lanes that divides 16"),
+    "an empty layout field": (
+        LOAD_STORE.format(layout="#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16], inst_data = []>"), [],
+        "3:55: invalid xegpu.layout: inst_data [] is empty: an xegpu.layout field has one entry per dim"),
     "an op the distribution does not know": (
         LOAD_STORE.format(layout="#xegpu.layout<sg_layout = [2, 2], sg_data = [16, 16]>").replace(
             "  xegpu.store_nd", "  %e = vector.extract %v[0] : vector<32xf32> "

@@ -194,3 +194,28 @@ def test_a_3d_mask_is_stored_slice_by_slice():
     want = np.zeros((2, 8, 8), np.int32)
     want[:1, :5, :3] = 1
     np.testing.assert_array_equal(result.arguments["upstream_last_value_out"], want)
+
+
+@pytest.mark.parametrize("stage", ["xegpu-blocking", "xegpu-distribute"])
+def test_a_scalar_convert_layout_passes_blocking_unchanged(stage):
+    # upstream's vector_reduce_2d anchors the f32 its reduction gives with a fully sliced
+    # layout; blocking has no block to re-cut in a scalar (it stopped with an internal error)
+    (text,) = [text for file, func, text in (case.values for case in CASES)
+               if (file, func) == ("sg-to-lane-distribute.mlir", "vector_reduce_2d")]
+    assert re.search(r"xegpu\.convert_layout %\w+\s*<\{[^}]*\}>\s*: f32", text)
+    check_xegpu(text, "vector_reduce_2d", stage, block=(16,), ref_block=(16,))
+
+
+def test_layouts_of_a_value_too_large_to_list_owners_of_are_compared_conservatively(tmp_path, capsys):
+    # distribute_nested_slice broadcasts to 256x16x16x256x16x16 (2^32 elements): whether two
+    # layouts agree on it is not decided by listing owners (32 GiB); propagation keeps its
+    # conversions instead of running out of memory (the program is too large to simulate)
+    from simtify.cli.main import main
+
+    (text,) = [text for file, func, text in (case.values for case in CASES)
+               if (file, func) == ("xegpu-wg-to-sg.mlir", "distribute_nested_slice")]
+    path = tmp_path / "in.mlir"
+    path.write_text(text)
+    assert main(["opt", str(path), "--pipeline", "xegpu-propagate"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "%anchor = xegpu.convert_layout" in out and "vector<256x16x16x256x16x16xf32>" in out

@@ -125,6 +125,12 @@ def _load(args):
     for flag, value in (("--threads", args.threads), ("--subgroup-size", args.subgroup_size)):
         if value is not None and value > MAX_THREADS:
             raise SimtifyError(f"{value} is more than a workgroup can have (at most {MAX_THREADS} here)", flag)
+    subgroups = layout.num_subgroups
+    if args.threads is None and subgroups is not None:
+        lanes = args.subgroup_size or layout.default_subgroup_size
+        if subgroups * lanes > MAX_THREADS:
+            raise SimtifyError(f"the layout spans {subgroups} subgroups of {lanes} lanes, {subgroups * lanes} threads: "
+                               f"more than a workgroup can have (at most {MAX_THREADS} here)", where)
     try:
         omap = ownership_map(layout, shape, args.subgroup_size, args.threads)
     except SimtifyError as e:

@@ -39,7 +39,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
 BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4, "f64": 8}
 
 
-def _nested(arg: str, shape, sg, threads, where: str):
+def _nested(arg: str, shape, sg, threads, where: str, target):
     from simtify.cli.layout_cmd import _read_layout_text
     from simtify.errors import SimtifyError
     from simtify.layout import NestedLayout, parse_layout
@@ -51,7 +51,14 @@ def _nested(arg: str, shape, sg, threads, where: str):
         return layout
     if shape is None:
         raise SimtifyError("a layout other than a nested one needs --shape", "--shape")
-    nested, reason = convert_layout(layout, "nested", shape, sg, threads)
+    subgroups = layout.num_subgroups
+    if threads is None and subgroups is not None and subgroups * sg > target.max_workgroup_size:
+        raise SimtifyError(f"the layout spans {subgroups} subgroups of {sg} lanes, {subgroups * sg} threads: more "
+                           f"than {target.name}'s limit of {target.max_workgroup_size} per workgroup", where)
+    try:
+        nested, reason = convert_layout(layout, "nested", shape, sg, threads)
+    except SimtifyError as e:
+        raise e.at(where) from None
     if nested is None:
         raise SimtifyError(f"no nested layout equals this layout: {reason}", where)
     return nested
@@ -72,8 +79,8 @@ def run(args) -> int:
         raise SimtifyError(f"a subgroup of {sg} lanes exceeds {target.name}'s workgroup limit of "
                            f"{target.max_workgroup_size} threads", "--subgroup-size")
     shape = parse_shape(args.shape) if args.shape else None
-    src = _nested(args.src, shape, sg, args.threads, "SRC")
-    dst = _nested(args.dst, shape, sg, args.threads, "DST")
+    src = _nested(args.src, shape, sg, args.threads, "SRC", target)
+    dst = _nested(args.dst, shape, sg, args.threads, "DST", target)
     for lay, where in ((src, "SRC"), (dst, "DST")):
         if shape is not None and lay.undistributed_shape != tuple(shape):
             raise SimtifyError(f"the layout covers {'x'.join(map(str, lay.undistributed_shape))}, "

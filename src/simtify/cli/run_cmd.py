@@ -249,14 +249,14 @@ def check_cmd(args) -> int:
         ref = _simulate(ref_module, args, {k: v.copy() for k, v in inputs.items()}, True, bar.stage_of("ref"))
         new = _simulate(new_module, args, new_inputs, True, bar.stage_of("new"))
     rows, equal = [], True
-    for (n1, _), (n2, _) in zip(ref_sig, new_sig):
+    for (n1, t), (n2, _) in zip(function_args(ref_func), new_sig):
         if n1 not in ref.arguments:
             continue
-        ok, err = compare(ref.arguments[n1], new.arguments[n2], args.rtol, args.atol)
+        ok, err = compare(ref.arguments[n1], new.arguments[n2], args.rtol, args.atol, t)
         equal &= ok
         rows.append({"argument": n2, "equal": ok, "max_error": err})
-    for i, (a, b) in enumerate(zip(ref.returns, new.returns)):
-        ok, err = compare(np.asarray(a), np.asarray(b), args.rtol, args.atol)
+    for i, (a, b, t) in enumerate(zip(ref.returns, new.returns, ref_func.function_type.outputs.data)):
+        ok, err = compare(np.asarray(a), np.asarray(b), args.rtol, args.atol, t)
         equal &= ok
         rows.append({"argument": f"return{i}", "equal": ok, "max_error": err})
     findings = [("ref", f) for f in ref.findings] + [("new", f) for f in new.findings]

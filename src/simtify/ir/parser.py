@@ -7,7 +7,8 @@ Two things are added to `xdsl.parser.Parser`:
   ``dense<...>`` as the bit pattern of the element: IREE prints −inf as
   ``dense<0xFF800000> : vector<2xf32>``. xDSL 0.74 reads it as the *integer* 4286578688
   converted to float, which silently turns a max-reduction's identity into a large
-  positive number. Scalars (``arith.constant 0xFF800000 : f32``) are already right.
+  positive number. Scalars (``arith.constant 0xFF800000 : f32``) are already right;
+  a scalar pattern wider than its type is an error at the literal.
 - **Speed of dense literals.** xDSL rebuilds a type constraint for every
   ``dense<...>`` it reads (about 3 ms each, the hot spot of parsing IREE output); the
   same check is made here with plain ``isinstance``.
@@ -42,6 +43,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     ComplexType,
     DenseIntOrFPElementsAttr,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -128,6 +130,9 @@ def removed_upstream(name: str, kind: str) -> str:
 # string, nothing, a complex number.
 _NOT_A_SPLAT = frozenset({MLIRTokenKind.L_SQUARE, MLIRTokenKind.STRING_LIT, MLIRTokenKind.GREATER,
                           MLIRTokenKind.L_PAREN})
+
+# A minus before a hexadecimal literal: MLIR refuses it for a float (a bit pattern has no sign).
+_NEGATIVE_HEX = re.compile(r"-\s*0[xX]")
 
 # The largest dense literal read (elements, splats included).
 MAX_DENSE_ELEMENTS = 1 << 26
@@ -304,6 +309,20 @@ class MLIRParser(Parser):
             self._resume_from(start)  # xDSL's own error
             return super().parse_dense_int_or_fp_elements_attr(type)
         return DenseIntOrFPElementsAttr.from_list(type, [element.to_type(self, type.element_type)])
+
+    def parse_optional_builtin_int_or_float_attr(self):
+        """As xDSL, but a hexadecimal float literal wider than its type
+        (``arith.constant 0xFF800000 : f16``) is an error at the literal, as MLIR's."""
+        literal = self._current_token.span
+        try:
+            attr = super().parse_optional_builtin_int_or_float_attr()
+        except OverflowError:  # the bit pattern does not fit the float's bytes
+            type_text = self.lexer.input.content[literal.end:self.pos].strip().lstrip(":").strip()
+            self.raise_error(f"hexadecimal float literal {literal.text} does not fit {type_text}",
+                             at_position=literal)
+        if isinstance(attr, FloatAttr) and _NEGATIVE_HEX.match(self.lexer.input.content, literal.start):
+            self.raise_error("hexadecimal float literal should not have a leading minus", at_position=literal)
+        return attr
 
     def _parse_tensor_literal_element(self) -> AttrParser._TensorLiteralElement:
         element = super()._parse_tensor_literal_element()

@@ -16,6 +16,18 @@ import numpy as np
 
 from simtify.errors import SimtifyError
 
+# The most (thread, register) entries an ownership map holds: 1 GiB of int64, eight times
+# the largest value the simulator holds (2^27 elements), room for replicated owners.
+MAX_ENTRIES = 1 << 27
+
+
+def check_map_size(threads: int, registers: int, shape) -> None:
+    """Refuse, before numpy allocates it, an ownership map too large to hold."""
+    if threads * registers > MAX_ENTRIES:
+        raise SimtifyError(f"the layout gives {threads} threads {registers} registers each on "
+                           f"{'x'.join(map(str, shape))}: {threads * registers} owned elements, more than simtify "
+                           f"lists ({MAX_ENTRIES})")
+
 
 def unravel(flat, shape) -> tuple[np.ndarray, ...]:
     """Row-major coordinates of flat indices, by integer division. (numpy 2.4's

@@ -74,6 +74,12 @@ class VectorLayout:
     def default_subgroup_size(self) -> int:
         raise self._cannot("default_subgroup_size")
 
+    @property
+    def num_subgroups(self) -> int | None:
+        """The subgroups the layout spans where the family knows it before building an
+        ownership map (so that a launch too large to list is refused first); else None."""
+        return None
+
     def ownership(self, shape: Sequence[int], subgroup_size: int | None = None,
                   num_threads: int | None = None) -> OwnershipMap:
         raise self._cannot("ownership")

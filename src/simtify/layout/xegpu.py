@@ -46,7 +46,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from simtify.errors import SimtifyError
-from simtify.layout.ownership import OwnershipMap
+from simtify.layout.ownership import OwnershipMap, check_map_size
 from simtify.layout.protocol import VectorLayout
 from simtify.layout.syntax import AttributeText, built_at, format_ints, int_list
 
@@ -137,6 +137,8 @@ class XeGPULayout(_XeGPUQuestions):
             if key in values:
                 raise SimtifyError(f"'{key}' is given twice", where)
             values[key] = int_list(value, key, where)
+            if not values[key]:  # a value's layout has a rank (the rank-0 ones are made, never written)
+                raise SimtifyError(f"{key} [] is empty: an xegpu.layout field has one entry per dim", where)
         return built_at(where, cls, **values)
 
     def __str__(self) -> str:
@@ -374,6 +376,7 @@ def _ownership(base: XeGPULayout, removed: tuple[int, ...], shape: tuple[int, ..
     lane_ids = delinearize(tids % subgroup_size, base.lane_layout or (1,) * rank_full, base.order if base.lane_layout else None)
     # Register index space: (sg round, inst block, lane-local index) per dim, row-major.
     reg_shape = [p.R for p in plans] + [p.nb for p in plans] + [p.lane_extent for p in plans]
+    check_map_size(num_threads, prod(reg_shape), shape)
     k = len(plans)
     regs = np.indices(reg_shape, dtype=np.int64).reshape(3 * k, -1) if k else np.zeros((0, 1), np.int64)
     row_strides = [prod(shape[j + 1 :]) for j in range(k)]

@@ -140,6 +140,9 @@ class Blocking(XeGPULevel):
 
     def op_xegpu_convert_layout(self, op: Operation, em: Emitter) -> None:
         src, r = op.source, op.result
+        if not is_vector(src):  # a scalar (a fully sliced layout): one piece, nothing to re-cut
+            self.value_pieces[r] = self.pieces(src)
+            return
         have, want = self.layout_of(src), self.layout_of(r)
         vshape = shape(src)
         hgrid, wgrid = self.grid(have, vshape), self.grid(want, vshape)
