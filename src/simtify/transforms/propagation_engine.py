@@ -264,6 +264,13 @@ class Engine:
         # op -> is_per_element(op): asked on every sweep, decided by the op's kind and
         # types, which propagation does not change (the op is kept alive as the key)
         self._per_element: dict[Operation, bool] = {}
+        # the sweeps' shortcut (`visit`): the ops whose last forward (backward) visit
+        # wrote nothing and whose values read then have not been written since; the
+        # values read by the visit under way; value -> the settled visits that read it
+        self._settled: tuple[set[Operation], set[Operation]] = (set(), set())
+        self._reads: list[SSAValue] | None = None
+        self._readers: dict[SSAValue, set[tuple[int, Operation]]] = {}
+        self._writes = 0
 
     # --- what a family says ---------------------------------------------------------
 
@@ -283,8 +290,12 @@ class Engine:
         return None
 
     def place(self, v: SSAValue, layout) -> None:
-        """Record `v`'s layout (a family may record it for values tied to `v` too)."""
+        """Record `v`'s layout (a family may record it for values tied to `v` too, each
+        by this method: the sweeps learn here which visits a write makes due)."""
         self.layouts[v] = layout
+        self._writes += 1
+        for direction, op in self._readers.pop(v, ()):
+            self._settled[direction].discard(op)
 
     def interchangeable(self, have, need) -> bool:
         """Can a value in `have` stand where `need` is needed without a conversion?"""
@@ -315,6 +326,8 @@ class Engine:
     # --- assignment -----------------------------------------------------------------
 
     def L(self, v: SSAValue):
+        if self._reads is not None:
+            self._reads.append(v)
         return self.layouts.get(v)
 
     def assign(self, v: SSAValue, layout) -> None:
@@ -322,7 +335,7 @@ class Engine:
         the family refines it)."""
         if layout is None or not is_vector(v):
             return
-        old = self.layouts.get(v)
+        old = self.L(v)
         layout = self.admit(v, layout) if old is None else self.refine(v, old, layout)
         if layout is None or layout == old:
             return  # not this value's layout: the rule does not apply
@@ -384,15 +397,44 @@ class Engine:
 
     def flow(self, ops: list[Operation]) -> None:
         """Forward over `ops` in program order and backward in reverse until nothing
-        changes."""
+        changes (an op whose visit would change nothing is passed over, `visit`)."""
+        forward, backward = self._settled
         for _ in range(4 * len(ops) + 4):
             self.changed = False
             for op in ops:
-                self.forward(op)
+                if op not in forward:
+                    self.visit(op, 0)
             for op in reversed(ops):
-                self.backward(op)
+                if op not in backward:
+                    self.visit(op, 1)
             if not self.changed:
                 break
+
+    def visit(self, op: Operation, direction: int) -> None:
+        """`op`'s forward (0) or backward (1) rule, noting what it read. A visit is a
+        function of the layouts it reads (through `L`): one that wrote nothing would
+        write nothing again until one of those layouts is written (`place`), so until
+        then the sweeps pass it over, and give the same layouts as visiting it would."""
+        reads = self._reads = []
+        writes = self._writes
+        try:
+            if direction == 0:
+                self.forward(op)
+            else:
+                self.backward(op)
+        finally:
+            self._reads = None
+        if self._writes == writes:
+            self._settled[direction].add(op)
+            for v in reads:
+                self._readers.setdefault(v, set()).add((direction, op))
+
+    def revisit_all(self) -> None:
+        """Forget the settled visits: what the rules read besides layouts has changed
+        (the IR, or a family's state that its rules ask)."""
+        for settled in self._settled:
+            settled.clear()
+        self._readers.clear()
 
     # --- the conflict policy --------------------------------------------------------
 
@@ -407,6 +449,7 @@ class Engine:
             if op.name == "vector.mask" and op.masked_op is not None:
                 self.resolve_op(op.masked_op, inside_mask=True)
             self.resolve_op(op)
+        self.revisit_all()  # the conversions changed the IR
 
     def resolve_op(self, op: Operation, inside_mask: bool = False) -> None:
         """An operand not in the layout the op requires is converted in front of the

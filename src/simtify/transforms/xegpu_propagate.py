@@ -518,7 +518,7 @@ class Propagation(Engine):
         """`v` and the values it is carried as (one loop slot's block argument and
         result) take `layout`."""
         for t in self.tied.get(v, (v,)):
-            self.layouts[t] = layout
+            super().place(t, layout)
 
     def _completes(self, new: Layout, old: Layout, shape_) -> bool:
         """`old` says only how subgroups share the value, and `new` says the same (by
@@ -656,6 +656,7 @@ class Propagation(Engine):
         if count <= 1 or not (stores or reductions) or self.result.num_subgroups not in (1, count):
             return False
         self.result.num_subgroups = count
+        self.revisit_all()  # the rules compare layouts over the threads launched
         for op in stores:
             self.assign(op.value, store_layout(shape(op.value), count))
         for op in reductions:
