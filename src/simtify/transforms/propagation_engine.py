@@ -269,7 +269,7 @@ class Engine:
         # values read by the visit under way; value -> the settled visits that read it
         self._settled: tuple[set[Operation], set[Operation]] = (set(), set())
         self._reads: list[SSAValue] | None = None
-        self._readers: dict[SSAValue, set[tuple[int, Operation]]] = {}
+        self._readers: tuple[dict[SSAValue, list[Operation]], ...] = ({}, {})
         self._writes = 0
 
     # --- what a family says ---------------------------------------------------------
@@ -294,8 +294,10 @@ class Engine:
         by this method: the sweeps learn here which visits a write makes due)."""
         self.layouts[v] = layout
         self._writes += 1
-        for direction, op in self._readers.pop(v, ()):
-            self._settled[direction].discard(op)
+        for settled, readers in zip(self._settled, self._readers):
+            due = readers.pop(v, None)
+            if due:
+                settled.difference_update(due)
 
     def interchangeable(self, have, need) -> bool:
         """Can a value in `have` stand where `need` is needed without a conversion?"""
@@ -326,8 +328,9 @@ class Engine:
     # --- assignment -----------------------------------------------------------------
 
     def L(self, v: SSAValue):
-        if self._reads is not None:
-            self._reads.append(v)
+        reads = self._reads
+        if reads is not None:
+            reads.append(v)
         return self.layouts.get(v)
 
     def assign(self, v: SSAValue, layout) -> None:
@@ -398,43 +401,44 @@ class Engine:
     def flow(self, ops: list[Operation]) -> None:
         """Forward over `ops` in program order and backward in reverse until nothing
         changes (an op whose visit would change nothing is passed over, `visit`)."""
-        forward, backward = self._settled
+        sweeps = ((ops, self.forward, self._settled[0], self._readers[0]),
+                  (ops[::-1], self.backward, self._settled[1], self._readers[1]))
         for _ in range(4 * len(ops) + 4):
             self.changed = False
-            for op in ops:
-                if op not in forward:
-                    self.visit(op, 0)
-            for op in reversed(ops):
-                if op not in backward:
-                    self.visit(op, 1)
+            for order, step, settled, readers in sweeps:
+                for op in order:
+                    if op not in settled:
+                        self.visit(op, step, settled, readers)
             if not self.changed:
                 break
 
-    def visit(self, op: Operation, direction: int) -> None:
-        """`op`'s forward (0) or backward (1) rule, noting what it read. A visit is a
+    def visit(self, op: Operation, step, settled: set[Operation], readers: dict) -> None:
+        """`step(op)` (`forward` or `backward`), noting what it read. A visit is a
         function of the layouts it reads (through `L`): one that wrote nothing would
         write nothing again until one of those layouts is written (`place`), so until
-        then the sweeps pass it over, and give the same layouts as visiting it would."""
+        then the sweeps pass it over (it is `settled`), and give the same layouts as
+        visiting it would. `readers`: value -> the settled ops whose visit read it."""
         reads = self._reads = []
         writes = self._writes
         try:
-            if direction == 0:
-                self.forward(op)
-            else:
-                self.backward(op)
+            step(op)
         finally:
             self._reads = None
         if self._writes == writes:
-            self._settled[direction].add(op)
+            settled.add(op)
             for v in reads:
-                self._readers.setdefault(v, set()).add((direction, op))
+                due = readers.get(v)
+                if due is None:
+                    readers[v] = [op]
+                else:
+                    due.append(op)
 
     def revisit_all(self) -> None:
         """Forget the settled visits: what the rules read besides layouts has changed
         (the IR, or a family's state that its rules ask)."""
-        for settled in self._settled:
+        for settled, readers in zip(self._settled, self._readers):
             settled.clear()
-        self._readers.clear()
+            readers.clear()
 
     # --- the conflict policy --------------------------------------------------------
 
