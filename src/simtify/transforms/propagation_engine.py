@@ -14,7 +14,9 @@ The fixed point: anchors first (nothing else may claim their results), then forw
 over the ops in program order and backward in reverse until nothing changes; an operand
 nothing reached takes what its user requires, the family's defaults apply, and the flow
 runs again. A value takes the first layout that reaches it, unless its family's
-`Engine.refine` lets a later one replace it (XeGPU: one that only adds fields).
+`Engine.refine` lets a later one replace it (XeGPU: one that only adds fields). The
+sweeps pass over an op whose visit would change nothing (`Engine.visit`): what they give
+is what visiting every op on every sweep gives.
 
 The conflict policy, on edges, in program order (`Engine.resolve`): an operand whose
 layout is not what its op requires is converted in front of the use; a result whose
