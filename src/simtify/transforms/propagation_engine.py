@@ -14,7 +14,9 @@ The fixed point: anchors first (nothing else may claim their results), then forw
 over the ops in program order and backward in reverse until nothing changes; an operand
 nothing reached takes what its user requires, the family's defaults apply, and the flow
 runs again. A value takes the first layout that reaches it, unless its family's
-`Engine.refine` lets a later one replace it (XeGPU: one that only adds fields).
+`Engine.refine` lets a later one replace it (XeGPU: one that only adds fields). The
+sweeps pass over an op whose visit would change nothing (`Engine.visit`): what they give
+is what visiting every op on every sweep gives.
 
 The conflict policy, on edges, in program order (`Engine.resolve`): an operand whose
 layout is not what its op requires is converted in front of the use; a result whose
@@ -264,6 +266,13 @@ class Engine:
         # op -> is_per_element(op): asked on every sweep, decided by the op's kind and
         # types, which propagation does not change (the op is kept alive as the key)
         self._per_element: dict[Operation, bool] = {}
+        # the sweeps' shortcut (`visit`): the ops whose last forward (backward) visit
+        # wrote nothing and whose values read then have not been written since; the
+        # values read by the visit under way; value -> the settled visits that read it
+        self._settled: tuple[set[Operation], set[Operation]] = (set(), set())
+        self._reads: list[SSAValue] | None = None
+        self._readers: tuple[dict[SSAValue, list[Operation]], ...] = ({}, {})
+        self._writes = 0
 
     # --- what a family says ---------------------------------------------------------
 
@@ -283,8 +292,14 @@ class Engine:
         return None
 
     def place(self, v: SSAValue, layout) -> None:
-        """Record `v`'s layout (a family may record it for values tied to `v` too)."""
+        """Record `v`'s layout (a family may record it for values tied to `v` too, each
+        by this method: the sweeps learn here which visits a write makes due)."""
         self.layouts[v] = layout
+        self._writes += 1
+        for settled, readers in zip(self._settled, self._readers):
+            due = readers.pop(v, None)
+            if due:
+                settled.difference_update(due)
 
     def interchangeable(self, have, need) -> bool:
         """Can a value in `have` stand where `need` is needed without a conversion?"""
@@ -315,6 +330,9 @@ class Engine:
     # --- assignment -----------------------------------------------------------------
 
     def L(self, v: SSAValue):
+        reads = self._reads
+        if reads is not None:
+            reads.append(v)
         return self.layouts.get(v)
 
     def assign(self, v: SSAValue, layout) -> None:
@@ -322,7 +340,7 @@ class Engine:
         the family refines it)."""
         if layout is None or not is_vector(v):
             return
-        old = self.layouts.get(v)
+        old = self.L(v)
         layout = self.admit(v, layout) if old is None else self.refine(v, old, layout)
         if layout is None or layout == old:
             return  # not this value's layout: the rule does not apply
@@ -384,15 +402,45 @@ class Engine:
 
     def flow(self, ops: list[Operation]) -> None:
         """Forward over `ops` in program order and backward in reverse until nothing
-        changes."""
+        changes (an op whose visit would change nothing is passed over, `visit`)."""
+        sweeps = ((ops, self.forward, self._settled[0], self._readers[0]),
+                  (ops[::-1], self.backward, self._settled[1], self._readers[1]))
         for _ in range(4 * len(ops) + 4):
             self.changed = False
-            for op in ops:
-                self.forward(op)
-            for op in reversed(ops):
-                self.backward(op)
+            for order, step, settled, readers in sweeps:
+                for op in order:
+                    if op not in settled:
+                        self.visit(op, step, settled, readers)
             if not self.changed:
                 break
+
+    def visit(self, op: Operation, step, settled: set[Operation], readers: dict) -> None:
+        """`step(op)` (`forward` or `backward`), noting what it read. A visit is a
+        function of the layouts it reads (through `L`): one that wrote nothing would
+        write nothing again until one of those layouts is written (`place`), so until
+        then the sweeps pass it over (it is `settled`), and give the same layouts as
+        visiting it would. `readers`: value -> the settled ops whose visit read it."""
+        reads = self._reads = []
+        writes = self._writes
+        try:
+            step(op)
+        finally:
+            self._reads = None
+        if self._writes == writes:
+            settled.add(op)
+            for v in reads:
+                due = readers.get(v)
+                if due is None:
+                    readers[v] = [op]
+                else:
+                    due.append(op)
+
+    def revisit_all(self) -> None:
+        """Forget the settled visits: what the rules read besides layouts has changed
+        (the IR, or a family's state that its rules ask)."""
+        for settled, readers in zip(self._settled, self._readers):
+            settled.clear()
+            readers.clear()
 
     # --- the conflict policy --------------------------------------------------------
 
@@ -407,6 +455,7 @@ class Engine:
             if op.name == "vector.mask" and op.masked_op is not None:
                 self.resolve_op(op.masked_op, inside_mask=True)
             self.resolve_op(op)
+        self.revisit_all()  # the conversions changed the IR
 
     def resolve_op(self, op: Operation, inside_mask: bool = False) -> None:
         """An operand not in the layout the op requires is converted in front of the

@@ -494,6 +494,9 @@ class Propagation(Engine):
         # runs, and the users convert
         self.dpas_results = {op.result: op for op in self.program if op.name in MATRIX_OPS
                              and notes.dpas_layouts(op)[2] is None}
+        # `complete_one`'s values in the order it completes them, and the gathers' values
+        self._completion_order: list[SSAValue] | None = None
+        self._gathered: set[SSAValue] = set()
 
     # --- the family's policy --------------------------------------------------------
 
@@ -518,7 +521,7 @@ class Propagation(Engine):
         """`v` and the values it is carried as (one loop slot's block argument and
         result) take `layout`."""
         for t in self.tied.get(v, (v,)):
-            self.layouts[t] = layout
+            super().place(t, layout)
 
     def _completes(self, new: Layout, old: Layout, shape_) -> bool:
         """`old` says only how subgroups share the value, and `new` says the same (by
@@ -604,19 +607,22 @@ class Propagation(Engine):
         produce and stores consume first (the block accesses fix lanes, as upstream's
         layout kinds do), then the rest, each in program order; slices last, since the
         values they are sliced from usually complete them."""
-        ops = self.program
-        anchored = [op.value for op in ops if op.name in ("xegpu.load_nd", "xegpu.store_nd", "xegpu.load",
-                                                         "xegpu.store")]
-        anchored += [op.data for op in ops if op.name in ("xegpu.load_matrix", "xegpu.store_matrix")]
-        gathered = {op.value for op in ops if op.name in ("xegpu.load", "xegpu.store")}
-        others = [v for op in ops for v in list(op.results) + [a for r in op.regions for b in r.blocks
-                                                               for a in b.args]]
+        if self._completion_order is None:  # the program does not change while it runs
+            ops = self.program
+            anchored = [op.value for op in ops if op.name in ("xegpu.load_nd", "xegpu.store_nd", "xegpu.load",
+                                                             "xegpu.store")]
+            anchored += [op.data for op in ops if op.name in ("xegpu.load_matrix", "xegpu.store_matrix")]
+            others = [v for op in ops for v in list(op.results) + [a for r in op.regions for b in r.blocks
+                                                                   for a in b.args]]
+            self._completion_order = [v for v in anchored + others if is_vector(v)]
+            self._gathered = {op.value for op in ops if op.name in ("xegpu.load", "xegpu.store")}
+        gathered, workgroup_level = self._gathered, self.result.workgroup_level
         for slices in (False, True):
-            for v in anchored + others:
+            for v in self._completion_order:
                 cur = self.L(v)
-                if not is_vector(v) or is_complete(cur, inst=self.inst, lanes=self.lanes):
+                if is_complete(cur, inst=self.inst, lanes=self.lanes):
                     continue
-                if isinstance(cur, XeGPUSlice) != slices or (cur is None and self.result.workgroup_level):
+                if isinstance(cur, XeGPUSlice) != slices or (cur is None and workgroup_level):
                     continue
                 if cur is None and _read_whole(v):
                     continue
@@ -656,6 +662,7 @@ class Propagation(Engine):
         if count <= 1 or not (stores or reductions) or self.result.num_subgroups not in (1, count):
             return False
         self.result.num_subgroups = count
+        self.revisit_all()  # the rules compare layouts over the threads launched
         for op in stores:
             self.assign(op.value, store_layout(shape(op.value), count))
         for op in reductions:
