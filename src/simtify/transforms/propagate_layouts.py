@@ -146,7 +146,7 @@ class Propagation(Engine):
 
     def default(self, op: Operation) -> None:
         """A broadcast's result nothing else reached holds the added dims whole."""
-        if op.name == "vector.broadcast" and is_vector(op.source) and self.L(op.source):
+        if op.name == "vector.broadcast" and is_vector(op.source) and self.layout_of(op.source):
             self.assign(op.results[0], self.broadcast_result_layout(op))
 
     def before_resolve(self, op: Operation) -> None:
@@ -170,10 +170,10 @@ class Propagation(Engine):
         """A broadcast's result from its source alone: the dims it adds or stretches held
         whole by every thread (a last resort: users usually say more)."""
         shape = tuple(op.results[0].type.get_shape())
-        lead = len(shape) - self.L(op.source).rank
+        lead = len(shape) - self.layout_of(op.source).rank
         src_shape = tuple(op.source.type.get_shape())
         stretched = list(range(lead)) + [lead + i for i, n in enumerate(src_shape) if n == 1 and shape[lead + i] != 1]
-        return self.held_whole(self.widened(self.L(op.source), lead), stretched, shape)
+        return self.held_whole(self.widened(self.layout_of(op.source), lead), stretched, shape)
 
     @staticmethod
     def broadcast_source_layout(op: Operation, res: NestedLayout) -> NestedLayout:
@@ -186,7 +186,7 @@ class Propagation(Engine):
     def gather_requirements(self, op: Operation) -> dict[int, NestedLayout]:
         """A gather's index vectors and mask take the result's layout on the dims they
         are read at (their indexing maps)."""
-        lay = self.L(op.results[0])
+        lay = self.layout_of(op.results[0])
         out: dict[int, NestedLayout] = {}
         if lay is None:
             return out
@@ -229,10 +229,10 @@ class Propagation(Engine):
         by every thread, the others as the result's (else as the source's)."""
         k = self.positions(op)
         shape = tuple(op.vector.type.get_shape())
-        if is_vector(op.results[0]) and self.L(op.results[0]) is not None:
-            base = self.widened(self.L(op.results[0]), k)
-        elif self.L(op.vector) is not None:
-            base = self.L(op.vector)
+        if is_vector(op.results[0]) and self.layout_of(op.results[0]) is not None:
+            base = self.widened(self.layout_of(op.results[0]), k)
+        elif self.layout_of(op.vector) is not None:
+            base = self.layout_of(op.vector)
         elif not is_vector(op.results[0]):
             base = None
         else:
@@ -244,11 +244,11 @@ class Propagation(Engine):
         by every thread, the others as the result's, the dest's or the inserted value's."""
         k = self.positions(op)
         shape = tuple(op.dest.type.get_shape())
-        base = self.L(op.results[0]) or self.L(op.dest)
+        base = self.layout_of(op.results[0]) or self.layout_of(op.dest)
         if base is None and is_vector(op.value_to_store):
-            if self.L(op.value_to_store) is None:
+            if self.layout_of(op.value_to_store) is None:
                 return None
-            base = self.widened(self.L(op.value_to_store), k)
+            base = self.widened(self.layout_of(op.value_to_store), k)
         return self.held_whole(base, range(k), shape)
 
     def shape_cast_source(self, op: Operation) -> NestedLayout | None:
@@ -258,10 +258,10 @@ class Propagation(Engine):
         whole by every thread (converted, reshaped, converted again)."""
         src_shape = tuple(op.operands[0].type.get_shape())
         try:
-            return self.L(op.results[0]).reshape(src_shape)
+            return self.layout_of(op.results[0]).reshape(src_shape)
         except SimtifyError:
             pass
-        have = self.L(op.operands[0])
+        have = self.layout_of(op.operands[0])
         if have is not None:
             try:
                 have.reshape(tuple(op.results[0].type.get_shape()))
@@ -281,7 +281,7 @@ class Propagation(Engine):
         maps = [result_dims(m.data) for m in op.indexing_maps.data]
         n = op.indexing_maps.data[0].data.num_dims
         sources = [(v, m) for v, m in ((op.lhs, maps[0]), (op.rhs, maps[1]), (op.acc, maps[2]),
-                                      (op.results[0], maps[2])) if is_vector(v) and self.L(v) is not None]
+                                      (op.results[0], maps[2])) if is_vector(v) and self.layout_of(v) is not None]
         sizes: dict[int, int] = {}
         for v, m in ((op.lhs, maps[0]), (op.rhs, maps[1]), (op.acc, maps[2])):
             if is_vector(v):
@@ -297,7 +297,7 @@ class Propagation(Engine):
             per_dim: dict[int, tuple] = {}
             for j in order:
                 v, m = sources[j]
-                lay = self.L(v)
+                lay = self.layout_of(v)
                 for k, d in enumerate(m):
                     if d is not None:
                         per_dim.setdefault(d, tuple(getattr(lay, f)[k] for f in _FIELDS))
@@ -315,7 +315,7 @@ class Propagation(Engine):
             seen.add(it)
             cost = 0
             for v, m in ((op.lhs, maps[0]), (op.rhs, maps[1]), (op.acc, maps[2]), (op.results[0], maps[2])):
-                have = self.L(v) if is_vector(v) else None
+                have = self.layout_of(v) if is_vector(v) else None
                 if have is not None and not self.analysis.interchangeable(have, it.apply(m)):
                     cost += prod(v.type.get_shape())
             if best_cost is None or cost < best_cost:
@@ -332,14 +332,14 @@ class Propagation(Engine):
         if inner is None:
             return None
         name = inner.name
-        if name == "vector.transfer_read" and self.L(inner.results[0]):
-            return mask_layout(inner, self.L(inner.results[0]))
-        if name == "vector.transfer_write" and self.L(inner.vector):
-            return mask_layout(inner, self.L(inner.vector))
+        if name == "vector.transfer_read" and self.layout_of(inner.results[0]):
+            return mask_layout(inner, self.layout_of(inner.results[0]))
+        if name == "vector.transfer_write" and self.layout_of(inner.vector):
+            return mask_layout(inner, self.layout_of(inner.vector))
         if name == "vector.multi_reduction":
-            return self.L(inner.source)
+            return self.layout_of(inner.source)
         if name == "vector.reduction":
-            return self.L(inner.vector)
+            return self.layout_of(inner.vector)
         if name == "vector.contract" and self.mma(inner) is None:
             return self.iteration_layout(inner)
         return None
@@ -360,7 +360,7 @@ class Propagation(Engine):
         inner = []
         for i, role in enumerate(("a", "b", "c")):
             canon = op.canonical_inner(i, intr)
-            perm = op.layout_permutation(i, intr, self.L(op.operands[i])) or (0, 1)
+            perm = op.layout_permutation(i, intr, self.layout_of(op.operands[i])) or (0, 1)
             if op.inner_shape(i) != tuple(canon[p] for p in perm):
                 raise SimtifyError(f"distributing inner_tiled needs operand #{i}'s inner tile to be {intr.name}'s "
                                    f"{'x'.join(str(canon[p]) for p in perm)}, not "
@@ -369,7 +369,7 @@ class Propagation(Engine):
         sizes = op.iteration_sizes()
         tiles: dict[int, tuple[int, int, int]] = {}
         for i, v in enumerate(op.operands):
-            lay = self.L(v)
+            lay = self.layout_of(v)
             r = len(maps[i])
             if lay is None or lay.rank != r + 2 or lay.project(list(range(r))) != inner[i] \
                     or any(lay.outer_tile[k] * lay.thread_tile[k] * lay.element_tile[k] != 1 for k in range(r)):
@@ -416,7 +416,7 @@ class Propagation(Engine):
                 sizes[d] = n
         tiles: dict[int, tuple[int, int, int]] = {}
         for role, v, m in (("a", op.lhs, maps[0]), ("c", op.acc, maps[2]), ("b", op.rhs, maps[1])):
-            lay = self.L(v)
+            lay = self.layout_of(v)
             if lay is None:
                 continue
             can = lay.apply([m.index(d) for d in canon[role]])
@@ -477,23 +477,23 @@ class ShapeCast(OpRule):
     """Each side is the other reshaped (`NestedLayout.reshape`), where that exists."""
 
     def forward(self, p, op):
-        if p.L(op.operands[0]) and is_vector(op.results[0]):
-            p.assign(op.results[0], _reshaped(p.L(op.operands[0]), op.results[0]))
+        if p.layout_of(op.operands[0]) and is_vector(op.results[0]):
+            p.assign(op.results[0], _reshaped(p.layout_of(op.operands[0]), op.results[0]))
 
     def backward(self, p, op):
-        if p.L(op.results[0]) and is_vector(op.operands[0]):
-            p.assign(op.operands[0], _reshaped(p.L(op.results[0]), op.operands[0]))
+        if p.layout_of(op.results[0]) and is_vector(op.operands[0]):
+            p.assign(op.operands[0], _reshaped(p.layout_of(op.results[0]), op.operands[0]))
 
     def required(self, p, op):
-        if p.L(op.results[0]) and is_vector(op.operands[0]):
+        if p.layout_of(op.results[0]) and is_vector(op.operands[0]):
             need = p.shape_cast_source(op)
             if need is not None:
                 return {0: need}
         return {}
 
     def produced(self, p, op):
-        if p.L(op.operands[0]) and is_vector(op.results[0]):
-            return [(op.results[0], _reshaped(p.L(op.operands[0]), op.results[0]))]
+        if p.layout_of(op.operands[0]) and is_vector(op.results[0]):
+            return [(op.results[0], _reshaped(p.layout_of(op.operands[0]), op.results[0]))]
         return []
 
 
@@ -502,12 +502,12 @@ class Broadcast(OpRule):
     a result nothing else reaches comes from `Propagation.default`."""
 
     def backward(self, p, op):
-        if p.L(op.results[0]) and is_vector(op.source):
-            p.assign(op.source, p.broadcast_source_layout(op, p.L(op.results[0])))
+        if p.layout_of(op.results[0]) and is_vector(op.source):
+            p.assign(op.source, p.broadcast_source_layout(op, p.layout_of(op.results[0])))
 
     def required(self, p, op):
-        if p.L(op.results[0]) and is_vector(op.source):
-            return {0: p.broadcast_source_layout(op, p.L(op.results[0]))}
+        if p.layout_of(op.results[0]) and is_vector(op.source):
+            return {0: p.broadcast_source_layout(op, p.layout_of(op.results[0]))}
         return {}
 
 
@@ -515,8 +515,8 @@ class Accumulating(OpRule):
     """An op with an accumulator: the accumulator takes the result's layout."""
 
     def backward(self, p, op):
-        if p.L(op.results[0]):
-            p.assign(op.acc, p.L(op.results[0]))
+        if p.layout_of(op.results[0]):
+            p.assign(op.acc, p.layout_of(op.results[0]))
 
 
 class MultiReduction(Accumulating):
@@ -524,21 +524,21 @@ class MultiReduction(Accumulating):
 
     @staticmethod
     def projected(p, op):
-        return p.L(op.source).project(list(op.reduction_dims.get_values()))
+        return p.layout_of(op.source).project(list(op.reduction_dims.get_values()))
 
     def forward(self, p, op):
-        if p.L(op.source) and is_vector(op.results[0]):
+        if p.layout_of(op.source) and is_vector(op.results[0]):
             proj = self.projected(p, op)
             p.assign(op.results[0], proj)
             p.assign(op.acc, proj)
 
     def required(self, p, op):
-        if p.L(op.source) and is_vector(op.results[0]):
+        if p.layout_of(op.source) and is_vector(op.results[0]):
             return {1: self.projected(p, op)}
         return {}
 
     def produced(self, p, op):
-        if p.L(op.source) and is_vector(op.results[0]):
+        if p.layout_of(op.source) and is_vector(op.results[0]):
             return [(op.results[0], self.projected(p, op))]
         return []
 
@@ -552,8 +552,8 @@ class Contract(Accumulating):
             lays = p.mma_layouts(op)
             for v, lay in zip((op.lhs, op.rhs, op.acc, op.results[0]), lays + (lays[2],)):
                 p.assign(v, lay)
-        elif is_vector(op.results[0]) and not (p.L(op.results[0]) and (not is_vector(op.acc) or p.L(op.acc))):
-            it = p.iteration_layout(op, fill=bool(p.L(op.lhs) and p.L(op.rhs)))
+        elif is_vector(op.results[0]) and not (p.layout_of(op.results[0]) and (not is_vector(op.acc) or p.layout_of(op.acc))):
+            it = p.iteration_layout(op, fill=bool(p.layout_of(op.lhs) and p.layout_of(op.rhs)))
             if it is not None:
                 acc = it.apply(result_dims(op.indexing_maps.data[2].data))
                 p.assign(op.results[0], acc)
@@ -603,12 +603,12 @@ class TransferRead(OpRule):
     """The mask takes the result's layout in source-dim order (`mask_layout`)."""
 
     def backward(self, p, op):
-        if op.mask is not None and p.L(op.results[0]):
-            p.assign(op.mask, mask_layout(op, p.L(op.results[0])))
+        if op.mask is not None and p.layout_of(op.results[0]):
+            p.assign(op.mask, mask_layout(op, p.layout_of(op.results[0])))
 
     def required(self, p, op):
-        if op.mask is not None and p.L(op.results[0]) is not None:
-            return {len(op.operands) - 1: mask_layout(op, p.L(op.results[0]))}
+        if op.mask is not None and p.layout_of(op.results[0]) is not None:
+            return {len(op.operands) - 1: mask_layout(op, p.layout_of(op.results[0]))}
         return {}
 
 
@@ -616,12 +616,12 @@ class TransferWrite(OpRule):
     """The mask takes the stored vector's layout in source-dim order."""
 
     def forward(self, p, op):
-        if op.mask is not None and p.L(op.vector):
-            p.assign(op.mask, mask_layout(op, p.L(op.vector)))
+        if op.mask is not None and p.layout_of(op.vector):
+            p.assign(op.mask, mask_layout(op, p.layout_of(op.vector)))
 
     def required(self, p, op):
-        if op.mask is not None and p.L(op.vector) is not None:
-            return {len(op.operands) - 1: mask_layout(op, p.L(op.vector))}
+        if op.mask is not None and p.layout_of(op.vector) is not None:
+            return {len(op.operands) - 1: mask_layout(op, p.layout_of(op.vector))}
         return {}
 
 
@@ -629,11 +629,11 @@ class Extract(OpRule):
     """The result is the source without the indexed dims; the source holds those whole."""
 
     def forward(self, p, op):
-        if is_vector(op.results[0]) and p.L(op.vector):
-            p.assign(op.results[0], p.L(op.vector).project(list(range(p.positions(op)))))
+        if is_vector(op.results[0]) and p.layout_of(op.vector):
+            p.assign(op.results[0], p.layout_of(op.vector).project(list(range(p.positions(op)))))
 
     def backward(self, p, op):
-        if is_vector(op.vector) and p.L(op.results[0]):
+        if is_vector(op.vector) and p.layout_of(op.results[0]):
             p.assign(op.vector, p.extract_source(op))
 
     def required(self, p, op):
@@ -644,8 +644,8 @@ class Extract(OpRule):
         return {}
 
     def produced(self, p, op):
-        if p.L(op.vector) and is_vector(op.results[0]):
-            return [(op.results[0], p.L(op.vector).project(list(range(p.positions(op)))))]
+        if p.layout_of(op.vector) and is_vector(op.results[0]):
+            return [(op.results[0], p.layout_of(op.vector).project(list(range(p.positions(op)))))]
         return []
 
 
@@ -656,7 +656,7 @@ class Insert(OpRule):
         p.assign(op.results[0], p.insert_layout(op))
 
     def backward(self, p, op):
-        if p.L(op.results[0]):
+        if p.layout_of(op.results[0]):
             need = p.insert_layout(op)
             p.assign(op.dest, need)
             if is_vector(op.value_to_store):
@@ -672,14 +672,14 @@ class Insert(OpRule):
         return out
 
     def produced(self, p, op):
-        return [(op.results[0], p.L(op.dest))]
+        return [(op.results[0], p.layout_of(op.dest))]
 
 
 class TransferGather(OpRule):
     """Index vectors and the mask take the result's layout on the dims they index."""
 
     def backward(self, p, op):
-        if p.L(op.results[0]):
+        if p.layout_of(op.results[0]):
             for i, lay in p.gather_requirements(op).items():
                 p.assign(op.operands[i], lay)
 
@@ -693,27 +693,27 @@ class Mask(OpRule):
 
     def forward(self, p, op):
         for y, res in zip(op.mask_region.block.last_op.operands, op.results):
-            p.assign(res, p.L(y))
+            p.assign(res, p.layout_of(y))
         p.assign(op.mask, p.mask_requirement(op))
 
     def backward(self, p, op):
         for y, res in zip(op.mask_region.block.last_op.operands, op.results):
-            p.assign(y, p.L(res))
+            p.assign(y, p.layout_of(res))
         p.assign(op.mask, p.mask_requirement(op))
         if op.passthru is not None:
-            p.assign(op.passthru, p.L(op.results[0]))
+            p.assign(op.passthru, p.layout_of(op.results[0]))
 
     def required(self, p, op):
         out = {}
         need = p.mask_requirement(op)
         if need is not None:
             out[0] = need
-        if op.passthru is not None and p.L(op.results[0]):
-            out[1] = p.L(op.results[0])
+        if op.passthru is not None and p.layout_of(op.results[0]):
+            out[1] = p.layout_of(op.results[0])
         return out
 
     def produced(self, p, op):
-        return [(r, p.L(y)) for y, r in zip(op.mask_region.block.last_op.operands, op.results)]
+        return [(r, p.layout_of(y)) for y, r in zip(op.mask_region.block.last_op.operands, op.results)]
 
 
 class VectorYield(OpRule):
@@ -723,7 +723,7 @@ class VectorYield(OpRule):
         parent = op.parent_op()
         if parent is not None and parent.name == "vector.mask":
             for y, res in zip(op.operands, parent.results):
-                p.assign(res, p.L(y))
+                p.assign(res, p.layout_of(y))
 
 
 class Scan(OpRule):
@@ -735,12 +735,12 @@ class Scan(OpRule):
         """`whole_to` takes `whole_from`'s layout and `part_to` it projected, or
         `part_from`'s: forward from source to dest, backward the other way."""
         dim = op.reduction_dim.value.data
-        if p.L(whole_from):
-            p.assign(whole_to, p.L(whole_from))
-            if p.L(whole_from).rank > 1:
-                p.assign(part_to, p.L(whole_from).project([dim]))
-        if p.L(part_from):
-            p.assign(part_to, p.L(part_from))
+        if p.layout_of(whole_from):
+            p.assign(whole_to, p.layout_of(whole_from))
+            if p.layout_of(whole_from).rank > 1:
+                p.assign(part_to, p.layout_of(whole_from).project([dim]))
+        if p.layout_of(part_from):
+            p.assign(part_to, p.layout_of(part_from))
 
     def forward(self, p, op):
         self.flow(p, op, op.source, op.dest, op.initial_value, op.accumulated_value)
@@ -750,16 +750,16 @@ class Scan(OpRule):
 
     def required(self, p, op):
         # the source keeps its layout; the initial value follows it (IREE: from dest)
-        if p.L(op.source) and p.L(op.source).rank > 1:
-            return {1: p.L(op.source).project([op.reduction_dim.value.data])}
+        if p.layout_of(op.source) and p.layout_of(op.source).rank > 1:
+            return {1: p.layout_of(op.source).project([op.reduction_dim.value.data])}
         return {}
 
     def produced(self, p, op):
         out = []
-        if p.L(op.source):
-            out.append((op.dest, p.L(op.source)))
-            if p.L(op.source).rank > 1:
-                out.append((op.accumulated_value, p.L(op.source).project([op.reduction_dim.value.data])))
+        if p.layout_of(op.source):
+            out.append((op.dest, p.layout_of(op.source)))
+            if p.layout_of(op.source).rank > 1:
+                out.append((op.accumulated_value, p.layout_of(op.source).project([op.reduction_dim.value.data])))
         return out
 
 
@@ -768,36 +768,36 @@ class ArgCompare(OpRule):
     input index has the input value's layout."""
 
     def forward(self, p, op):
-        src = p.L(op.input_value) or (p.L(op.input_index) if op.input_index is not None else None)
+        src = p.layout_of(op.input_value) or (p.layout_of(op.input_index) if op.input_index is not None else None)
         if src is not None and src.rank > 1:
             reduced = src.project([op.dimension.value.data])
             p.assign(op.result_value, reduced)
             p.assign(op.result_index, reduced)
-        p.assign(op.result_value, p.L(op.init_value))
-        p.assign(op.result_index, p.L(op.init_index))
+        p.assign(op.result_value, p.layout_of(op.init_value))
+        p.assign(op.result_index, p.layout_of(op.init_index))
 
     def backward(self, p, op):
-        p.assign(op.init_value, p.L(op.result_value))
-        p.assign(op.init_index, p.L(op.result_index))
+        p.assign(op.init_value, p.layout_of(op.result_value))
+        p.assign(op.init_index, p.layout_of(op.result_index))
         if op.input_index is not None:
-            p.assign(op.input_index, p.L(op.input_value))
-            p.assign(op.input_value, p.L(op.input_index))
+            p.assign(op.input_index, p.layout_of(op.input_value))
+            p.assign(op.input_value, p.layout_of(op.input_index))
 
     def required(self, p, op):
         # operands: input value, (input index), init value, init index, (index base)
         out = {}
         k = 2 if op.input_index is not None else 1
-        if k == 2 and p.L(op.input_value):
-            out[1] = p.L(op.input_value)
-        if p.L(op.result_value) and is_vector(op.init_value):
-            out[k] = p.L(op.result_value)
-        if p.L(op.result_index) and is_vector(op.init_index):
-            out[k + 1] = p.L(op.result_index)
+        if k == 2 and p.layout_of(op.input_value):
+            out[1] = p.layout_of(op.input_value)
+        if p.layout_of(op.result_value) and is_vector(op.init_value):
+            out[k] = p.layout_of(op.result_value)
+        if p.layout_of(op.result_index) and is_vector(op.init_index):
+            out[k + 1] = p.layout_of(op.result_index)
         return out
 
     def produced(self, p, op):
-        if p.L(op.input_value) and p.L(op.input_value).rank > 1:
-            reduced = p.L(op.input_value).project([op.dimension.value.data])
+        if p.layout_of(op.input_value) and p.layout_of(op.input_value).rank > 1:
+            reduced = p.layout_of(op.input_value).project([op.dimension.value.data])
             return [(op.result_value, reduced), (op.result_index, reduced)]
         return []
 

@@ -67,17 +67,17 @@ class Elementwise(OpRule):
     """Every vector operand and result: one layout (the first operand's that has one)."""
 
     def forward(self, p, op):
-        src = next((p.L(o) for o in op.operands if p.L(o) is not None), None)
+        src = next((p.layout_of(o) for o in op.operands if p.layout_of(o) is not None), None)
         for r in op.results:
             p.assign(r, src)
 
     def backward(self, p, op):
-        res = p.L(op.results[0])
+        res = p.layout_of(op.results[0])
         for o in op.operands:
             p.assign(o, res)
 
     def required(self, p, op):
-        res = p.L(op.results[0])
+        res = p.layout_of(op.results[0])
         if res is None:
             return {}
         return {i: res for i, o in enumerate(op.operands) if is_vector(o)}
@@ -89,22 +89,22 @@ class Transpose(OpRule):
     @staticmethod
     def source_of(p, op):
         perm = list(op.permutation.get_values())
-        return p.L(op.results[0]).permute([perm.index(i) for i in range(len(perm))])
+        return p.layout_of(op.results[0]).permute([perm.index(i) for i in range(len(perm))])
 
     def forward(self, p, op):
-        if p.L(op.operands[0]):
-            p.assign(op.results[0], p.L(op.operands[0]).permute(list(op.permutation.get_values())))
+        if p.layout_of(op.operands[0]):
+            p.assign(op.results[0], p.layout_of(op.operands[0]).permute(list(op.permutation.get_values())))
 
     def backward(self, p, op):
-        if p.L(op.results[0]):
+        if p.layout_of(op.results[0]):
             p.assign(op.operands[0], self.source_of(p, op))
 
     def required(self, p, op):
-        return {0: self.source_of(p, op)} if p.L(op.results[0]) else {}
+        return {0: self.source_of(p, op)} if p.layout_of(op.results[0]) else {}
 
     def produced(self, p, op):
-        if p.L(op.operands[0]):
-            return [(op.results[0], p.L(op.operands[0]).permute(list(op.permutation.get_values())))]
+        if p.layout_of(op.operands[0]):
+            return [(op.results[0], p.layout_of(op.operands[0]).permute(list(op.permutation.get_values())))]
         return []
 
 
@@ -151,24 +151,24 @@ class ScfFor(OpRule):
         block = op.regions[0].blocks.first
         for init, arg, res in zip(op.operands[3:], list(block.args)[1:], op.results):
             for v in (arg, res):
-                p.assign(v, p.L(init))
+                p.assign(v, p.layout_of(init))
         for y, arg, res in zip(block.ops.last.operands, list(block.args)[1:], op.results):
             for v in (arg, res):
-                p.assign(v, p.L(y))
+                p.assign(v, p.layout_of(y))
 
     def backward(self, p, op):
         block = op.regions[0].blocks.first
         for init, arg, res, y in zip(op.operands[3:], list(block.args)[1:], op.results, block.ops.last.operands):
-            lay = p.L(res) or p.L(arg)
+            lay = p.layout_of(res) or p.layout_of(arg)
             for v in (init, arg, res, y):
                 p.assign(v, lay)
 
     def required(self, p, op):
         block = op.regions[0].blocks.first
-        return {3 + i: p.L(arg) for i, arg in enumerate(list(block.args)[1:]) if p.L(arg)}
+        return {3 + i: p.layout_of(arg) for i, arg in enumerate(list(block.args)[1:]) if p.layout_of(arg)}
 
     def produced(self, p, op):
-        return [(r, p.L(arg)) for arg, r in carried_results(op)]
+        return [(r, p.layout_of(arg)) for arg, r in carried_results(op)]
 
 
 class ScfIf(OpRule):
@@ -178,13 +178,13 @@ class ScfIf(OpRule):
         for region in op.regions:
             if region.blocks:
                 for y, res in zip(region.blocks.first.ops.last.operands, op.results):
-                    p.assign(res, p.L(y))
+                    p.assign(res, p.layout_of(y))
 
     def backward(self, p, op):
         for region in op.regions:
             if region.blocks:
                 for y, res in zip(region.blocks.first.ops.last.operands, op.results):
-                    p.assign(y, p.L(res))
+                    p.assign(y, p.layout_of(res))
 
 
 class ScfWhile(OpRule):
@@ -192,17 +192,17 @@ class ScfWhile(OpRule):
 
     def forward(self, p, op):
         for group in while_groups(op):
-            lay = next((p.L(v) for v in group if p.L(v) is not None), None)
+            lay = next((p.layout_of(v) for v in group if p.layout_of(v) is not None), None)
             for v in group:
                 p.assign(v, lay)
 
     backward = forward
 
     def required(self, p, op):
-        return {i: p.L(arg) for i, arg in enumerate(op.regions[0].blocks.first.args) if p.L(arg)}
+        return {i: p.layout_of(arg) for i, arg in enumerate(op.regions[0].blocks.first.args) if p.layout_of(arg)}
 
     def produced(self, p, op):
-        return [(r, p.L(arg)) for arg, r in carried_results(op)]
+        return [(r, p.layout_of(arg)) for arg, r in carried_results(op)]
 
 
 class ScfCondition(OpRule):
@@ -211,8 +211,8 @@ class ScfCondition(OpRule):
     def required(self, p, op):
         out = {}
         for i, arg in enumerate(op.parent_op().regions[1].blocks.first.args):
-            if p.L(arg) and is_vector(op.operands[1 + i]):
-                out[1 + i] = p.L(arg)
+            if p.layout_of(arg) and is_vector(op.operands[1 + i]):
+                out[1 + i] = p.layout_of(arg)
         return out
 
 
@@ -232,8 +232,8 @@ class ScfYield(OpRule):
             targets = []
         out = {}
         for i, t in enumerate(targets):
-            if p.L(t) and is_vector(op.operands[i]):
-                out[i] = p.L(t)
+            if p.layout_of(t) and is_vector(op.operands[i]):
+                out[i] = p.layout_of(t)
         return out
 
 
@@ -329,7 +329,8 @@ class Engine:
 
     # --- assignment -----------------------------------------------------------------
 
-    def L(self, v: SSAValue):
+    def layout_of(self, v: SSAValue):
+        """The layout `v` has so far (None: none yet); noted as read by the visit in progress."""
         reads = self._reads
         if reads is not None:
             reads.append(v)
@@ -340,7 +341,7 @@ class Engine:
         the family refines it)."""
         if layout is None or not is_vector(v):
             return
-        old = self.L(v)
+        old = self.layout_of(v)
         layout = self.admit(v, layout) if old is None else self.refine(v, old, layout)
         if layout is None or layout == old:
             return  # not this value's layout: the rule does not apply
@@ -393,7 +394,7 @@ class Engine:
             self.changed = False
             for op in ops:
                 for i, need in self.required(op).items():
-                    if self.L(op.operands[i]) is None:
+                    if self.layout_of(op.operands[i]) is None:
                         self.assign(op.operands[i], need)
                 self.default(op)
             if not self.changed:
@@ -416,7 +417,7 @@ class Engine:
 
     def visit(self, op: Operation, step, settled: set[Operation], readers: dict) -> None:
         """`step(op)` (`forward` or `backward`), noting what it read. A visit is a
-        function of the layouts it reads (through `L`): one that wrote nothing would
+        function of the layouts it reads (through `layout_of`): one that wrote nothing would
         write nothing again until one of those layouts is written (`place`), so until
         then the sweeps pass it over (it is `settled`), and give the same layouts as
         visiting it would. `readers`: value -> the settled ops whose visit read it."""
@@ -464,7 +465,7 @@ class Engine:
         result is converted)."""
         self.before_resolve(op)
         for i, need in self.required(op).items():
-            have = self.L(op.operands[i])
+            have = self.layout_of(op.operands[i])
             if have is None:
                 self.unreached_operand(op, i, need)
                 continue
@@ -475,7 +476,7 @@ class Engine:
         if "results" not in self.conflict_edges:
             return
         for r, lay in self.produced(op):
-            have = self.L(r)
+            have = self.layout_of(r)
             if have is None:
                 self.layouts[r] = lay
             elif not self.interchangeable(have, lay):

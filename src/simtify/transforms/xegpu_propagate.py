@@ -228,7 +228,7 @@ class Gather(XeGPURule):
         if op.name != "xegpu.load" or not is_vector(op.value):
             return []
         return [(op.value, notes.own_layout(op)),
-                (op.value, gather_value_layout(p.L(op.offsets), shape(op.value), shape(op.offsets)))]
+                (op.value, gather_value_layout(p.layout_of(op.offsets), shape(op.value), shape(op.offsets)))]
 
     def needs(self, p, op):
         value, out = op.value, []
@@ -236,7 +236,7 @@ class Gather(XeGPURule):
         if op.name == "xegpu.store":
             out.append((value, p.anchor_need(own, value)))
         if is_vector(value):
-            off = gather_offsets_layout(own if own is not None else p.L(value), shape(value), shape(op.offsets))
+            off = gather_offsets_layout(own if own is not None else p.layout_of(value), shape(value), shape(op.offsets))
             out += [(op.offsets, off), (op.mask, off)]
         return out
 
@@ -262,7 +262,7 @@ class DpasMx(Dpas):
 class ConvertLayout(XeGPURule):
     def gives(self, p, op):
         # the target as written; the source's layout where it only adds fields to it
-        return [(op.result, op.target_layout.data), (op.result, p.L(op.source))]
+        return [(op.result, op.target_layout.data), (op.result, p.layout_of(op.source))]
 
     def needs(self, p, op):
         # without an input_layout it anchors: the value is held as the result is (the
@@ -270,18 +270,18 @@ class ConvertLayout(XeGPURule):
         # conversion goes in front of the one the program states
         if op.input_layout is not None:
             return [(op.source, op.input_layout.data)]
-        return [(op.source, p.L(op.result) or op.target_layout.data)]
+        return [(op.source, p.layout_of(op.result) or op.target_layout.data)]
 
 
 class MultiReduction(XeGPURule):
     def gives(self, p, op):
         # a reduction over every dim gives a scalar: every lane holds it, so it needs
         # no layout (upstream gives it the source's layout sliced over all dims)
-        s = p.L(op.source) if is_vector(op.results[0]) else None
+        s = p.layout_of(op.source) if is_vector(op.results[0]) else None
         return [(op.results[0], reduce_dims(s, _dims(op.reduction_dims)))] if s is not None else []
 
     def needs(self, p, op):
-        r = p.L(op.results[0])
+        r = p.layout_of(op.results[0])
         out = [(op.source, reduction_source(r, shape(op.source), _dims(op.reduction_dims)))]
         return out + ([(op.acc, r)] if is_vector(op.acc) else [])
 
@@ -290,15 +290,15 @@ class Broadcast(XeGPURule):
     def needs(self, p, op):
         if not is_vector(op.source):
             return []
-        return [(op.source, broadcast_source(p.L(op.results[0]), shape(op.source), shape(op.results[0])))]
+        return [(op.source, broadcast_source(p.layout_of(op.results[0]), shape(op.source), shape(op.results[0])))]
 
 
 class ShapeCast(XeGPURule):
     def gives(self, p, op):
-        return [(op.results[0], shape_cast_layout(p.L(op.source), shape(op.source), shape(op.results[0])))]
+        return [(op.results[0], shape_cast_layout(p.layout_of(op.source), shape(op.source), shape(op.results[0])))]
 
     def needs(self, p, op):
-        return [(op.source, shape_cast_layout(p.L(op.results[0]), shape(op.results[0]), shape(op.source)))]
+        return [(op.source, shape_cast_layout(p.layout_of(op.results[0]), shape(op.results[0]), shape(op.source)))]
 
 
 def _read_whole(v: SSAValue) -> bool:
@@ -338,10 +338,10 @@ class Bitcast(XeGPURule):
     them, its last dim's data fields scaled by the width ratio (`last_dim_scaled`)."""
 
     def gives(self, p, op):
-        return [(op.results[0], last_dim_scaled(p.L(op.source), _bits(op.source), _bits(op.results[0])))]
+        return [(op.results[0], last_dim_scaled(p.layout_of(op.source), _bits(op.source), _bits(op.results[0])))]
 
     def needs(self, p, op):
-        return [(op.source, last_dim_scaled(p.L(op.results[0]), _bits(op.results[0]), _bits(op.source)))]
+        return [(op.source, last_dim_scaled(p.layout_of(op.results[0]), _bits(op.results[0]), _bits(op.source)))]
 
 
 class Interleave(XeGPURule):
@@ -349,7 +349,7 @@ class Interleave(XeGPURule):
     elements, its last dim's data fields doubled (`last_dim_scaled`)."""
 
     def gives(self, p, op):
-        return [(op.results[0], last_dim_scaled(p.L(op.lhs), 2, 1))]
+        return [(op.results[0], last_dim_scaled(p.layout_of(op.lhs), 2, 1))]
 
 
 class Deinterleave(XeGPURule):
@@ -357,7 +357,7 @@ class Deinterleave(XeGPURule):
     elements, its last dim's data fields halved."""
 
     def gives(self, p, op):
-        return [(r, last_dim_scaled(p.L(op.source), 1, 2)) for r in op.results]
+        return [(r, last_dim_scaled(p.layout_of(op.source), 1, 2)) for r in op.results]
 
 
 class StridedSlice(XeGPURule):
@@ -370,17 +370,17 @@ class StridedSlice(XeGPURule):
 
     def gives(self, p, op):
         if op.name == "vector.extract_strided_slice":
-            held = [p.L(op.source)]
+            held = [p.layout_of(op.source)]
             if not p.inst and is_whole_blocks(held[0], shape(op.source)):
                 return [(op.results[0], whole_blocks(shape(op.results[0])))]
         else:  # the destination's layout, else (a splat to fill) the inserted slice's
-            held = [p.L(op.dest), p.L(op.value_to_store)]
+            held = [p.layout_of(op.dest), p.layout_of(op.value_to_store)]
             if not p.inst and is_whole_blocks(held[0], shape(op.dest)):
                 return [(op.results[0], held[0])]
         return [(op.results[0], lay) for lay in held if _holding(lay, op)][:1]
 
     def needs(self, p, op):
-        r = p.L(op.results[0])
+        r = p.layout_of(op.results[0])
         if not p.inst and is_whole_blocks(r, shape(op.results[0])):
             # at the lane level, a block every lane holds whole: so are the others
             if op.name == "vector.extract_strided_slice":
@@ -400,7 +400,7 @@ class CarriedFor(FromNeeds, ScfFor):
     def gives(self, p, op):
         out = []
         for o, r, a in zip(op.operands[3:], op.results, list(op.regions[0].blocks.first.args)[1:]):
-            out += [(r, p.L(o)), (a, p.L(o)), (a, p.L(r)), (r, p.L(a))]
+            out += [(r, p.layout_of(o)), (a, p.layout_of(o)), (a, p.layout_of(r)), (r, p.layout_of(a))]
         return out
 
 
@@ -413,9 +413,9 @@ class CarriedWhile(FromNeeds, ScfWhile):
         cond, yielded = before.ops.last, after.ops.last
         out = []
         for o, a, y in zip(op.operands, before.args, yielded.operands):
-            out += [(a, p.L(o)), (a, p.L(y))]
+            out += [(a, p.layout_of(o)), (a, p.layout_of(y))]
         for c, r, a in zip(list(cond.operands)[1:], op.results, after.args):
-            out += [(r, p.L(c)), (a, p.L(c)), (r, p.L(a)), (a, p.L(r))]
+            out += [(r, p.layout_of(c)), (a, p.layout_of(c)), (r, p.layout_of(a)), (a, p.layout_of(r))]
         return out
 
 
@@ -426,7 +426,7 @@ class CarriedIf(FromNeeds, ScfIf):
         out = []
         for region in op.regions:
             if region.blocks:
-                out += [(r, p.L(o)) for r, o in zip(op.results, region.blocks.first.ops.last.operands)]
+                out += [(r, p.layout_of(o)) for r, o in zip(op.results, region.blocks.first.ops.last.operands)]
         return out
 
 
@@ -567,7 +567,7 @@ class Propagation(Engine):
         """What a store needs its value in: its anchor, or the value's layout where that
         only completes the anchor (adds inst or lane fields), so that completion does not
         make the two differ."""
-        have = self.L(v) if is_vector(v) else None
+        have = self.layout_of(v) if is_vector(v) else None
         if anchor is None or have is None or have == anchor:
             return anchor
         if refines(have, anchor) or self._completes(have, anchor, shape(v)):
@@ -576,7 +576,7 @@ class Propagation(Engine):
 
     def dpas_layouts(self, op: Operation) -> tuple[Layout | None, Layout | None, Layout | None]:
         """A, B and C of a dpas: its anchors', else C from its users and A and B from C."""
-        return dpas_layouts(op, self.L(op.result), subgroup_size=self.sg, threads=self.result.threads,
+        return dpas_layouts(op, self.layout_of(op.result), subgroup_size=self.sg, threads=self.result.threads,
                             target=self.target, inst=self.inst, lanes=self.lanes)
 
     def scale_layouts(self, op: Operation) -> tuple[Layout | None, Layout | None]:
@@ -597,7 +597,7 @@ class Propagation(Engine):
         if self.result.workgroup_level or not (self.inst or self.lanes):
             return
         for op in self.program:
-            if op.name in MATRIX_OPS and self.L(op.result) is None:
+            if op.name in MATRIX_OPS and self.layout_of(op.result) is None:
                 self.assign(op.result, complete(None, shape(op.result), self.sg, role="c", inst=self.inst,
                                                 lanes=self.lanes, target=self.target,
                                                 a_type=op.lhs.type.element_type))
@@ -619,7 +619,7 @@ class Propagation(Engine):
         gathered, workgroup_level = self._gathered, self.result.workgroup_level
         for slices in (False, True):
             for v in self._completion_order:
-                cur = self.L(v)
+                cur = self.layout_of(v)
                 if is_complete(cur, inst=self.inst, lanes=self.lanes):
                     continue
                 if isinstance(cur, XeGPUSlice) != slices or (cur is None and workgroup_level):
@@ -641,8 +641,8 @@ class Propagation(Engine):
         value would not match the source's tiles. Last, since it is the costliest."""
         self.changed = False
         for op in self.program:
-            if op.name == "vector.broadcast" and is_vector(op.source) and self.L(op.results[0]) is None:
-                self.assign(op.results[0], broadcast_result(self.L(op.source), shape(op.source),
+            if op.name == "vector.broadcast" and is_vector(op.source) and self.layout_of(op.results[0]) is None:
+                self.assign(op.results[0], broadcast_result(self.layout_of(op.source), shape(op.source),
                                                             shape(op.results[0])))
         return self.changed
 
@@ -656,9 +656,9 @@ class Propagation(Engine):
         threads = recorded_threads(self.func) if self.func.name == "gpu.func" and self.workgroup_input else None
         count = threads // self.sg if threads else 1
         stores = [op for op in self.program if op.name == "xegpu.store_nd" and is_vector(op.value)
-                  and self.L(op.value) is None]
+                  and self.layout_of(op.value) is None]
         reductions = [op for op in self.program if op.name == "vector.multi_reduction"
-                      and not is_vector(op.results[0]) and self.L(op.source) is None]
+                      and not is_vector(op.results[0]) and self.layout_of(op.source) is None]
         if count <= 1 or not (stores or reductions) or self.result.num_subgroups not in (1, count):
             return False
         self.result.num_subgroups = count
@@ -666,7 +666,7 @@ class Propagation(Engine):
         for op in stores:
             self.assign(op.value, store_layout(shape(op.value), count))
         for op in reductions:
-            if self.L(op.source) is None:  # a store of the same value comes first
+            if self.layout_of(op.source) is None:  # a store of the same value comes first
                 self.assign(op.source, scalar_reduction_layout(shape(op.source), count))
         return self.changed
 
@@ -702,7 +702,7 @@ class Propagation(Engine):
         if op.name != "vector.shape_cast" or notes.result_layout(op, 0) is not None:
             return  # a layout the cast states stays
         src, res = op.source, op.results[0]
-        have, given = self.L(src), self.L(res)
+        have, given = self.layout_of(src), self.layout_of(res)
         if have is None or given is None or shape_cast_layout(given, shape(res), shape(src)) is not None:
             return
         cast = shape_cast_layout(have, shape(src), shape(res))
@@ -720,7 +720,7 @@ class Propagation(Engine):
         from simtify.ir.xegpu import ConvertLayoutOp
 
         v = op.operands[index]
-        have = self.L(v)
+        have = self.layout_of(v)
         producer = v.owner
         if isinstance(producer, Operation) and producer.name == "arith.constant" and is_splat_constant(producer):
             new = producer.clone()
