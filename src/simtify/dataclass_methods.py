@@ -43,6 +43,7 @@ class _Cache:
     def __init__(self) -> None:
         self.codes: dict[str, Any] | None = None
         self.compiled = 0  # texts compiled by this process
+        self.added = False  # whether any was kept: the file then needs writing
 
     def load(self) -> dict[str, Any]:
         codes: dict[str, Any] = {}
@@ -66,10 +67,11 @@ class _Cache:
             self.compiled += 1
             if len(codes) < MAX_ENTRIES:
                 codes[text] = code
+                self.added = True
         return code
 
     def save(self) -> None:
-        if not self.compiled or self.codes is None or sys.dont_write_bytecode:
+        if not self.added or self.codes is None or sys.dont_write_bytecode:
             return
         path = cache_path()
         partial = f"{path}.{os.getpid()}"
