@@ -40,7 +40,8 @@ def pytest_runtest_protocol(item, nextitem):
 
 # Hypothesis profiles: `HYPOTHESIS_PROFILE=thorough pytest ...` runs the random-program
 # generators with thousands of cases (the default run keeps them to hundreds).
-settings.register_profile("thorough", max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+settings.register_profile("thorough", max_examples=3000, deadline=None, print_blob=True,
+                          suppress_health_check=list(HealthCheck))
 # Otherwise every run draws the same cases, as a CI run does: the README's test command
 # passes or fails alike on every machine; `thorough` (random, thousands) is for hunting.
 settings.register_profile("repeatable", derandomize=True, database=None, deadline=None, print_blob=True)
