@@ -3,8 +3,10 @@
 Unlike the chains of `test_distribute_random.py`, values here have several users; a user
 reads the value from before its `to_layout` or the anchored one at random; results are
 re-anchored to other random layouts (other subgroup tiles and strides too); values are
-carried through `scf.for`, `scf.while` and `scf.if`; reductions, contractions, transposes, broadcasts,
-extracts, inserts and shape casts mix with elementwise ops; several workgroups run (each
+carried through `scf.for`, `scf.while` and `scf.if`; reductions (to vectors and to scalars, and
+masked by `vector.create_mask`), scans, contractions, transposes, broadcasts, extracts, inserts,
+shape casts, comparisons and selects (i1 vectors), `vector.step`, round trips through 16-bit
+types and unary ops mix with elementwise ops; several workgroups run (each
 reads and writes its own slice); float and integer (exact) programs, on sm_90 (32 lanes)
 and gfx942 (64 lanes). Every program must distribute, verify and compute what the input
 computes. `HYPOTHESIS_PROFILE=thorough` runs thousands of programs (tests/conftest.py).
@@ -109,12 +111,14 @@ class Program:
 
 
 STEPS = ["binary", "binary", "anchor", "anchor", "reduce", "contract", "transpose", "broadcast", "for", "while",
-         "if", "extract", "insert", "shape_cast"]
+         "if", "extract", "insert", "shape_cast", "unary", "select", "reduce_all", "scan", "masked_reduce", "step",
+         "round_trip"]
 
 
 def step(draw, p: Program) -> None:
     kind = draw(st.sampled_from(STEPS))
-    if kind in ("reduce", "contract", "transpose", "extract", "insert", "shape_cast"):  # they read a matrix
+    if kind in ("reduce", "contract", "transpose", "extract", "insert", "shape_cast", "scan",
+                "masked_reduce"):  # they read a matrix
         matrix = p.pick(draw, rank=2)
         if matrix is None:
             return
@@ -244,6 +248,78 @@ def step(draw, p: Program) -> None:
         r = p.fresh()
         p.add(r, (m, k), f"  {r} = vector.insert {v[0]}, {a} [{draw(st.integers(0, m - 1))}] : {p.vt((k,))} into "
                          f"{p.vt((m, k))}")
+    elif kind == "unary":
+        a, shape = p.pick(draw)
+        op = draw(st.sampled_from(["arith.negf", "math.absf"] if p.is_float else ["math.absi"]))
+        r = p.fresh()
+        p.add(r, shape, f"  {r} = {op} {a} : {p.vt(shape)}")
+    elif kind == "select":  # a comparison's i1 vector chooses between two values
+        a, shape = p.pick(draw)
+        b, _ = p.pick(draw, shape=shape)
+        m, r = p.fresh("m"), p.fresh()
+        cmp = "arith.cmpf ogt" if p.is_float else "arith.cmpi sgt"
+        bits = f"vector<{shape_text(shape)}xi1>"
+        p.lines.append(f"  {m} = {cmp}, {a}, {b} : {p.vt(shape)}")
+        p.add(r, shape, f"  {r} = arith.select {m}, {a}, {b} : {bits}, {p.vt(shape)}")
+    elif kind == "reduce_all":  # a vector to a scalar, broadcast back and anchored
+        got = p.pick(draw, rank=1)
+        if got is None:
+            return
+        a, (n,) = got
+        red = draw(st.sampled_from(["add", "maximumf"] if p.is_float else ["add", "maxsi"]))
+        s, r = p.fresh("s"), p.fresh()
+        if draw(st.booleans()):
+            acc = p.fresh("acc")
+            p.lines.append(f"  {acc} = arith.constant {'1.5' if p.is_float else '3'} : {p.elt}")
+            p.lines.append(f"  {s} = vector.reduction <{red}>, {a}, {acc} : {p.vt((n,))} into {p.elt}")
+        else:
+            p.lines.append(f"  {s} = vector.reduction <{red}>, {a} : {p.vt((n,))} into {p.elt}")
+        p.lines.append(f"  {r} = vector.broadcast {s} : {p.elt} to {p.vt((n,))}")
+        name, line = p.anchor(draw, r, (n,))
+        p.add(name, (n,), line)
+    elif kind == "scan":
+        a, (m, k) = matrix
+        dim = draw(st.integers(0, 1))
+        kept = (k,) if dim == 0 else (m,)
+        init, d, t = p.fresh("init"), p.fresh(), p.fresh("t")
+        p.lines.append(f"  {init} = arith.constant dense<{p.zero()}> : {p.vt(kept)}")
+        red = draw(st.sampled_from(["add", "maximumf"] if p.is_float else ["add", "maxsi"]))
+        inclusive = str(draw(st.booleans())).lower()
+        p.lines.append(f"  {d}, {t} = vector.scan <{red}>, {a}, {init} reduction_dim = {dim}, inclusive = {inclusive} "
+                       f": {p.vt((m, k))}, {p.vt(kept)}")
+        p.pool.append((d, (m, k)))
+        p.pool.append((t, kept))
+    elif kind == "masked_reduce":  # a reduction of the elements a create_mask keeps
+        a, (m, k) = matrix
+        rows, cols = draw(st.integers(1, min(m, 2))), draw(st.integers(0, min(k, 2)))
+        dim = draw(st.integers(0, 1))
+        kept = (k,) if dim == 0 else (m,)
+        mask, acc, r = p.fresh("m"), p.fresh("acc"), p.fresh()
+        bits = f"vector<{m}x{k}xi1>"
+        p.lines.append(f"  {mask} = vector.create_mask %c{rows}, %c{cols} : {bits}")
+        p.lines.append(f"  {acc} = arith.constant dense<{p.zero()}> : {p.vt(kept)}")
+        p.add(r, kept, f"  {r} = vector.mask {mask} {{ vector.multi_reduction <add>, {a}, {acc} [{dim}] : "
+                       f"{p.vt((m, k))} to {p.vt(kept)} }} : {bits} -> {p.vt(kept)}")
+    elif kind == "step":  # lane-varying constants: vector.step, converted to the element type
+        got = p.pick(draw, rank=1)
+        if got is None:
+            return
+        a, (n,) = got
+        i, c, r = p.fresh("i"), p.fresh("c"), p.fresh()
+        p.lines.append(f"  {i} = vector.step : vector<{n}xindex>")
+        p.lines.append(f"  {c} = arith.index_cast {i} : vector<{n}xindex> to vector<{n}xi32>")
+        if p.is_float:
+            f = p.fresh("f")
+            p.lines.append(f"  {f} = arith.sitofp {c} : vector<{n}xi32> to {p.vt((n,))}")
+            c = f
+        p.add(r, (n,), f"  {r} = {p.binary(draw)} {a}, {c} : {p.vt((n,))}")
+    elif kind == "round_trip":  # through a narrower type and back (exact for these values only in ints)
+        a, shape = p.pick(draw)
+        n, r = p.fresh("n"), p.fresh()
+        narrow = f"vector<{shape_text(shape)}x{'f16' if p.is_float else 'i16'}>"
+        down, up = ("arith.truncf", "arith.extf") if p.is_float else ("arith.trunci", "arith.extsi")
+        p.lines.append(f"  {n} = {down} {a} : {p.vt(shape)} to {narrow}")
+        p.add(r, shape, f"  {r} = {up} {n} : {narrow} to {p.vt(shape)}")
     elif kind == "shape_cast":
         a, (m, k) = matrix
         r = p.fresh()

@@ -2,7 +2,8 @@
 users; loads and values come with and without layouts; results are re-anchored
 (``layout_result_0``) to other layouts — other sg_layout, sg_data, inst_data, lanes and
 order; values are carried through ``scf.for`` and ``scf.if``, reduced and broadcast back,
-transposed; several workgroups each take their own rows; float and integer programs.
+transposed, compared and selected (i1 vectors), negated, taken through 16-bit types and back,
+converted by explicit ``xegpu.convert_layout``; several workgroups each take their own rows; float and integer programs.
 Each is distributed to lanes and simulated against the workgroup program.
 
 Hundreds of cases by default; ``HYPOTHESIS_PROFILE=thorough`` runs thousands."""
@@ -117,6 +118,39 @@ class Program:
             self.lines.append(f"  {w} = vector.broadcast {r} : vector<{n1}x{self.elt}> to {self.vt}")
         self.pool.append(self.binary(w, self.pick()))
 
+    def unary(self):
+        op = self.draw(st.sampled_from(["math.absi"] if self.integer else ["arith.negf", "math.absf"]))
+        x = self.name("u")
+        self.lines.append(f"  {x} = {op} {self.pick()}{self.anchor()} : {self.vt}")
+        self.pool.append(x)
+
+    def select(self):
+        """A comparison's i1 vector chooses between two values."""
+        a, b = self.pick(), self.pick()
+        m, x = self.name("m"), self.name("s")
+        cmp = "arith.cmpi sgt" if self.integer else "arith.cmpf ogt"
+        self.lines += [f"  {m} = {cmp}, {a}, {b}{self.anchor()} : {self.vt}",
+                       f"  {x} = arith.select {m}, {a}, {b}{self.anchor()} : vector<{t(self.shape)}xi1>, {self.vt}"]
+        self.pool.append(x)
+
+    def round_trip(self):
+        """Through a 16-bit type and back: lane data packs 16-bit elements differently."""
+        narrow = f"vector<{t(self.shape)}x{'i16' if self.integer else 'f16'}>"
+        down, up = ("arith.trunci", "arith.extsi") if self.integer else ("arith.truncf", "arith.extf")
+        n, x = self.name("n"), self.name("w")
+        self.lines += [f"  {n} = {down} {self.pick()}{self.anchor()} : {self.vt} to {narrow}",
+                       f"  {x} = {up} {n}{self.anchor()} : {narrow} to {self.vt}"]
+        self.pool.append(x)
+
+    def convert(self):
+        """An explicit xegpu.convert_layout to a random layout."""
+        lay = self.layout()
+        if lay is None:
+            return
+        x = self.name("cv")
+        self.lines.append(f"  {x} = xegpu.convert_layout {self.pick()} <{{target_layout = {lay}}}> : {self.vt}")
+        self.pool.append(x)
+
     def transpose(self):
         x = self.name("t")
         self.lines.append(f"  {x} = vector.transpose {self.pick()}, [1, 0]{self.anchor()} : {self.vt} to {self.vt}")
@@ -172,7 +206,8 @@ def programs(draw):
         v = f"%a{k}"
         p.lines.append(f"  {v} = xegpu.load_nd %ti{k}[%row, 0]{p.layout_prop()} : {dt} -> {p.vt}")
         p.pool.append(v)
-    kinds = ["elementwise", "elementwise", "row_statistic", "loop", "branch"] + (
+    kinds = ["elementwise", "elementwise", "row_statistic", "loop", "branch", "unary", "select", "round_trip",
+             "convert"] + (
         ["transpose"] if shape[0] == shape[1] else [])
     for _ in range(draw(st.integers(1, 4))):
         getattr(p, draw(st.sampled_from(kinds)))()
@@ -186,16 +221,10 @@ def programs(draw):
 
 
 # What may be refused (counted in `--hypothesis-show-statistics`): a value that needs
-# more registers than xe has (a limit of the target, not a bug), and, still open (about 1
-# program in 130), blocks every lane holds whole re-cut into other whole blocks, which
-# the lane stage then slices by its users' lanes (test_xegpu_conversions.py,
-# test_whole_blocks_re_cut_into_other_whole_blocks). A mismatch, a traceback, an internal
-# error or any other refusal fails.
-OPEN = ("32-bit registers per lane", "does not fall on whole lane rounds",
-        "open: blocks without lanes meeting distributed values")
-# Open bugs the pipeline refuses by its check between stages (an internal error, never
-# output), each kept as a strict xfail in tests/test_xegpu_conversions.py.
-OPEN_INTERNAL = ("xegpu-sg-to-lane left IR that does not verify: 'vector.extract_strided_slice'",)
+# more registers than xe has (a limit of the target, not a bug), and a strided slice that
+# does not fall on whole lane rounds. A mismatch, a traceback, an internal error or any
+# other refusal fails.
+OPEN = ("32-bit registers per lane", "does not fall on whole lane rounds")
 
 
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
@@ -206,8 +235,7 @@ def test_random_xegpu_dags_distribute_to_lanes_correctly(case):
     try:
         check_xegpu(text, "f", rtol=tol, atol=tol, grid=(workgroups,))
     except SimtifyError as e:
-        known = [m for m in OPEN_INTERNAL if m in e.what] if e.what.startswith("internal") else \
-            [m for m in OPEN if m in e.what]
+        known = [m for m in OPEN if m in e.what and not e.what.startswith("internal")]
         if not known:
             raise
         event(f"refused: {known[0]}")
