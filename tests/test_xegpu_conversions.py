@@ -257,6 +257,29 @@ def test_a_load_blocked_without_lanes_meets_other_lanes():
     check_xegpu(LOAD_BLOCKS_WITHOUT_LANES, "f", rtol=0, atol=0)
 
 
+# Found by tests/test_xegpu_random_dag.py (thorough profile): a load blocked by inst_data alone
+# (every lane holds each 4x16 block whole) is added to a value whose lanes split the columns.
+# Its blocks are inserted into slots of 4x1 per lane: each lane takes its own column of each
+# block ("a 4x16 piece ... does not fit the 4x1 slot" before).
+WHOLE_BLOCKS_INTO_LANE_SLOTS = """
+func.func @f(%in0: memref<16x16xf32>, %out0: memref<16x16xf32>) {
+  %ti0 = xegpu.create_nd_tdesc %in0 : memref<16x16xf32> -> !xegpu.tensor_desc<16x16xf32>
+  %a0 = xegpu.load_nd %ti0[0, 0] <{layout = #xegpu.layout<sg_layout = [2, 1], sg_data = [16, 16], inst_data = [4, 16]>}> : !xegpu.tensor_desc<16x16xf32> -> vector<16x16xf32>
+  %i1 = arith.constant dense<0.0> : vector<16xf32>
+  %r2 = vector.multi_reduction <add>, %a0, %i1 [0] : vector<16x16xf32> to vector<16xf32>
+  %w3 = vector.broadcast %r2 : vector<16xf32> to vector<16x16xf32>
+  %v4 = arith.addf %w3, %a0 {layout_result_0 = #xegpu.layout<sg_layout = [1, 2], sg_data = [16, 16], lane_layout = [1, 16]>} : vector<16x16xf32>
+  %to0 = xegpu.create_nd_tdesc %out0 : memref<16x16xf32> -> !xegpu.tensor_desc<16x16xf32>
+  xegpu.store_nd %v4, %to0[0, 0] : vector<16x16xf32>, !xegpu.tensor_desc<16x16xf32>
+  return
+}
+"""
+
+
+def test_whole_blocks_inserted_into_lane_slots():
+    check_xegpu(WHOLE_BLOCKS_INTO_LANE_SLOTS, "f", rtol=1e-5, atol=1e-5)
+
+
 # Found by tests/test_xegpu_random_dag.py on a fresh run: the load takes the second store's
 # `inst_data = [1, 16]` without lanes, the first store's lanes meet it through an
 # elementwise op; blocking packs the lane-less 1x16 pieces into 2x16 blocks, but the lane

@@ -756,9 +756,13 @@ class LaneDistribution(XeGPULevel):
         at = _ints(op.offsets)
         # a value of lower rank fills the trailing dims: one element of each leading dim
         sizes = [1] * (len(at) - len(shape(op.value_to_store))) + list(shape(op.value_to_store))
-        if lane_slice(self.layout_of(dest), shape(dest), at, sizes) is None and self._held_whole(op.value_to_store):
-            # the result may be laid out other than the destination (blocking's last
-            # piece of a value that a reduction then takes whole): converted after
+        slot = lane_slice(self.layout_of(dest), shape(dest), at, sizes)
+        if self._held_whole(op.value_to_store) and (slot is None or not _fills(self.one(op.value_to_store), slot[1])):
+            # a value every lane holds whole (a block without lanes) where the slice falls on
+            # no whole lane rounds, or on rounds that give each lane less than the whole:
+            # each lane takes its own elements of it. The result may be laid out other than
+            # the destination (blocking's last piece of a value that a reduction then takes
+            # whole): converted after
             inserted = self._select_into_share(op.value_to_store, dest, at, em)
             self.value_pieces[r] = [self.converted(inserted, dest, self.layout_of(r), op, em)]
             return
@@ -779,14 +783,20 @@ class LaneDistribution(XeGPULevel):
                                                    (r_lay, shape(r), None, self.piece_type(r)), op, em)]
             return
         offs, lane_sizes = self._lane_slice(d_lay, shape(dest), at, sizes)
-        lead = len(lane_sizes) - len(value.type.get_shape())
-        if list(value.type.get_shape()) != list(lane_sizes[lead:]) or any(n != 1 for n in lane_sizes[:lead]):
+        if not _fills(value, lane_sizes):
             # the piece was distributed over other lanes than the block it lands in: inserting
             # it would put one lane's elements where another lane's belong
             raise SimtifyError(f"a {'x'.join(map(str, sizes))} piece held per lane as {value.type} does not fit the "
-                               f"{'x'.join(map(str, lane_sizes))} slot its block's lanes give it (open: blocks "
-                               "without lanes meeting distributed values)")
+                               f"{'x'.join(map(str, lane_sizes))} slot its block's lanes give it (open: a piece "
+                               "distributed over other lanes than its block's)")
         self.value_pieces[r] = [em.insert_strided(value, d_piece, offs)]
+
+
+def _fills(piece: SSAValue, lane_sizes) -> bool:
+    """Does a lane's `piece` fill exactly the slot of `lane_sizes` elements its block's
+    lanes give it (leading unit dims aside)?"""
+    lead = len(lane_sizes) - len(piece.type.get_shape())
+    return list(piece.type.get_shape()) == list(lane_sizes[lead:]) and all(n == 1 for n in lane_sizes[:lead])
 
 
 def _same_elements(a: np.ndarray | None, b: np.ndarray | None) -> bool:
