@@ -56,7 +56,9 @@ from xdsl.dialects.builtin import UnregisteredAttr
 from xdsl.ir import Operation, OpResult
 from xdsl.irdl import irdl_attr_definition
 from xdsl.printer import Printer
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineMap, AffineSet
 from xdsl.parser import AttrParser, Parser
+from xdsl.parser.affine_parser import AffineParser
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 # What MLIR's lexer skips before a token (whitespace and comments, no backtracking); an SSA
@@ -155,6 +157,22 @@ class _BitPatternElement(AttrParser._TensorLiteralElement):
         return super().to_type(parser, type)
 
 
+_SEMI_AFFINE_KINDS = {"*": AffineBinaryOpKind.Mul, "ceildiv": AffineBinaryOpKind.CeilDiv,
+                      "floordiv": AffineBinaryOpKind.FloorDiv, "mod": AffineBinaryOpKind.Mod}
+
+
+class _SemiAffineParser(AffineParser):
+    """xDSL's affine parser, but a product, division or remainder of two non-constant
+    expressions (a semi-affine map, as MLIR reads it) is kept as it is written: IREE
+    prints `d0 * (d1 ceildiv 8)` for the trip count of a tile of dynamic sizes."""
+
+    def _create_binop_expr(self, lhs, rhs, binop):
+        try:
+            return super()._create_binop_expr(lhs, rhs, binop)
+        except NotImplementedError:
+            return AffineBinaryOpExpr(_SEMI_AFFINE_KINDS[binop.text], lhs, rhs)
+
+
 class MLIRParser(Parser):
     """xDSL's parser with MLIR's reading of hex floats, and op source offsets.
 
@@ -186,6 +204,12 @@ class MLIRParser(Parser):
                 return ForeignAttr(attr_name, False, is_opaque, "")
             return ForeignAttr(attr_name, False, is_opaque, f"<{self._parse_dialect_symbol_body()}>")
         return super()._parse_dialect_type_or_attribute_body(attr_name, is_type, is_opaque, starting_opaque_pos)
+
+    def parse_affine_map(self) -> AffineMap:
+        return _SemiAffineParser(self._parser_state).parse_affine_map()
+
+    def parse_affine_set(self) -> AffineSet:
+        return _SemiAffineParser(self._parser_state).parse_affine_set()
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """As xDSL, but input with no operation (empty, or only comments) is an empty
