@@ -24,7 +24,11 @@ Two things are added to `xdsl.parser.Parser`:
   discardable attribute never stops a parse. An unknown attribute of a dialect simtify
   does model is still an error, and so is an unknown operation.
 - **Removed upstream.** Ops and attributes upstream has deleted (XeGPU's scattered
-  descriptors) are refused with what replaced them, not as unknown.
+  descriptors) are refused with what replaced them, not as unknown; an unknown op a user
+  meets often (`NOT_READ_YET`: IREE's push constants) is refused with why.
+- **Semi-affine maps.** A product or quotient of two non-constant expressions
+  (``d0 * (d1 ceildiv 8)``, which IREE prints for tiles of dynamic sizes) is kept as
+  written; xDSL 0.74 raises an internal error on it.
 - **Operation positions.** xDSL operations carry no source location, yet a verifier
   error must say ``FILE:LINE:COL``. The parser records the offset at which each
   operation starts (its first result name, as MLIR reports it), and the offset of the
@@ -122,6 +126,13 @@ def _line_shape(line: str) -> tuple[tuple, list[str]] | None:
     names: dict[str, int] = {}
     pattern = tuple(names.setdefault(name, len(names)) for name in parts[1::2])
     return (tuple(parts[0::2]), pattern), list(names)
+
+
+# Ops simtify does not read yet, with what a user hits them with: an unknown op, said why.
+NOT_READ_YET = {
+    "hal.interface.constant.load": "push constants (an IREE dispatch's dynamic sizes and other runtime "
+                                   "scalars) are not supported yet; compile with static shapes",
+}
 
 
 def removed_upstream(name: str, kind: str) -> str:
@@ -295,7 +306,8 @@ class MLIRParser(Parser):
             self.raise_error(removed_upstream(name, "operation"), at_position=found if found >= 0 else None)
         if op_type is None:
             found = self.lexer.input.content.rfind(name, 0, self.pos)
-            self.raise_error(f"unknown operation '{name}'", at_position=found if found >= 0 else None)
+            why = f" ({NOT_READ_YET[name]})" if name in NOT_READ_YET else ""
+            self.raise_error(f"unknown operation '{name}'{why}", at_position=found if found >= 0 else None)
         return op_type
 
     def _parse_dense_literal_type(self):
