@@ -62,6 +62,7 @@ def _attention(q, k, v):
 # name -> (reference: inputs {bindingN: array} -> {output binding: float64 / int array}, tolerance)
 REFERENCES = {
     "argmax": (lambda b: {"binding1": _f(b["binding0"]).max(axis=1), "binding2": b["binding0"].argmax(axis=1)}, 1e-6),
+    "argmin": (lambda b: {"binding1": _f(b["binding0"]).min(axis=1), "binding2": b["binding0"].argmin(axis=1)}, 1e-6),
     "attention": (lambda b: {"binding3": _attention(b["binding0"], b["binding1"], b["binding2"])}, 2e-2),
     "bmm_f16_vd": (lambda b: {"binding2": np.einsum("bmk,bkn->bmn", _f(b["binding0"]), _f(b["binding1"]))}, 1e-4),
     "bsum3d": (lambda b: {"binding1": _f(b["binding0"]).sum(axis=-1)}, 1e-5),
@@ -71,13 +72,16 @@ REFERENCES = {
     "fmax_f16": (lambda b: {"binding1": _f(b["binding0"]).max(axis=1)}, 1e-3),
     "fullsum": (lambda b: {"binding1": _f(b["binding0"]).sum()}, 1e-5),
     "i8sum": (lambda b: {"binding1": b["binding0"].astype(np.int64).sum(axis=1)}, 0),
+    "i8max": (lambda b: {"binding1": b["binding0"].max(axis=1)}, 0),
     "isum": (lambda b: {"binding1": b["binding0"].astype(np.int64).sum(axis=1)}, 0),
     "layernorm": (lambda b: {"binding1": _layernorm(b["binding0"])}, 1e-4),
     "matmul_f16": (lambda b: {"binding2": _f(b["binding0"]) @ _f(b["binding1"])}, 1e-4),
     "matmul_f16_vd": (lambda b: {"binding2": _f(b["binding0"]) @ _f(b["binding1"])}, 1e-4),
+    "matmul_odd": (lambda b: {"binding2": _f(b["binding0"]) @ _f(b["binding1"])}, 1e-4),
     "matvec_f16": (lambda b: {"binding2": _f(b["binding0"]) @ _f(b["binding1"])}, 1e-4),
     "rmsnorm": (lambda b: {"binding1": _rmsnorm(b["binding0"])}, 1e-4),
     "rowmin_i32": (lambda b: {"binding1": b["binding0"].min(axis=1)}, 0),
+    "rsum777": (lambda b: {"binding1": _f(b["binding0"]).sum(axis=1)}, 1e-5),
     "shortrows": (lambda b: {"binding1": _f(b["binding0"]).sum(axis=1)}, 1e-5),
     "softmax_f16": (lambda b: {"binding1": _softmax(b["binding0"])}, 1e-2),
     "softmax_f16_2048": (lambda b: {"binding1": _softmax(b["binding0"])}, 1e-2),
@@ -106,6 +110,14 @@ WRONG_STAGES = {
 REGISTERS_ABOVE = {
     "fullsum": "34 vs 28: not investigated (both read the 16 partials one per lane and reduce them with a "
                "16-lane subgroup_reduce)",
+}
+
+# (dispatch, counter of NO_WORSE) where simtify's distribution costs more than IREE's, and why
+COUNTERS_ABOVE = {
+    ("i8max", "shared_bytes"): "37056 vs 9408: the i8 partials of 3 subgroups come back to every thread whole "
+                               "(the broadcast plan, chosen by cost in `cross_subgroup_plan`: a shuffle moves a "
+                               "whole word) where IREE reads one per lane and adds 2 shuffle rounds (1152 vs 1536 "
+                               "shuffles)",
 }
 
 # VectorDistribute `before` stages simtify does not distribute, and why

@@ -110,3 +110,30 @@ def test_implied_grid_counts_a_masked_last_tile_only_when_out_of_bounds_is_allow
 def test_no_block_id_implies_no_grid():
     func = find_function(parse("func.func @f(%d: memref<4xf32>) {\n  return\n}"), "f")
     assert implied_grid(func) is None
+
+
+# A func.func that records its workgroup size only as `gpu.known_block_size` (IREE's
+# LLVMGPUDistribute pipeline, e.g. a scan, after its translation_info is dropped): each
+# of 96 threads adds 1 to its element of a row
+KNOWN_BLOCK = """
+func.func @k(%x: memref<96xf32>, %y: memref<96xf32>) attributes {gpu.known_block_size = array<i32: 96, 1, 1>} {
+  %t = gpu.thread_id x
+  %one = arith.constant 1.0 : f32
+  %v = memref.load %x[%t] : memref<96xf32>
+  %w = arith.addf %v, %one : f32
+  memref.store %w, %y[%t] : memref<96xf32>
+  return
+}
+"""
+
+
+def test_known_block_size_attribute_of_a_func_func_is_the_block(capsys, tmp_path):
+    path = tmp_path / "k.mlir"
+    path.write_text(KNOWN_BLOCK)
+    x = np.random.default_rng(0).uniform(-1, 1, 96).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    code, out, err = cli(capsys, "run", path, "--func", "k", "--arg", f"x={tmp_path / 'x.npy'}", "--arg", "y=random",
+                         "--out", tmp_path / "o.npz")
+    assert code == 0, err
+    assert "block [96, 1, 1]" in out + err
+    assert np.array_equal(np.load(tmp_path / "o.npz")["y"], x + np.float32(1))

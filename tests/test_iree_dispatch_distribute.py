@@ -83,3 +83,16 @@ def test_a_forall_not_mapped_to_workgroups_is_refused():
 
     with pytest.raises(SimtifyError, match="mapped to workgroups"):
         run_pipeline(module, "nested-distribute", Options(target="gfx942"))
+
+
+def test_a_dispatch_with_push_constants_is_refused_where_and_why(capsys, tmp_path):
+    """IREE reads a dynamic size from push constants (`hal.interface.constant.load`): not
+    read yet; the CLI says where and why, exit 2."""
+    path = tmp_path / "dyn.mlir"
+    path.write_text('func.func @f() {\n  %c0 = arith.constant 0 : index\n'
+                    '  %1 = hal.interface.constant.load layout(<constants = 1, bindings = '
+                    '[#hal.pipeline.binding<storage_buffer>]>) ordinal(0) : i32\n  return\n}\n')
+    assert main(["opt", str(path), "--pipeline", "nested-distribute", "--target", "gfx942"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"dyn\.mlir:3:8: error: unknown operation 'hal.interface.constant.load' \(push constants .*"
+                     r"not supported yet; compile with static shapes\)", err), err

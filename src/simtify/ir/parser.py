@@ -24,7 +24,11 @@ Two things are added to `xdsl.parser.Parser`:
   discardable attribute never stops a parse. An unknown attribute of a dialect simtify
   does model is still an error, and so is an unknown operation.
 - **Removed upstream.** Ops and attributes upstream has deleted (XeGPU's scattered
-  descriptors) are refused with what replaced them, not as unknown.
+  descriptors) are refused with what replaced them, not as unknown; an unknown op a user
+  meets often (`NOT_READ_YET`: IREE's push constants) is refused with why.
+- **Semi-affine maps.** A product or quotient of two non-constant expressions
+  (``d0 * (d1 ceildiv 8)``, which IREE prints for tiles of dynamic sizes) is kept as
+  written; xDSL 0.74 raises an internal error on it.
 - **Operation positions.** xDSL operations carry no source location, yet a verifier
   error must say ``FILE:LINE:COL``. The parser records the offset at which each
   operation starts (its first result name, as MLIR reports it), and the offset of the
@@ -56,7 +60,9 @@ from xdsl.dialects.builtin import UnregisteredAttr
 from xdsl.ir import Operation, OpResult
 from xdsl.irdl import irdl_attr_definition
 from xdsl.printer import Printer
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineMap, AffineSet
 from xdsl.parser import AttrParser, Parser
+from xdsl.parser.affine_parser import AffineParser
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 # What MLIR's lexer skips before a token (whitespace and comments, no backtracking); an SSA
@@ -122,6 +128,13 @@ def _line_shape(line: str) -> tuple[tuple, list[str]] | None:
     return (tuple(parts[0::2]), pattern), list(names)
 
 
+# Ops simtify does not read yet, with what a user hits them with: an unknown op, said why.
+NOT_READ_YET = {
+    "hal.interface.constant.load": "push constants (an IREE dispatch's dynamic sizes and other runtime "
+                                   "scalars) are not supported yet; compile with static shapes",
+}
+
+
 def removed_upstream(name: str, kind: str) -> str:
     return f"{kind} '{name}' was removed upstream: {REMOVED_UPSTREAM[name]}"
 
@@ -155,6 +168,22 @@ class _BitPatternElement(AttrParser._TensorLiteralElement):
         return super().to_type(parser, type)
 
 
+_SEMI_AFFINE_KINDS = {"*": AffineBinaryOpKind.Mul, "ceildiv": AffineBinaryOpKind.CeilDiv,
+                      "floordiv": AffineBinaryOpKind.FloorDiv, "mod": AffineBinaryOpKind.Mod}
+
+
+class _SemiAffineParser(AffineParser):
+    """xDSL's affine parser, but a product, division or remainder of two non-constant
+    expressions (a semi-affine map, as MLIR reads it) is kept as it is written: IREE
+    prints `d0 * (d1 ceildiv 8)` for the trip count of a tile of dynamic sizes."""
+
+    def _create_binop_expr(self, lhs, rhs, binop):
+        try:
+            return super()._create_binop_expr(lhs, rhs, binop)
+        except NotImplementedError:
+            return AffineBinaryOpExpr(_SEMI_AFFINE_KINDS[binop.text], lhs, rhs)
+
+
 class MLIRParser(Parser):
     """xDSL's parser with MLIR's reading of hex floats, and op source offsets.
 
@@ -186,6 +215,12 @@ class MLIRParser(Parser):
                 return ForeignAttr(attr_name, False, is_opaque, "")
             return ForeignAttr(attr_name, False, is_opaque, f"<{self._parse_dialect_symbol_body()}>")
         return super()._parse_dialect_type_or_attribute_body(attr_name, is_type, is_opaque, starting_opaque_pos)
+
+    def parse_affine_map(self) -> AffineMap:
+        return _SemiAffineParser(self._parser_state).parse_affine_map()
+
+    def parse_affine_set(self) -> AffineSet:
+        return _SemiAffineParser(self._parser_state).parse_affine_set()
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """As xDSL, but input with no operation (empty, or only comments) is an empty
@@ -271,7 +306,8 @@ class MLIRParser(Parser):
             self.raise_error(removed_upstream(name, "operation"), at_position=found if found >= 0 else None)
         if op_type is None:
             found = self.lexer.input.content.rfind(name, 0, self.pos)
-            self.raise_error(f"unknown operation '{name}'", at_position=found if found >= 0 else None)
+            why = f" ({NOT_READ_YET[name]})" if name in NOT_READ_YET else ""
+            self.raise_error(f"unknown operation '{name}'{why}", at_position=found if found >= 0 else None)
         return op_type
 
     def _parse_dense_literal_type(self):

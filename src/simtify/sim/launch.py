@@ -117,6 +117,9 @@ def _recorded_sizes(func: Operation) -> tuple[tuple[int, ...] | None, int | None
     if info is not None and hasattr(info, "workgroup_size"):
         return info.workgroup_size, info.subgroup_size
     known = func.properties.get("known_block_size") if hasattr(func, "properties") else None
+    # a func.func records it as a discardable attribute (IREE's LLVMGPUDistribute
+    # pipeline keeps only that after its translation_info is dropped)
+    known = known or func.attributes.get("gpu.known_block_size")
     if known is not None:
         return tuple(int(x) for x in known.get_values()), None
     from simtify.sim.dispatch import dispatch_config_sizes

@@ -300,6 +300,27 @@ def _store(sim, op):
     return []
 
 
+@handles("vector.maskedload")
+def _masked_load(sim, op):
+    """Positions whose mask bit is clear read nothing (no access, no bounds check) and
+    take pass_thru's element."""
+    mem = sim.get(op.base)
+    vshape = shape_of(op.results[0].type)
+    mask = _v(sim, op.mask).astype(bool)
+    vals = sim.load(op, mem, _contiguous_indices(sim, op, mem, vshape), vshape, mask=mask, contiguous=True)
+    return [np.where(mask, vals, _v(sim, op.pass_thru))]
+
+
+@handles("vector.maskedstore")
+def _masked_store(sim, op):
+    mem = sim.get(op.base)
+    v = _v(sim, op.value_to_store)
+    vshape = v.shape[2:]
+    mask = _v(sim, op.mask).astype(bool)
+    sim.store(op, mem, _contiguous_indices(sim, op, mem, vshape), v, vshape, mask=mask, contiguous=True)
+    return []
+
+
 @handles("vector.gather")
 def _gather(sim, op):
     mem = sim.get(op.base)
