@@ -251,6 +251,35 @@ def test_binding_outside_the_layout_is_a_located_error():
         parse(dispatch("").replace("binding(1)", "binding(2)"), "d.mlir")
 
 
+def _copy_dispatch() -> str:
+    return dispatch("""  %p = ub.poison : f32
+  %v = vector.transfer_read %in[%c0], %p {in_bounds = [true]} : memref<8xf32, #amdgpu.address_space<fat_raw_buffer>>, vector<8xf32>
+  vector.transfer_write %v, %out[%c0] {in_bounds = [true]} : vector<8xf32>, memref<8xf32, #amdgpu.address_space<fat_raw_buffer>>""")
+
+
+@pytest.mark.parametrize("form", ["alias", "whole"])
+def test_a_layout_written_whole_or_by_alias_reads_as_the_bare_one(form):
+    """``layout(#pipeline_layout)``, as IREE's lit tests write it and its dumps print it
+    before bufferization, is the same op as the bare ``layout(<..>)`` (MLIR reads an
+    attribute of a known kind either way), prints bare, and runs alike."""
+    whole = "#hal.pipeline.layout" + LAYOUT[len("layout("):-1]
+    bare = _copy_dispatch()
+    text = (f"#pipeline_layout = {whole}\n" + bare.replace(LAYOUT, "layout(#pipeline_layout)") if form == "alias"
+            else bare.replace(LAYOUT, f"layout({whole})"))
+    assert text != bare
+    assert print_module(parse(text)) == print_module(parse(bare))
+    module = parse(text)
+    inputs = random_inputs(find_function(module, "d"), seed=3)
+    result = run(module, "d", {k: v.copy() for k, v in inputs.items()}, sanitize=True)
+    np.testing.assert_array_equal(result.outputs["binding1"], inputs["binding0"])
+
+
+def test_a_layout_of_another_kind_is_a_located_error():
+    text = _copy_dispatch().replace(LAYOUT, "layout(#hal.pipeline.binding<storage_buffer>)", 1)
+    with pytest.raises(SimtifyError, match=r"d.mlir:5:\d+: expected a #hal.pipeline.layout attribute"):
+        parse(text, "d.mlir")
+
+
 # --- live iree-compile -----------------------------------------------------------------------
 
 

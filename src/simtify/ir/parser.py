@@ -1,7 +1,7 @@
 """Reading MLIR text: xDSL's parser, corrected where it disagrees with MLIR, and
 remembering where every operation came from.
 
-Two things are added to `xdsl.parser.Parser`:
+What is added to `xdsl.parser.Parser`:
 
 - **Hex floats in dense elements.** MLIR reads a hexadecimal literal in a float
   ``dense<...>`` as the bit pattern of the element: IREE prints −inf as
@@ -29,6 +29,10 @@ Two things are added to `xdsl.parser.Parser`:
 - **Semi-affine maps.** A product or quotient of two non-constant expressions
   (``d0 * (d1 ceildiv 8)``, which IREE prints for tiles of dynamic sizes) is kept as
   written; xDSL 0.74 raises an internal error on it.
+- **Attributes of a known kind written whole.** Where an op's syntax names an attribute of
+  one kind (``hal.interface.binding.subspan layout(<bindings = ..>)``), MLIR also reads it
+  whole or by an alias (``layout(#pipeline_layout)``, as IREE's lit tests write it and as
+  its dumps print it before bufferization); xDSL's formats read only the bare form.
 - **Operation positions.** xDSL operations carry no source location, yet a verifier
   error must say ``FILE:LINE:COL``. The parser records the offset at which each
   operation starts (its first result name, as MLIR reports it), and the offset of the
@@ -61,6 +65,7 @@ from xdsl.ir import Operation, OpResult
 from xdsl.irdl import irdl_attr_definition
 from xdsl.printer import Printer
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineMap, AffineSet
+from xdsl.irdl.declarative_assembly_format import UniqueBaseAttributeVariable
 from xdsl.parser import AttrParser, Parser
 from xdsl.parser.affine_parser import AffineParser
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -182,6 +187,24 @@ class _SemiAffineParser(AffineParser):
             return super()._create_binop_expr(lhs, rhs, binop)
         except NotImplementedError:
             return AffineBinaryOpExpr(_SEMI_AFFINE_KINDS[binop.text], lhs, rhs)
+
+
+_parse_bare_attribute = UniqueBaseAttributeVariable.parse_attr
+
+
+def _parse_attribute_of_known_kind(self: UniqueBaseAttributeVariable, parser: AttrParser):
+    """An attribute an op's format knows the kind of: bare (``<..>``), or whole or an
+    alias (``#..``), as MLIR's ``parseCustomAttributeWithFallback`` reads it."""
+    if parser._current_token.kind != MLIRTokenKind.HASH_IDENT:
+        return _parse_bare_attribute(self, parser)
+    start = parser.pos
+    attr = parser.parse_attribute()
+    if not isinstance(attr, self.unique_base):
+        parser.raise_error(f"expected a #{self.unique_base.name} attribute, got {attr}", start, parser.pos)
+    return attr
+
+
+UniqueBaseAttributeVariable.parse_attr = _parse_attribute_of_known_kind  # type: ignore[method-assign]
 
 
 class MLIRParser(Parser):
