@@ -1,0 +1,190 @@
+"""Random DAG-shaped programs for warp distribution (`gpu.warp_execute_on_lane_0`),
+checked by simulation at every step of each warp pipeline.
+
+Two kinds of functions. Region programs: a SIMT function holding one region of 32
+(sm_90) or 64 (gfx942) lanes, whose body reads its workgroup's slice of memory at
+lane-independent offsets, computes a DAG and yields several values, each with a random
+distributed type (the value's dims divided by lane counts whose product is the warp
+size, or whole: uniform) or as a scalar; after the region each lane writes its block
+(DESIGN.md: lane digits row-major over the ratios, contiguous blocks) or, for a uniform
+value, its own copy, so every lane's result is observable. Whole-function programs: the
+same bodies at workgroup level, written whole, which `warp-wrap` puts in a region.
+
+The bodies are the nested generator's DAGs (`test_distribute_random_dag.step`: values
+with several users, carried through scf.for / scf.while / scf.if, multi_reduction and
+vector.reduction, contract, scan, transposes, broadcasts, extracts and inserts, shape
+casts, compare+select, vector.step, unary ops, 16-bit round trips), with sizes that split
+over a warp, its layout anchors replaced by elementwise ops with other values, plus
+constants (splat and not) and reductions to scalars. Float and integer (exact) programs.
+Each program runs through warp-distribute, warp-propagate and warp-to-scf-if. Hundreds of
+programs by default; `HYPOTHESIS_PROFILE=thorough` runs thousands (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from test_distribute_random_dag import Program, step
+from warp_harness import check_warp_steps
+
+from distribution_harness import shape_text
+from simtify.errors import SimtifyError
+from simtify.transforms.warp_propagate import _divisor_ratios
+
+PIPELINES = ["warp-distribute", "warp-propagate", "warp-to-scf-if"]
+
+
+def examples(default: int) -> int:
+    """`default` in the default run, the profile's count when a profile asks for more."""
+    return max(default, settings.default.max_examples)
+
+
+class WarpProgram(Program):
+    """The nested generator's program with no layouts: where it re-anchors a value, the
+    value is combined with another of its shape instead (one more user for both)."""
+
+    def anchor(self, draw, value: str, shape, indent: str = "  ") -> tuple[str, str]:
+        other = self.pick(draw, shape=shape)
+        name = self.fresh("l")
+        return name, f"{indent}{name} = {self.binary(draw)} {value}, {other[0] if other else value} : {self.vt(shape)}"
+
+
+def constant(draw, p: WarpProgram) -> None:
+    """A splat or a lane-varying dense constant, combined with a value of its shape."""
+    a, shape = p.pick(draw)
+    c, r = p.fresh("k"), p.fresh()
+    n = 1
+    for d in shape:
+        n *= d
+    if draw(st.booleans()):
+        text = "1.5" if p.is_float else "3"
+    else:
+        text = "[" + ", ".join(f"{(j * 7) % 5 - 2}{'.5' if p.is_float else ''}" for j in range(n)) + "]"
+        if len(shape) == 2:
+            rows = [text[1:-1].split(", ")[i * shape[1]:(i + 1) * shape[1]] for i in range(shape[0])]
+            text = "[" + ", ".join("[" + ", ".join(row) + "]" for row in rows) + "]"
+    p.lines.append(f"  {c} = arith.constant dense<{text}> : {p.vt(shape)}")
+    p.add(r, shape, f"  {r} = {p.binary(draw)} {a}, {c} : {p.vt(shape)}")
+
+
+def to_scalar(draw, p: WarpProgram, scalars: list[str]) -> None:
+    """A reduction to a scalar (vector.reduction of a 1-D value, multi_reduction of every
+    dim of a matrix), kept to be yielded as a scalar."""
+    a, shape = p.pick(draw)
+    red = draw(st.sampled_from(["add", "maximumf"] if p.is_float else ["add", "maxsi"]))
+    s = p.fresh("s")
+    if len(shape) == 1:
+        p.lines.append(f"  {s} = vector.reduction <{red}>, {a} : {p.vt(shape)} into {p.elt}")
+    else:
+        acc = p.fresh("acc")
+        p.lines.append(f"  {acc} = arith.constant {'1.5' if p.is_float else '3'} : {p.elt}")
+        dims = ", ".join(map(str, range(len(shape))))
+        p.lines.append(f"  {s} = vector.multi_reduction <{red}>, {a}, {acc} [{dims}] : {p.vt(shape)} to {p.elt}")
+    scalars.append(s)
+
+
+def split_of(draw, shape, lanes: int) -> tuple[int, ...]:
+    """Per-dim lane counts for a yielded value: a random even split over `lanes`, or all
+    ones (uniform) when there is none or at random."""
+    splits = [ks for ks in _divisor_ratios(tuple(shape), lanes)]
+    if not splits or not draw(st.integers(0, 4)):
+        return (1,) * len(shape)
+    return draw(st.sampled_from(splits))
+
+
+@st.composite
+def warp_programs(draw):
+    """(text, target, lanes, workgroups, is_float, in a region already)."""
+    target = draw(st.sampled_from(["sm_90", "gfx942"]))
+    lanes = 32 if target == "sm_90" else 64
+    region = draw(st.booleans())
+    grid = draw(st.sampled_from([1, 2]))
+    elt = draw(st.sampled_from(["f32", "i32"]))
+    # a base shape whose lanes split it evenly, at most 2 elements per lane each way
+    k0 = draw(st.sampled_from([k for k in (2, 4, 8, 16, 32) if k < lanes]))
+    m, k = k0 * draw(st.sampled_from([1, 2])), lanes // k0 * draw(st.sampled_from([1, 2]))
+    p = WarpProgram(elt, lanes, 1)
+    p.count = 2  # fresh names start past the header's %c0, %c1, %c2
+    mt = f"memref<{grid}x{m}x{k}x{elt}>"
+    p.add("%v0", (m, k), f"  %v0 = vector.transfer_read %in[%wg, %c0, %c0], %pad {{in_bounds = [true, true]}} : "
+                         f"{mt}, {p.vt((m, k))}")
+    scalars: list[str] = []
+    for _ in range(draw(st.integers(2, 5))):
+        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar"]))
+        if kind == "step":
+            step(draw, p)
+        elif kind == "constant":
+            constant(draw, p)
+        else:
+            to_scalar(draw, p, scalars)
+    outs = [p.pool[-1]] + draw(st.lists(st.sampled_from(p.pool), max_size=2))
+    outs += [(s, None) for s in draw(st.lists(st.sampled_from(scalars), max_size=1))] if scalars else []
+    header = ["  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index",
+              "  %c2 = arith.constant 2 : index", f"  %pad = arith.constant {p.zero()} : {elt}",
+              "  %wg = gpu.block_id x", "  %first = arith.cmpi eq, %wg, %c0 : index"]
+    args, writes, yields = [], [], []
+    for i, (v, shape) in enumerate(outs):
+        if shape is None:  # a scalar: each lane stores its own copy
+            args.append(f"%out{i}: memref<{grid}x{lanes}x{elt}>" if region else f"%out{i}: memref<{grid}x{elt}>")
+            yields.append((v, elt, elt))
+            at = "%wg, %laneid" if region else "%wg"
+            writes.append(f"  memref.store {{v}}, %out{i}[{at}] : {args[-1].split(': ')[1]}")
+            continue
+        ks = split_of(draw, shape, lanes) if region else (1,) * len(shape)
+        block = tuple(n // c for n, c in zip(shape, ks))
+        yields.append((v, p.vt(shape), p.vt(block)))
+        trues = ", ".join(["true"] * len(shape))
+        if region and all(c == 1 for c in ks):  # uniform: each lane writes its own copy
+            mt_out = f"memref<{grid}x{lanes}x{shape_text(shape)}x{elt}>"
+            idx = ", ".join(["%wg", "%laneid"] + ["%c0"] * len(shape))
+        else:
+            mt_out = f"memref<{grid}x{shape_text(shape)}x{elt}>"
+            idx = ", ".join(["%wg"] + [f"%o{i}_{d}" if c > 1 else "%c0" for d, c in enumerate(ks)])
+            split = [d for d, c in enumerate(ks) if c > 1]
+            if len(split) == 1:
+                writes.append(f"  %o{i}_{split[0]} = affine.apply affine_map<(d0) -> (d0 * {block[split[0]]})>"
+                              f"(%laneid)")
+            elif split:
+                writes.append(f"  %d{i}:{len(split)} = affine.delinearize_index %laneid into "
+                              f"({', '.join(str(ks[d]) for d in split)}) : {', '.join(['index'] * len(split))}")
+                for j, d in enumerate(split):
+                    writes.append(f"  %o{i}_{d} = affine.apply affine_map<(d0) -> (d0 * {block[d]})>(%d{i}#{j})")
+        args.append(f"%out{i}: {mt_out}")
+        writes.append(f"  vector.transfer_write {{v}}, %out{i}[{idx}] {{{{in_bounds = [{trues}]}}}} : "
+                      f"{p.vt(block)}, {mt_out}")
+    if region:
+        results = [f"%r#{i}" for i in range(len(yields))] if len(yields) > 1 else ["%r"]
+        count = f":{len(yields)}" if len(yields) > 1 else ""
+        body = ["  %laneid = gpu.lane_id",
+                f"  %r{count} = gpu.warp_execute_on_lane_0(%laneid)[{lanes}] -> "
+                f"({', '.join(t for _, _, t in yields)}) {{"]
+        body += ["  " + line for line in "\n".join(p.lines).split("\n")]
+        body.append(f"    gpu.yield {', '.join(v for v, _, _ in yields)} : {', '.join(t for _, t, _ in yields)}")
+        body.append("  }")
+    else:
+        results = [v for v, _, _ in yields]
+        body = list(p.lines)
+    outs_written = iter(results)
+    body += [w.format(v=next(outs_written)) if "{v}" in w else w for w in writes]
+    text = (f"func.func @f(%in: {mt}, {', '.join(args)}) {{\n" + "\n".join(header + body) + "\n  return\n}\n")
+    return text, target, lanes, grid, elt == "f32", region
+
+
+# What a pipeline may refuse (counted in `--hypothesis-show-statistics`), with why. A
+# mismatch, a traceback, an internal error or any other refusal fails.
+OPEN: tuple[str, ...] = ()
+
+
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
+@given(warp_programs(), st.sampled_from(PIPELINES))
+def test_random_warp_dags_distribute_correctly(case, pipeline):
+    text, target, lanes, grid, is_float, region = case
+    tol = dict(rtol=1e-4, atol=1e-4) if is_float else dict(rtol=0, atol=0)
+    event(f"{'region' if region else 'whole function'}, {pipeline}")
+    try:
+        check_warp_steps(text, "f", pipeline, grid=(grid,), target=target, **tol)
+    except SimtifyError as e:
+        known = [m for m in OPEN if m in e.what and not e.what.startswith("internal")]
+        if not known:
+            raise
+        event(f"refused: {known[0]}")
