@@ -83,6 +83,53 @@ def to_scalar(draw, p: WarpProgram, scalars: list[str]) -> None:
     scalars.append(s)
 
 
+def reshape(draw, p: WarpProgram) -> None:
+    """What the nested generator has not: a row statistic broadcast back along its
+    rows (through an m x 1 shape_cast), a matrix seen as 3-D (reduced over a random dim
+    or elementwise), strided slices and a scalar insert."""
+    got = p.pick(draw, rank=2)
+    if got is None:
+        return
+    a, (m, k) = got
+    kind = draw(st.sampled_from(["row_broadcast", "three_d", "slice", "insert_slice", "insert_scalar"]))
+    r = p.fresh()
+    if kind == "row_broadcast":
+        acc, s, c = p.fresh("acc"), p.fresh(), p.fresh()
+        p.lines.append(f"  {acc} = arith.constant dense<{p.zero()}> : {p.vt((m,))}")
+        p.lines.append(f"  {s} = vector.multi_reduction <add>, {a}, {acc} [1] : {p.vt((m, k))} to {p.vt((m,))}")
+        p.lines.append(f"  {c} = vector.shape_cast {s} : {p.vt((m,))} to {p.vt((m, 1))}")
+        p.add(r, (m, k), f"  {r} = vector.broadcast {c} : {p.vt((m, 1))} to {p.vt((m, k))}")
+    elif kind == "three_d" and k % 2 == 0:
+        t3 = (m, k // 2, 2)
+        c = p.fresh()
+        p.add(c, t3, f"  {c} = vector.shape_cast {a} : {p.vt((m, k))} to {p.vt(t3)}")
+        dim = draw(st.integers(0, 2))
+        kept = tuple(n for d, n in enumerate(t3) if d != dim)
+        acc = p.fresh("acc")
+        p.lines.append(f"  {acc} = arith.constant dense<{p.zero()}> : {p.vt(kept)}")
+        p.add(r, kept, f"  {r} = vector.multi_reduction <add>, {c}, {acc} [{dim}] : {p.vt(t3)} to {p.vt(kept)}")
+    elif kind == "slice":
+        half = (m, k // 2) if k % 2 == 0 else (m // 2, k) if m % 2 == 0 else (m, k)
+        off = [draw(st.sampled_from([0, n - h])) for n, h in zip((m, k), half)]
+        p.add(r, half, f"  {r} = vector.extract_strided_slice {a} {{offsets = {off}, sizes = {list(half)}, "
+                       f"strides = [1, 1]}} : {p.vt((m, k))} to {p.vt(half)}")
+    elif kind == "insert_slice":
+        got = p.pick(draw, rank=2)
+        b, (bm, bk) = got
+        if bm > m or bk > k:
+            return
+        off = [draw(st.sampled_from(sorted({0, n - h}))) for n, h in zip((m, k), (bm, bk))]
+        p.add(r, (m, k), f"  {r} = vector.insert_strided_slice {b}, {a} {{offsets = {off}, strides = [1, 1]}} : "
+                         f"{p.vt((bm, bk))} into {p.vt((m, k))}")
+    else:
+        e = p.fresh("e")
+        i, j = draw(st.integers(0, m - 1)), draw(st.integers(0, k - 1))
+        where = "%c1" if i == 1 and draw(st.booleans()) else str(i)
+        b, _ = p.pick(draw, shape=(m, k))
+        p.lines.append(f"  {e} = vector.extract {b}[{(i + 1) % m}, {k - 1 - j}] : {p.elt} from {p.vt((m, k))}")
+        p.add(r, (m, k), f"  {r} = vector.insert {e}, {a} [{where}, {j}] : {p.elt} into {p.vt((m, k))}")
+
+
 def split_of(draw, shape, lanes: int) -> tuple[int, ...]:
     """Per-dim lane counts for a yielded value: a random even split over `lanes`, or all
     ones (uniform) when there is none or at random."""
@@ -92,9 +139,25 @@ def split_of(draw, shape, lanes: int) -> tuple[int, ...]:
     return draw(st.sampled_from(splits))
 
 
+def lane_offsets(stem: str, ks, block, lines: list[str]) -> list[str]:
+    """Per dim, where this lane's block starts (DESIGN.md: lane digits row-major over the
+    ratios `ks`, blocks of `block`), computed from %laneid by lines added to `lines`."""
+    split = [d for d, c in enumerate(ks) if c > 1]
+    digits = {}
+    if len(split) == 1:
+        digits[split[0]] = "%laneid"
+    elif split:
+        lines.append(f"  %d_{stem}:{len(split)} = affine.delinearize_index %laneid into "
+                     f"({', '.join(str(ks[d]) for d in split)}) : {', '.join(['index'] * len(split))}")
+        digits = {d: f"%d_{stem}#{j}" for j, d in enumerate(split)}
+    for d in split:
+        lines.append(f"  %o_{stem}_{d} = affine.apply affine_map<(d0) -> (d0 * {block[d]})>({digits[d]})")
+    return [f"%o_{stem}_{d}" if d in digits else "%c0" for d in range(len(ks))]
+
+
 @st.composite
 def warp_programs(draw):
-    """(text, target, lanes, workgroups, is_float, in a region already)."""
+    """(text, target, warp size, threads, workgroups, is_float, in a region already)."""
     target = draw(st.sampled_from(["sm_90", "gfx942"]))
     lanes = 32 if target == "sm_90" else 64
     region = draw(st.booleans())
@@ -108,11 +171,21 @@ def warp_programs(draw):
     mt = f"memref<{grid}x{m}x{k}x{elt}>"
     p.add("%v0", (m, k), f"  %v0 = vector.transfer_read %in[%wg, %c0, %c0], %pad {{in_bounds = [true, true]}} : "
                          f"{mt}, {p.vt((m, k))}")
+    entry: list[str] = []  # lines before the region: a value each lane passes in (its block, or the whole)
+    if region and draw(st.booleans()):
+        ks = split_of(draw, (m, k), lanes)
+        block = tuple(n // c for n, c in zip((m, k), ks))
+        idx = ", ".join(["%wg"] + lane_offsets("in1", ks, block, entry))
+        entry.append(f"  %a_in = vector.transfer_read %in1[{idx}], %pad {{in_bounds = [true, true]}} : {mt}, "
+                     f"{p.vt(block)}")
+        p.pool.append(("%a", (m, k)))
     scalars: list[str] = []
     for _ in range(draw(st.integers(2, 5))):
-        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar"]))
+        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar", "reshape"]))
         if kind == "step":
             step(draw, p)
+        elif kind == "reshape":
+            reshape(draw, p)
         elif kind == "constant":
             constant(draw, p)
         else:
@@ -139,25 +212,19 @@ def warp_programs(draw):
             idx = ", ".join(["%wg", "%laneid"] + ["%c0"] * len(shape))
         else:
             mt_out = f"memref<{grid}x{shape_text(shape)}x{elt}>"
-            idx = ", ".join(["%wg"] + [f"%o{i}_{d}" if c > 1 else "%c0" for d, c in enumerate(ks)])
-            split = [d for d, c in enumerate(ks) if c > 1]
-            if len(split) == 1:
-                writes.append(f"  %o{i}_{split[0]} = affine.apply affine_map<(d0) -> (d0 * {block[split[0]]})>"
-                              f"(%laneid)")
-            elif split:
-                writes.append(f"  %d{i}:{len(split)} = affine.delinearize_index %laneid into "
-                              f"({', '.join(str(ks[d]) for d in split)}) : {', '.join(['index'] * len(split))}")
-                for j, d in enumerate(split):
-                    writes.append(f"  %o{i}_{d} = affine.apply affine_map<(d0) -> (d0 * {block[d]})>(%d{i}#{j})")
+            idx = ", ".join(["%wg"] + lane_offsets(f"out{i}", ks, block, writes))
         args.append(f"%out{i}: {mt_out}")
         writes.append(f"  vector.transfer_write {{v}}, %out{i}[{idx}] {{{{in_bounds = [{trues}]}}}} : "
                       f"{p.vt(block)}, {mt_out}")
     if region:
         results = [f"%r#{i}" for i in range(len(yields))] if len(yields) > 1 else ["%r"]
         count = f":{len(yields)}" if len(yields) > 1 else ""
-        body = ["  %laneid = gpu.lane_id",
-                f"  %r{count} = gpu.warp_execute_on_lane_0(%laneid)[{lanes}] -> "
-                f"({', '.join(t for _, _, t in yields)}) {{"]
+        passed = f" args(%a_in : {entry[-1].rsplit(', ', 1)[1]})" if entry else ""
+        body = ["  %laneid = gpu.lane_id"] + entry + [
+            f"  %r{count} = gpu.warp_execute_on_lane_0(%laneid)[{lanes}]{passed} -> "
+            f"({', '.join(t for _, _, t in yields)}) {{"]
+        if entry:
+            body.append(f"  ^bb0(%a: {p.vt((m, k))}):")
         body += ["  " + line for line in "\n".join(p.lines).split("\n")]
         body.append(f"    gpu.yield {', '.join(v for v, _, _ in yields)} : {', '.join(t for _, t, _ in yields)}")
         body.append("  }")
@@ -166,8 +233,13 @@ def warp_programs(draw):
         body = list(p.lines)
     outs_written = iter(results)
     body += [w.format(v=next(outs_written)) if "{v}" in w else w for w in writes]
+    if entry:
+        args.insert(0, f"%in1: {mt}")
     text = (f"func.func @f(%in: {mt}, {', '.join(args)}) {{\n" + "\n".join(header + body) + "\n  return\n}\n")
-    return text, target, lanes, grid, elt == "f32", region
+    # a whole function may run on warps narrower than the subgroup, and on several warps
+    warp = lanes if region else draw(st.sampled_from([lanes, lanes, lanes // 2]))
+    threads = lanes if region else draw(st.sampled_from([lanes, 2 * lanes]))
+    return text, target, warp, threads, grid, elt == "f32", region
 
 
 # What a pipeline may refuse (counted in `--hypothesis-show-statistics`), with why. A
@@ -178,11 +250,12 @@ OPEN: tuple[str, ...] = ()
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
 @given(warp_programs(), st.sampled_from(PIPELINES))
 def test_random_warp_dags_distribute_correctly(case, pipeline):
-    text, target, lanes, grid, is_float, region = case
+    text, target, warp, threads, grid, is_float, region = case
     tol = dict(rtol=1e-4, atol=1e-4) if is_float else dict(rtol=0, atol=0)
     event(f"{'region' if region else 'whole function'}, {pipeline}")
     try:
-        check_warp_steps(text, "f", pipeline, grid=(grid,), target=target, **tol)
+        check_warp_steps(text, "f", pipeline, grid=(grid,), target=target, warp_size=warp, workgroup_size=threads,
+                         **tol)
     except SimtifyError as e:
         known = [m for m in OPEN if m in e.what and not e.what.startswith("internal")]
         if not known:
