@@ -84,7 +84,7 @@ def to_scalar(draw, p: WarpProgram, scalars: list[str]) -> None:
 
 
 def reshape(draw, p: WarpProgram) -> None:
-    """What the nested generator has not: a row statistic broadcast back along its
+    """More reshuffles than the nested generator draws: a row statistic broadcast back along its
     rows (through an m x 1 shape_cast), a matrix seen as 3-D (reduced over a random dim
     or elementwise), strided slices and a scalar insert."""
     got = p.pick(draw, rank=2)
@@ -128,6 +128,36 @@ def reshape(draw, p: WarpProgram) -> None:
         b, _ = p.pick(draw, shape=(m, k))
         p.lines.append(f"  {e} = vector.extract {b}[{(i + 1) % m}, {k - 1 - j}] : {p.elt} from {p.vt((m, k))}")
         p.add(r, (m, k), f"  {r} = vector.insert {e}, {a} [{where}, {j}] : {p.elt} into {p.vt((m, k))}")
+
+
+def read(draw, p: WarpProgram, mt: str, m: int, k: int) -> None:
+    """Another read of the input, at lane-independent offsets: transposed (a permutation
+    map), one row, one row repeated (a broadcast dim), rows past the end (padded), or
+    under a mask."""
+    kind = draw(st.sampled_from(["transposed", "row", "repeated", "past_end", "masked"]))
+    r = p.fresh("rd")
+    at = "%wg, %c0, %c0"
+    if kind == "transposed":
+        p.add(r, (k, m), f"  {r} = vector.transfer_read %in[{at}], %pad {{in_bounds = [true, true], permutation_map = "
+                         f"affine_map<(d0, d1, d2) -> (d2, d1)>}} : {mt}, {p.vt((k, m))}")
+    elif kind == "row":
+        p.add(r, (k,), f"  {r} = vector.transfer_read %in[%wg, %c{m - 1 if m < 3 else 2}, %c0], %pad "
+                       f"{{in_bounds = [true]}} : {mt}, {p.vt((k,))}")
+    elif kind == "repeated":
+        j = draw(st.sampled_from([m, 2, 4]))
+        p.add(r, (j, k), f"  {r} = vector.transfer_read %in[%wg, %c1, %c0], %pad {{in_bounds = [true, true], "
+                         f"permutation_map = affine_map<(d0, d1, d2) -> (0, d2)>}} : {mt}, {p.vt((j, k))}"
+              if m > 1 else f"  {r} = vector.transfer_read %in[{at}], %pad {{in_bounds = [true, true], "
+                            f"permutation_map = affine_map<(d0, d1, d2) -> (0, d2)>}} : {mt}, {p.vt((j, k))}")
+    elif kind == "past_end":
+        p.add(r, (m, k), f"  {r} = vector.transfer_read %in[%wg, %c1, %c0], %pad {{in_bounds = [false, true]}} : "
+                         f"{mt}, {p.vt((m, k))}")
+    else:
+        mask = p.fresh("m")
+        p.lines.append(f"  {mask} = vector.create_mask %c{draw(st.integers(0, min(m, 2)))}, "
+                       f"%c{draw(st.integers(0, min(k, 2)))} : vector<{m}x{k}xi1>")
+        p.add(r, (m, k), f"  {r} = vector.transfer_read %in[{at}], %pad, {mask} {{in_bounds = [true, true]}} : "
+                         f"{mt}, {p.vt((m, k))}")
 
 
 def split_of(draw, shape, lanes: int) -> tuple[int, ...]:
@@ -181,9 +211,11 @@ def warp_programs(draw):
         p.pool.append(("%a", (m, k)))
     scalars: list[str] = []
     for _ in range(draw(st.integers(2, 5))):
-        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar", "reshape"]))
+        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar", "reshape", "read"]))
         if kind == "step":
             step(draw, p)
+        elif kind == "read":
+            read(draw, p, mt, m, k)
         elif kind == "reshape":
             reshape(draw, p)
         elif kind == "constant":
