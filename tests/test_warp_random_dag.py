@@ -222,8 +222,8 @@ def warp_programs(draw):
             constant(draw, p)
         else:
             to_scalar(draw, p, scalars)
-    outs = [p.pool[-1]] + draw(st.lists(st.sampled_from(p.pool), max_size=2))
-    outs += [(s, None) for s in draw(st.lists(st.sampled_from(scalars), max_size=1))] if scalars else []
+    outs = [p.pool[-1]] + draw(st.lists(st.sampled_from(p.pool), max_size=3))
+    outs += [(s, None) for s in draw(st.lists(st.sampled_from(scalars), max_size=2))] if scalars else []
     header = ["  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index",
               "  %c2 = arith.constant 2 : index", f"  %pad = arith.constant {p.zero()} : {elt}",
               "  %wg = gpu.block_id x", "  %first = arith.cmpi eq, %wg, %c0 : index"]
