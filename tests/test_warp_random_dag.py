@@ -160,6 +160,19 @@ def read(draw, p: WarpProgram, mt: str, m: int, k: int) -> None:
                          f"{mt}, {p.vt((m, k))}")
 
 
+def use_captured(draw, p: WarpProgram) -> None:
+    """A use, in the region, of what it captures from a lane-varying scalar (lane 0's
+    value there): a splat of %lane_s combined with a value, or a row at %lane_p."""
+    a, shape = p.pick(draw)
+    r = p.fresh()
+    if len(shape) == 2 and shape[0] > 1 and draw(st.booleans()):
+        p.add(r, shape[1:], f"  {r} = vector.extract {a}[%lane_p] : {p.vt(shape[1:])} from {p.vt(shape)}")
+        return
+    b = p.fresh("b")
+    p.lines.append(f"  {b} = vector.broadcast %lane_s : {p.elt} to {p.vt(shape)}")
+    p.add(r, shape, f"  {r} = {p.binary(draw)} {a}, {b} : {p.vt(shape)}")
+
+
 def split_of(draw, shape, lanes: int) -> tuple[int, ...]:
     """Per-dim lane counts for a yielded value: a random even split over `lanes`, or all
     ones (uniform) when there is none or at random."""
@@ -201,18 +214,32 @@ def warp_programs(draw):
     mt = f"memref<{grid}x{m}x{k}x{elt}>"
     p.add("%v0", (m, k), f"  %v0 = vector.transfer_read %in[%wg, %c0, %c0], %pad {{in_bounds = [true, true]}} : "
                          f"{mt}, {p.vt((m, k))}")
-    entry: list[str] = []  # lines before the region: a value each lane passes in (its block, or the whole)
+    before: list[str] = []  # lines before the region (region programs)
+    passed = None  # the type of the value each lane passes in: its block, or the whole
     if region and draw(st.booleans()):
         ks = split_of(draw, (m, k), lanes)
         block = tuple(n // c for n, c in zip((m, k), ks))
-        idx = ", ".join(["%wg"] + lane_offsets("in1", ks, block, entry))
-        entry.append(f"  %a_in = vector.transfer_read %in1[{idx}], %pad {{in_bounds = [true, true]}} : {mt}, "
-                     f"{p.vt(block)}")
+        idx = ", ".join(["%wg"] + lane_offsets("in1", ks, block, before))
+        passed = p.vt(block)
+        before.append(f"  %a_in = vector.transfer_read %in1[{idx}], %pad {{in_bounds = [true, true]}} : {mt}, "
+                      f"{passed}")
         p.pool.append(("%a", (m, k)))
+    captures = region and draw(st.booleans())
+    if captures:  # values the region captures: lane-varying scalars (lane 0's inside) and a uniform vector
+        before += ["  %lane_p = arith.remui %laneid, %c2 : index",
+                   "  %lane_i = arith.index_cast %laneid : index to i32",
+                   f"  %u = vector.transfer_read %in[%wg, %c0, %c0], %pad {{in_bounds = [true, true]}} : {mt}, "
+                   f"{p.vt((m, k))}"]
+        before.append("  %lane_s = arith.sitofp %lane_i : i32 to f32" if p.is_float else
+                      "  %lane_s = arith.addi %lane_i, %lane_i : i32")
+        p.pool.append(("%u", (m, k)))
     scalars: list[str] = []
     for _ in range(draw(st.integers(2, 5))):
-        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar", "reshape", "read"]))
-        if kind == "step":
+        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar", "reshape", "read"]
+                                    + ["captured"] * 2 * captures))
+        if kind == "captured":
+            use_captured(draw, p)
+        elif kind == "step":
             step(draw, p)
         elif kind == "read":
             read(draw, p, mt, m, k)
@@ -251,11 +278,10 @@ def warp_programs(draw):
     if region:
         results = [f"%r#{i}" for i in range(len(yields))] if len(yields) > 1 else ["%r"]
         count = f":{len(yields)}" if len(yields) > 1 else ""
-        passed = f" args(%a_in : {entry[-1].rsplit(', ', 1)[1]})" if entry else ""
-        body = ["  %laneid = gpu.lane_id"] + entry + [
-            f"  %r{count} = gpu.warp_execute_on_lane_0(%laneid)[{lanes}]{passed} -> "
-            f"({', '.join(t for _, _, t in yields)}) {{"]
-        if entry:
+        body = ["  %laneid = gpu.lane_id"] + before + [
+            f"  %r{count} = gpu.warp_execute_on_lane_0(%laneid)[{lanes}]{f' args(%a_in : {passed})' if passed else ''}"
+            f" -> ({', '.join(t for _, _, t in yields)}) {{"]
+        if passed:
             body.append(f"  ^bb0(%a: {p.vt((m, k))}):")
         body += ["  " + line for line in "\n".join(p.lines).split("\n")]
         body.append(f"    gpu.yield {', '.join(v for v, _, _ in yields)} : {', '.join(t for _, t, _ in yields)}")
@@ -265,7 +291,7 @@ def warp_programs(draw):
         body = list(p.lines)
     outs_written = iter(results)
     body += [w.format(v=next(outs_written)) if "{v}" in w else w for w in writes]
-    if entry:
+    if passed:
         args.insert(0, f"%in1: {mt}")
     text = (f"func.func @f(%in: {mt}, {', '.join(args)}) {{\n" + "\n".join(header + body) + "\n  return\n}\n")
     # a whole function may run on warps narrower than the subgroup, and on several warps
