@@ -1,14 +1,15 @@
 """Random DAG-shaped programs for warp distribution (`gpu.warp_execute_on_lane_0`),
 checked by simulation at every step of each warp pipeline.
 
-Two kinds of functions. Region programs: a SIMT function holding one region of 32
-(sm_90) or 64 (gfx942) lanes, whose body reads its workgroup's slice of memory at
+Two kinds of functions. Region programs: a SIMT function holding one region as wide
+as the subgroup (32 lanes on sm_90, 64 on gfx942) or half of it, whose body reads its workgroup's slice of memory at
 lane-independent offsets, computes a DAG and yields several values, each with a random
 distributed type (the value's dims divided by lane counts whose product is the warp
 size, or whole: uniform) or as a scalar; after the region each lane writes its block
 (DESIGN.md: lane digits row-major over the ratios, contiguous blocks) or, for a uniform
 value, its own copy, so every lane's result is observable. Whole-function programs: the
-same bodies at workgroup level, written whole, which `warp-wrap` puts in a region.
+same bodies at workgroup level, written whole, which `warp-wrap` puts in a region (warps
+as wide as the subgroup or half of it, one or two to a workgroup).
 
 The bodies are the nested generator's DAGs (`test_distribute_random_dag.step`: values
 with several users, carried through scf.for / scf.while / scf.if, multi_reduction and
@@ -202,8 +203,10 @@ def lane_offsets(stem: str, ks, block, lines: list[str]) -> list[str]:
 def warp_programs(draw):
     """(text, target, warp size, threads, workgroups, is_float, in a region already)."""
     target = draw(st.sampled_from(["sm_90", "gfx942"]))
-    lanes = 32 if target == "sm_90" else 64
     region = draw(st.booleans())
+    subgroup = 32 if target == "sm_90" else 64
+    # a region may be as wide as the subgroup or half of it (two warps to a subgroup)
+    lanes = draw(st.sampled_from([subgroup, subgroup, subgroup // 2])) if region else subgroup
     grid = draw(st.sampled_from([1, 2]))
     elt = draw(st.sampled_from(["f32", "i32"]))
     # a base shape whose lanes split it evenly, at most 2 elements per lane each way
@@ -278,7 +281,9 @@ def warp_programs(draw):
     if region:
         results = [f"%r#{i}" for i in range(len(yields))] if len(yields) > 1 else ["%r"]
         count = f":{len(yields)}" if len(yields) > 1 else ""
-        body = ["  %laneid = gpu.lane_id"] + before + [
+        lane = ["  %laneid = gpu.lane_id"] if lanes == subgroup else [
+            "  %lane = gpu.lane_id", f"  %cw = arith.constant {lanes} : index", "  %laneid = arith.remui %lane, %cw : index"]
+        body = lane + before + [
             f"  %r{count} = gpu.warp_execute_on_lane_0(%laneid)[{lanes}]{f' args(%a_in : {passed})' if passed else ''}"
             f" -> ({', '.join(t for _, _, t in yields)}) {{"]
         if passed:
@@ -296,7 +301,7 @@ def warp_programs(draw):
     text = (f"func.func @f(%in: {mt}, {', '.join(args)}) {{\n" + "\n".join(header + body) + "\n  return\n}\n")
     # a whole function may run on warps narrower than the subgroup, and on several warps
     warp = lanes if region else draw(st.sampled_from([lanes, lanes, lanes // 2]))
-    threads = lanes if region else draw(st.sampled_from([lanes, 2 * lanes]))
+    threads = subgroup if region else draw(st.sampled_from([lanes, 2 * lanes]))
     return text, target, warp, threads, grid, elt == "f32", region
 
 
