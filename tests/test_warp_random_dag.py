@@ -201,7 +201,7 @@ def lane_offsets(stem: str, ks, block, lines: list[str]) -> list[str]:
 
 @st.composite
 def warp_programs(draw):
-    """(text, target, warp size, threads, workgroups, is_float, in a region already)."""
+    """(text, target, warp size, threads, max whole write, workgroups, is_float, in a region already)."""
     target = draw(st.sampled_from(["sm_90", "gfx942"]))
     region = draw(st.booleans())
     subgroup = 32 if target == "sm_90" else 64
@@ -302,7 +302,8 @@ def warp_programs(draw):
     # a whole function may run on warps narrower than the subgroup, and on several warps
     warp = lanes if region else draw(st.sampled_from([lanes, lanes, lanes // 2]))
     threads = subgroup if region else draw(st.sampled_from([lanes, 2 * lanes]))
-    return text, target, warp, threads, grid, elt == "f32", region
+    whole = draw(st.sampled_from([1, 1, 64]))  # writes of at most this many elements stay on lane 0
+    return text, target, warp, threads, whole, grid, elt == "f32", region
 
 
 # What a pipeline may refuse (counted in `--hypothesis-show-statistics`), with why. A
@@ -313,12 +314,12 @@ OPEN: tuple[str, ...] = ()
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
 @given(warp_programs(), st.sampled_from(PIPELINES))
 def test_random_warp_dags_distribute_correctly(case, pipeline):
-    text, target, warp, threads, grid, is_float, region = case
+    text, target, warp, threads, whole, grid, is_float, region = case
     tol = dict(rtol=1e-4, atol=1e-4) if is_float else dict(rtol=0, atol=0)
     event(f"{'region' if region else 'whole function'}, {pipeline}")
     try:
         check_warp_steps(text, "f", pipeline, grid=(grid,), target=target, warp_size=warp, workgroup_size=threads,
-                         **tol)
+                         max_whole_write=whole, **tol)
     except SimtifyError as e:
         known = [m for m in OPEN if m in e.what and not e.what.startswith("internal")]
         if not known:
