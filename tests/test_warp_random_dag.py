@@ -163,11 +163,26 @@ def read(draw, p: WarpProgram, mt: str, m: int, k: int) -> None:
 
 def use_captured(draw, p: WarpProgram) -> None:
     """A use, in the region, of what it captures from a lane-varying scalar (lane 0's
-    value there): a splat of %lane_s combined with a value, or a row at %lane_p."""
+    value there): a splat of %lane_s combined with a value, a row at %lane_p, an scf.if
+    on %lane_c, an scf.for of %lane_n trips."""
     a, shape = p.pick(draw)
+    b, _ = p.pick(draw, shape=shape)
     r = p.fresh()
-    if len(shape) == 2 and shape[0] > 1 and draw(st.booleans()):
+    how = draw(st.sampled_from(["row", "splat", "branch", "loop"]))
+    if how == "row" and len(shape) == 2 and shape[0] > 1:
         p.add(r, shape[1:], f"  {r} = vector.extract {a}[%lane_p] : {p.vt(shape[1:])} from {p.vt(shape)}")
+        return
+    t = p.vt(shape)
+    if how == "branch":  # on a condition lane 0 decides for the warp
+        e, f = p.fresh(), p.fresh()
+        p.add(r, shape, f"  {r} = scf.if %lane_c -> ({t}) {{\n    {e} = {p.binary(draw)} {a}, {b} : {t}\n"
+                        f"    scf.yield {e} : {t}\n  }} else {{\n    {f} = {p.binary(draw)} {b}, {b} : {t}\n"
+                        f"    scf.yield {f} : {t}\n  }}")
+        return
+    if how == "loop":  # as many trips as lane 0 has
+        c, n = p.fresh("c"), p.fresh()
+        p.add(r, shape, f"  {r} = scf.for %i{p.count} = %c0 to %lane_n step %c1 iter_args({c} = {a}) -> ({t}) {{\n"
+                        f"    {n} = {p.binary(draw)} {c}, {b} : {t}\n    scf.yield {n} : {t}\n  }}")
         return
     b = p.fresh("b")
     p.lines.append(f"  {b} = vector.broadcast %lane_s : {p.elt} to {p.vt(shape)}")
@@ -230,6 +245,8 @@ def warp_programs(draw):
     captures = region and draw(st.booleans())
     if captures:  # values the region captures: lane-varying scalars (lane 0's inside) and a uniform vector
         before += ["  %lane_p = arith.remui %laneid, %c2 : index",
+                   "  %lane_c = arith.cmpi eq, %lane_p, %c0 : index",
+                   "  %lane_n = arith.addi %lane_p, %c1 : index",
                    "  %lane_i = arith.index_cast %laneid : index to i32",
                    f"  %u = vector.transfer_read %in[%wg, %c0, %c0], %pad {{in_bounds = [true, true]}} : {mt}, "
                    f"{p.vt((m, k))}"]
