@@ -189,6 +189,36 @@ def use_captured(draw, p: WarpProgram) -> None:
     p.add(r, shape, f"  {r} = {p.binary(draw)} {a}, {b} : {p.vt(shape)}")
 
 
+def rearrange(draw, p: WarpProgram, mt: str, m: int, k: int) -> None:
+    """Ops the nested generator has not: vector.fma, a select on a scalar condition, a
+    bitcast to a narrower type and back, an interleave of two rows, a vector.load."""
+    kind = draw(st.sampled_from(["fma", "select", "bitcast", "interleave", "load"]))
+    a, shape = p.pick(draw)
+    b, _ = p.pick(draw, shape=shape)
+    t, r = p.vt(shape), p.fresh()
+    if kind == "fma" and p.is_float:
+        c, _ = p.pick(draw, shape=shape)
+        p.add(r, shape, f"  {r} = vector.fma {a}, {b}, {c} : {t}")
+    elif kind in ("fma", "select"):
+        p.add(r, shape, f"  {r} = arith.select %first, {a}, {b} : {t}")
+    elif kind == "bitcast":
+        narrow = f"vector<{shape_text(shape[:-1] + (2 * shape[-1],))}xi16>"
+        word = f"vector<{shape_text(shape)}x{'i32' if p.is_float else 'f32'}>"
+        w, n = p.fresh("w"), p.fresh("n")
+        p.lines.append(f"  {w} = vector.bitcast {a} : {t} to {word}" if p.is_float else
+                       f"  {w} = vector.bitcast {a} : {t} to {narrow}")
+        if p.is_float:
+            p.add(r, shape, f"  {r} = vector.bitcast {w} : {word} to {t}")
+        else:
+            p.lines.append(f"  {n} = arith.addi {w}, {w} : {narrow}")
+            p.add(r, shape, f"  {r} = vector.bitcast {n} : {narrow} to {t}")
+    elif kind == "interleave" and len(shape) == 1:
+        twice = (2 * shape[0],)
+        p.add(r, twice, f"  {r} = vector.interleave {a}, {b} : {t} -> {p.vt(twice)}")
+    else:
+        p.add(r, (m, k), f"  {r} = vector.load %in[%wg, %c0, %c0] : {mt}, {p.vt((m, k))}")
+
+
 def split_of(draw, shape, lanes: int) -> tuple[int, ...]:
     """Per-dim lane counts for a yielded value: a random even split over `lanes`, or all
     ones (uniform) when there is none or at random."""
@@ -255,7 +285,7 @@ def warp_programs(draw):
         p.pool.append(("%u", (m, k)))
     scalars: list[str] = []
     for _ in range(draw(st.integers(2, 5))):
-        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar", "reshape", "read"]
+        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar", "reshape", "read", "rearrange"]
                                     + ["captured"] * 2 * captures))
         if kind == "captured":
             use_captured(draw, p)
@@ -263,6 +293,8 @@ def warp_programs(draw):
             step(draw, p)
         elif kind == "read":
             read(draw, p, mt, m, k)
+        elif kind == "rearrange":
+            rearrange(draw, p, mt, m, k)
         elif kind == "reshape":
             reshape(draw, p)
         elif kind == "constant":
@@ -293,8 +325,11 @@ def warp_programs(draw):
             mt_out = f"memref<{grid}x{shape_text(shape)}x{elt}>"
             idx = ", ".join(["%wg"] + lane_offsets(f"out{i}", ks, block, writes))
         args.append(f"%out{i}: {mt_out}")
-        writes.append(f"  vector.transfer_write {{v}}, %out{i}[{idx}] {{{{in_bounds = [{trues}]}}}} : "
-                      f"{p.vt(block)}, {mt_out}")
+        if draw(st.integers(0, 3)):
+            writes.append(f"  vector.transfer_write {{v}}, %out{i}[{idx}] {{{{in_bounds = [{trues}]}}}} : "
+                          f"{p.vt(block)}, {mt_out}")
+        else:
+            writes.append(f"  vector.store {{v}}, %out{i}[{idx}] : {mt_out}, {p.vt(block)}")
     if region:
         results = [f"%r#{i}" for i in range(len(yields))] if len(yields) > 1 else ["%r"]
         count = f":{len(yields)}" if len(yields) > 1 else ""
