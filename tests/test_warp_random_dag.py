@@ -219,6 +219,26 @@ def rearrange(draw, p: WarpProgram, mt: str, m: int, k: int) -> None:
         p.add(r, (m, k), f"  {r} = vector.load %in[%wg, %c0, %c0] : {mt}, {p.vt((m, k))}")
 
 
+def spill(draw, p: WarpProgram, grid: int, temps: list[str]) -> None:
+    """A value written to memory and read back (a scratch argument, whose contents are
+    compared too): writes in the middle of the region, reads after them."""
+    a, shape = p.pick(draw)
+    mt = f"memref<{grid}x{shape_text(shape)}x{p.elt}>"
+    name = f"%tmp{len(temps)}"
+    temps.append(f"{name}: {mt}")
+    idx = ", ".join(["%wg"] + ["%c0"] * len(shape))
+    trues = ", ".join(["true"] * len(shape))
+    r = p.fresh("rd")
+    p.lines.append(f"  vector.transfer_write {a}, {name}[{idx}] {{in_bounds = [{trues}]}} : {p.vt(shape)}, {mt}")
+    if len(shape) == 2 and draw(st.booleans()):  # read back transposed: other lanes' elements, once split
+        back = (shape[1], shape[0])
+        p.add(r, back, f"  {r} = vector.transfer_read {name}[{idx}], %pad {{in_bounds = [true, true], permutation_map = "
+                       f"affine_map<(d0, d1, d2) -> (d2, d1)>}} : {mt}, {p.vt(back)}")
+        return
+    p.add(r, shape, f"  {r} = vector.transfer_read {name}[{idx}], %pad {{in_bounds = [{trues}]}} : {mt}, "
+                    f"{p.vt(shape)}")
+
+
 def split_of(draw, shape, lanes: int) -> tuple[int, ...]:
     """Per-dim lane counts for a yielded value: a random even split over `lanes`, or all
     ones (uniform) when there is none or at random."""
@@ -284,8 +304,9 @@ def warp_programs(draw):
                       "  %lane_s = arith.addi %lane_i, %lane_i : i32")
         p.pool.append(("%u", (m, k)))
     scalars: list[str] = []
+    temps: list[str] = []
     for _ in range(draw(st.integers(2, 5))):
-        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar", "reshape", "read", "rearrange"]
+        kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar", "reshape", "read", "rearrange", "spill"]
                                     + ["captured"] * 2 * captures))
         if kind == "captured":
             use_captured(draw, p)
@@ -295,6 +316,8 @@ def warp_programs(draw):
             read(draw, p, mt, m, k)
         elif kind == "rearrange":
             rearrange(draw, p, mt, m, k)
+        elif kind == "spill":
+            spill(draw, p, grid, temps)
         elif kind == "reshape":
             reshape(draw, p)
         elif kind == "constant":
@@ -348,6 +371,7 @@ def warp_programs(draw):
         body = list(p.lines)
     outs_written = iter(results)
     body += [w.format(v=next(outs_written)) if "{v}" in w else w for w in writes]
+    args = temps + args
     if passed:
         args.insert(0, f"%in1: {mt}")
     text = (f"func.func @f(%in: {mt}, {', '.join(args)}) {{\n" + "\n".join(header + body) + "\n  return\n}\n")
