@@ -232,8 +232,8 @@ def spill(draw, p: WarpProgram, grid: int, temps: list[str]) -> None:
     p.lines.append(f"  vector.transfer_write {a}, {name}[{idx}] {{in_bounds = [{trues}]}} : {p.vt(shape)}, {mt}")
     if len(shape) == 2 and draw(st.booleans()):  # read back transposed: other lanes' elements, once split
         back = (shape[1], shape[0])
-        p.add(r, back, f"  {r} = vector.transfer_read {name}[{idx}], %pad {{in_bounds = [true, true], permutation_map = "
-                       f"affine_map<(d0, d1, d2) -> (d2, d1)>}} : {mt}, {p.vt(back)}")
+        p.add(r, back, f"  {r} = vector.transfer_read {name}[{idx}], %pad {{in_bounds = [true, true], "
+                       f"permutation_map = affine_map<(d0, d1, d2) -> (d2, d1)>}} : {mt}, {p.vt(back)}")
         return
     p.add(r, shape, f"  {r} = vector.transfer_read {name}[{idx}], %pad {{in_bounds = [{trues}]}} : {mt}, "
                     f"{p.vt(shape)}")
@@ -357,7 +357,8 @@ def warp_programs(draw):
         results = [f"%r#{i}" for i in range(len(yields))] if len(yields) > 1 else ["%r"]
         count = f":{len(yields)}" if len(yields) > 1 else ""
         lane = ["  %laneid = gpu.lane_id"] if lanes == subgroup else [
-            "  %lane = gpu.lane_id", f"  %cw = arith.constant {lanes} : index", "  %laneid = arith.remui %lane, %cw : index"]
+            "  %lane = gpu.lane_id", f"  %cw = arith.constant {lanes} : index",
+            "  %laneid = arith.remui %lane, %cw : index"]
         body = lane + before + [
             f"  %r{count} = gpu.warp_execute_on_lane_0(%laneid)[{lanes}]{f' args(%a_in : {passed})' if passed else ''}"
             f" -> ({', '.join(t for _, _, t in yields)}) {{"]
