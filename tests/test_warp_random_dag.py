@@ -303,7 +303,7 @@ def warp_programs(draw):
         before.append("  %lane_s = arith.sitofp %lane_i : i32 to f32" if p.is_float else
                       "  %lane_s = arith.addi %lane_i, %lane_i : i32")
         p.pool.append(("%u", (m, k)))
-    scalars: list[str] = []
+    scalars: list[str] = ["%lane_s"] if captures else []  # yielded: lane 0's value, on every lane
     temps: list[str] = []
     for _ in range(draw(st.integers(2, 5))):
         kind = draw(st.sampled_from(["step"] * 6 + ["constant", "scalar", "reshape", "read", "rearrange", "spill"]
