@@ -138,9 +138,17 @@ def read(draw, p: WarpProgram, mt: str, m: int, k: int) -> None:
     kind = draw(st.sampled_from(["transposed", "row", "repeated", "past_end", "masked"]))
     r = p.fresh("rd")
     at = "%wg, %c0, %c0"
-    if kind == "transposed":
-        p.add(r, (k, m), f"  {r} = vector.transfer_read %in[{at}], %pad {{in_bounds = [true, true], permutation_map = "
-                         f"affine_map<(d0, d1, d2) -> (d2, d1)>}} : {mt}, {p.vt((k, m))}")
+    if kind == "transposed":  # sometimes also past the end, or under a mask (in memref dim order)
+        how = draw(st.sampled_from(["", "past_end", "masked"]))
+        mask = ""
+        if how == "masked":
+            mask = p.fresh("m")
+            p.lines.append(f"  {mask} = vector.create_mask %c{draw(st.integers(0, min(m, 2)))}, "
+                           f"%c{draw(st.integers(0, min(k, 2)))} : vector<{m}x{k}xi1>")
+            mask = f", {mask}"
+        p.add(r, (k, m), f"  {r} = vector.transfer_read %in[{'%wg, %c1, %c0' if how == 'past_end' else at}], "
+                         f"%pad{mask} {{in_bounds = [true, {'false' if how == 'past_end' else 'true'}], "
+                         f"permutation_map = affine_map<(d0, d1, d2) -> (d2, d1)>}} : {mt}, {p.vt((k, m))}")
     elif kind == "row":
         p.add(r, (k,), f"  {r} = vector.transfer_read %in[%wg, %c{m - 1 if m < 3 else 2}, %c0], %pad "
                        f"{{in_bounds = [true]}} : {mt}, {p.vt((k,))}")
