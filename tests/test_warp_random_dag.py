@@ -403,8 +403,10 @@ def test_random_warp_dags_distribute_correctly(case, pipeline):
     tol = dict(rtol=1e-4, atol=1e-4) if is_float else dict(rtol=0, atol=0)
     event(f"{'region' if region else 'whole function'}, {pipeline}")
     try:
-        check_warp_steps(text, "f", pipeline, grid=(grid,), target=target, warp_size=warp, workgroup_size=threads,
-                         max_whole_write=whole, **tol)
+        out, steps = check_warp_steps(text, "f", pipeline, grid=(grid,), target=target, warp_size=warp,
+                                      workgroup_size=threads, max_whole_write=whole, **tol)
+        if pipeline == "warp-distribute":  # how much stays on lane 0 (in an scf.if), for the statistics
+            event("some ops stay on lane 0" if "lower_to_scf_if" in steps else "nothing stays on lane 0")
     except SimtifyError as e:
         known = [m for m in OPEN if m in e.what and not e.what.startswith("internal")]
         if not known:
