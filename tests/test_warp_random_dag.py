@@ -23,6 +23,8 @@ programs by default; `HYPOTHESIS_PROFILE=thorough` runs thousands (tests/conftes
 
 from __future__ import annotations
 
+from math import prod
+
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_distribute_random_dag import Program, step
@@ -54,16 +56,15 @@ def constant(draw, p: WarpProgram) -> None:
     """A splat or a lane-varying dense constant, combined with a value of its shape."""
     a, shape = p.pick(draw)
     c, r = p.fresh("k"), p.fresh()
-    n = 1
-    for d in shape:
-        n *= d
     if draw(st.booleans()):
         text = "1.5" if p.is_float else "3"
     else:
-        text = "[" + ", ".join(f"{(j * 7) % 5 - 2}{'.5' if p.is_float else ''}" for j in range(n)) + "]"
-        if len(shape) == 2:
-            rows = [text[1:-1].split(", ")[i * shape[1]:(i + 1) * shape[1]] for i in range(shape[0])]
-            text = "[" + ", ".join("[" + ", ".join(row) + "]" for row in rows) + "]"
+        flat = iter(f"{(j * 7) % 5 - 2}{'.5' if p.is_float else ''}" for j in range(prod(shape)))
+
+        def nest(dims) -> str:
+            return "[" + ", ".join(nest(dims[1:]) if len(dims) > 1 else next(flat) for _ in range(dims[0])) + "]"
+
+        text = nest(shape)
     p.lines.append(f"  {c} = arith.constant dense<{text}> : {p.vt(shape)}")
     p.add(r, shape, f"  {r} = {p.binary(draw)} {a}, {c} : {p.vt(shape)}")
 
