@@ -413,3 +413,26 @@ def test_random_warp_dags_distribute_correctly(case, pipeline):
         if not known:
             raise
         event(f"refused: {known[0]}")
+
+
+# Found by the test above: a masked transfer_read with a transposing permutation map,
+# split over both of its dims. The mask (in memref-dim order) crossed the region split
+# by the same ratios in the other order, so lane (l0, l1) got the mask block of lane
+# (l1, l0) and read elements the mask drops (and dropped ones it keeps). The read now
+# stays on lane 0 when the permutation reorders split dims.
+MASKED_TRANSPOSED_READ = """func.func @f(%in: memref<1x2x16xf32>, %out0: memref<1x16x2xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %pad = arith.constant 0.0 : f32
+  %wg = gpu.block_id x
+  %m = vector.create_mask %c1, %c2 : vector<2x16xi1>
+  %r = vector.transfer_read %in[%wg, %c0, %c0], %pad, %m {in_bounds = [true, true], permutation_map = affine_map<(d0, d1, d2) -> (d2, d1)>} : memref<1x2x16xf32>, vector<16x2xf32>
+  vector.store %r, %out0[%wg, %c0, %c0] : memref<1x16x2xf32>, vector<16x2xf32>
+  return
+}
+"""
+
+
+def test_a_masked_read_transposing_its_split_dims():
+    check_warp_steps(MASKED_TRANSPOSED_READ, "f", "warp-distribute", grid=(1,), target="sm_90", rtol=0, atol=0)
