@@ -17,8 +17,9 @@ vector.reduction, contract, scan, transposes, broadcasts, extracts and inserts, 
 casts, compare+select, vector.step, unary ops, 16-bit round trips), with sizes that split
 over a warp, its layout anchors replaced by elementwise ops with other values, plus
 constants (splat and not) and reductions to scalars. Float and integer (exact) programs.
-Each program runs through warp-distribute, warp-propagate or warp-to-scf-if. 120
-programs by default (the same on every run); `HYPOTHESIS_PROFILE=thorough` runs thousands (tests/conftest.py).
+Each program runs through warp-distribute and one of warp-propagate and
+warp-to-scf-if. 100 programs by default (the same on every run); `HYPOTHESIS_PROFILE=thorough` runs thousands
+(tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ from warp_harness import check_warp_steps
 from distribution_harness import shape_text
 from simtify.errors import SimtifyError
 from simtify.transforms.warp_propagate import _divisor_ratios
-
-PIPELINES = ["warp-distribute", "warp-propagate", "warp-to-scf-if"]
 
 
 def examples(default: int) -> int:
@@ -397,22 +396,26 @@ def warp_programs(draw):
 OPEN: tuple[str, ...] = ()
 
 
-@settings(max_examples=examples(120), deadline=None, suppress_health_check=list(HealthCheck))
-@given(warp_programs(), st.sampled_from(PIPELINES))
-def test_random_warp_dags_distribute_correctly(case, pipeline):
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=list(HealthCheck))
+@given(warp_programs(), st.sampled_from(["warp-propagate", "warp-to-scf-if"]))
+def test_random_warp_dags_distribute_correctly(case, other):
     text, target, warp, threads, whole, grid, is_float, region = case
     tol = dict(rtol=1e-4, atol=1e-4) if is_float else dict(rtol=0, atol=0)
-    event(f"{'region' if region else 'whole function'}, {pipeline}")
-    try:
-        out, steps = check_warp_steps(text, "f", pipeline, grid=(grid,), target=target, warp_size=warp,
-                                      workgroup_size=threads, max_whole_write=whole, **tol)
-        if pipeline == "warp-distribute":  # how much stays on lane 0 (in an scf.if), for the statistics
-            event("some ops stay on lane 0" if "lower_to_scf_if" in steps else "nothing stays on lane 0")
-    except SimtifyError as e:
-        known = [m for m in OPEN if m in e.what and not e.what.startswith("internal")]
-        if not known:
-            raise
-        event(f"refused: {known[0]}")
+    event("region" if region else "whole function")
+    # warp-distribute does what the others do and more; one of them too, at random (the
+    # default run keeps to about 40 s); warp-propagate moves nothing out of a whole
+    # function's region, which has no results to work from
+    for pipeline in ["warp-distribute"] + ([other] if region or other != "warp-propagate" else []):
+        try:
+            out, steps = check_warp_steps(text, "f", pipeline, grid=(grid,), target=target, warp_size=warp,
+                                          workgroup_size=threads, max_whole_write=whole, **tol)
+            if pipeline == "warp-distribute":  # how much stays on lane 0 (in an scf.if), for the statistics
+                event("some ops stay on lane 0" if "lower_to_scf_if" in steps else "nothing stays on lane 0")
+        except SimtifyError as e:
+            known = [m for m in OPEN if m in e.what and not e.what.startswith("internal")]
+            if not known:
+                raise
+            event(f"refused: {known[0]}")
 
 
 # Found by the test above: a masked transfer_read with a transposing permutation map,
