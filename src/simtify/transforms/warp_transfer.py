@@ -45,10 +45,17 @@ from simtify.transforms.warp_region import (
 
 def _mask_ratios(op: Operation, ks) -> tuple[int, ...] | None:
     """The split of a transfer's mask (indexed in memref-dim order) for a vector split
-    by `ks`; None where a broadcast dim is split (its mask cannot follow)."""
+    by `ks`; None where a broadcast dim is split (its mask cannot follow), or where the
+    permutation map puts two split dims in the other order: lane digits are row-major
+    over the dims in their order, so the mask's lanes would be numbered otherwise than
+    the vector's (lane (l0, l1) of a vector<16x2> read transposed needs the mask block
+    (l1, l0), which no split of the vector<2x16> mask hands it)."""
     perm = result_dims(op.permutation_map.data)
     order = sorted((d, j) for j, d in enumerate(perm) if d is not None)
     if any(d is None and k > 1 for d, k in zip(perm, ks)):
+        return None
+    split = [j for _, j in order if ks[j] > 1]
+    if split != sorted(split):
         return None
     return tuple(ks[j] for _, j in order)
 
