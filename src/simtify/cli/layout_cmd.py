@@ -80,6 +80,19 @@ def _int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of integers") from None
 
 
+def refuse_too_many_threads(layout, lanes: int | None, limit: int, limit_text: str, where: str) -> None:
+    """Refuse a layout whose subgroups (where its family knows them) hold more than
+    `limit` threads of `lanes` (default: the family's subgroup size), before its
+    ownership map is built; `limit_text` names the limit ("more than ...")."""
+    subgroups = layout.num_subgroups
+    if subgroups is None:
+        return
+    lanes = lanes or layout.default_subgroup_size
+    if subgroups * lanes > limit:
+        raise SimtifyError(f"the layout spans {subgroups} subgroups of {lanes} lanes, {subgroups * lanes} threads: "
+                           f"more than {limit_text}", where)
+
+
 def _load(args):
     """Parse LAYOUT, pick the shape and launch sizes, and compute the ownership map."""
     from simtify.layout import ownership_map, parse_layout, parse_shape
@@ -125,12 +138,9 @@ def _load(args):
     for flag, value in (("--threads", args.threads), ("--subgroup-size", args.subgroup_size)):
         if value is not None and value > MAX_THREADS:
             raise SimtifyError(f"{value} is more than a workgroup can have (at most {MAX_THREADS} here)", flag)
-    subgroups = layout.num_subgroups
-    if args.threads is None and subgroups is not None:
-        lanes = args.subgroup_size or layout.default_subgroup_size
-        if subgroups * lanes > MAX_THREADS:
-            raise SimtifyError(f"the layout spans {subgroups} subgroups of {lanes} lanes, {subgroups * lanes} threads: "
-                               f"more than a workgroup can have (at most {MAX_THREADS} here)", where)
+    if args.threads is None:
+        refuse_too_many_threads(layout, args.subgroup_size, MAX_THREADS,
+                                f"a workgroup can have (at most {MAX_THREADS} here)", where)
     try:
         omap = ownership_map(layout, shape, args.subgroup_size, args.threads)
     except SimtifyError as e:

@@ -40,7 +40,7 @@ BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4, "f64": 8}
 
 
 def _nested(arg: str, shape, sg, threads, where: str, target):
-    from simtify.cli.layout_cmd import _read_layout_text
+    from simtify.cli.layout_cmd import _read_layout_text, refuse_too_many_threads
     from simtify.errors import SimtifyError
     from simtify.layout import NestedLayout, parse_layout
     from simtify.layout.parse import convert_layout
@@ -51,10 +51,9 @@ def _nested(arg: str, shape, sg, threads, where: str, target):
         return layout
     if shape is None:
         raise SimtifyError("a layout other than a nested one needs --shape", "--shape")
-    subgroups = layout.num_subgroups
-    if threads is None and subgroups is not None and subgroups * sg > target.max_workgroup_size:
-        raise SimtifyError(f"the layout spans {subgroups} subgroups of {sg} lanes, {subgroups * sg} threads: more "
-                           f"than {target.name}'s limit of {target.max_workgroup_size} per workgroup", where)
+    if threads is None:
+        refuse_too_many_threads(layout, sg, target.max_workgroup_size,
+                                f"{target.name}'s limit of {target.max_workgroup_size} per workgroup", where)
     try:
         nested, reason = convert_layout(layout, "nested", shape, sg, threads)
     except SimtifyError as e:

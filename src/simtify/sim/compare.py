@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from simtify.sim.narrow_floats import narrow_format
 from simtify.ir.vector import element_type_of
+from simtify.sim.narrow_floats import narrow_format
 from simtify.sim.types import is_bf16
 
 
